@@ -1,0 +1,362 @@
+//! Command-line flags, in node_exporter's style, validated once into a [`Config`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{value_parser, Arg, ArgAction, ArgMatches, Command};
+
+/// The exporter's default port: outside the fully allocated 9100-9999 exporter range.
+pub const DEFAULT_PORT: u16 = 10293;
+
+/// The collectors, each switched by `--collector.NAME` / `--no-collector.NAME`.
+pub const COLLECTORS: [(&str, &str); 6] = [
+    ("meminfo", "memory, commit and swap from /proc/meminfo"),
+    (
+        "vmstat",
+        "THP, compaction, swap and OOM-kill counters from /proc/vmstat",
+    ),
+    (
+        "sysctl",
+        "overcommit, panic_on_oom and swappiness from /proc/sys/vm",
+    ),
+    (
+        "thp",
+        "THP, khugepaged and per-size huge page settings and counters from /sys",
+    ),
+    ("pressure", "memory stall time from /proc/pressure/memory"),
+    (
+        "processes",
+        "per-process memory, grouped, plus the top-K processes",
+    ),
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupBy {
+    /// The process name (`comm`).
+    Comm,
+    /// The memory cgroup path (a container, a systemd unit).
+    Cgroup,
+    /// A process-exporter-style matcher file.
+    Matcher(PathBuf),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Collectors {
+    pub meminfo: bool,
+    pub vmstat: bool,
+    pub sysctl: bool,
+    pub thp: bool,
+    pub pressure: bool,
+    pub processes: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen_address: String,
+    pub telemetry_path: String,
+    pub max_requests: usize,
+    pub max_connections: usize,
+    pub read_header_timeout: Duration,
+    pub procfs: PathBuf,
+    pub sysfs: PathBuf,
+    pub scan_interval: Duration,
+    pub collectors: Collectors,
+    pub top_k: usize,
+    pub group_by: GroupBy,
+    pub log_level: LogLevel,
+    pub once: bool,
+    pub once_interval: Duration,
+}
+
+/// A flag error: exit 2 with this one line.
+#[derive(Debug)]
+pub enum FlagsOutcome {
+    /// `--help` or `--version`: print to stdout, exit 0.
+    Print(String),
+    /// A bad flag: print to stderr, exit 2.
+    Bad(String),
+}
+
+/// Parses `"10s"`, `"250ms"`, `"1m"`, `"1h"` (Prometheus-style single-unit durations).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like 10s, 500ms, 1m"))?;
+    let ms = match unit {
+        "ms" => Some(n),
+        "s" => n.checked_mul(1000),
+        "m" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        _ => None,
+    }
+    .ok_or_else(|| format!("{s:?} is not a duration like 10s, 500ms, 1m"))?;
+    Ok(Duration::from_millis(ms))
+}
+
+fn positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err("must be more than 0".into()),
+        d => Ok(d),
+    }
+}
+
+fn command() -> Command {
+    let mut cmd = Command::new("membloat_exporter")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("Prometheus exporter that finds memory bloat on Linux hosts and warns before the OOM killer strikes.")
+        .arg(Arg::new("web.listen-address").long("web.listen-address").value_name("ADDRESS")
+            .default_value(":10293")
+            .help("Address to listen on: HOST:PORT, [IPV6]:PORT, or :PORT for every address"))
+        .arg(Arg::new("web.telemetry-path").long("web.telemetry-path").value_name("PATH")
+            .default_value("/metrics").help("Path under which to expose metrics"))
+        .arg(Arg::new("web.max-requests").long("web.max-requests").value_name("N")
+            .default_value("40").value_parser(value_parser!(u32).range(1..))
+            .help("Maximum concurrent metrics requests; more get 503"))
+        .arg(Arg::new("web.max-connections").long("web.max-connections").value_name("N")
+            .default_value("64").value_parser(value_parser!(u32).range(1..))
+            .help("Maximum open HTTP connections; more are closed at once"))
+        .arg(Arg::new("web.read-header-timeout").long("web.read-header-timeout").value_name("DURATION")
+            .default_value("10s").value_parser(positive_duration)
+            .help("Time a client has to send request headers"))
+        .arg(Arg::new("path.procfs").long("path.procfs").value_name("PATH")
+            .default_value("/proc").value_parser(value_parser!(PathBuf))
+            .help("procfs mountpoint"))
+        .arg(Arg::new("path.sysfs").long("path.sysfs").value_name("PATH")
+            .default_value("/sys").value_parser(value_parser!(PathBuf))
+            .help("sysfs mountpoint"))
+        .arg(Arg::new("scan.interval").long("scan.interval").value_name("DURATION")
+            .default_value("10s").value_parser(positive_duration)
+            .help("Time between two scans of /proc; scrapes serve the latest scan"))
+        .arg(Arg::new("collector.processes.top-k").long("collector.processes.top-k").value_name("K")
+            .default_value("5").value_parser(value_parser!(usize))
+            .help("Export per-process series (with pid) for the top K processes by RSS and the top K by oom_score"))
+        .arg(Arg::new("collector.processes.group-by").long("collector.processes.group-by").value_name("KIND")
+            .default_value("comm").value_parser(["comm", "cgroup", "matcher"])
+            .help("Group processes by name, by memory cgroup, or by --collector.processes.matcher-file"))
+        .arg(Arg::new("collector.processes.matcher-file").long("collector.processes.matcher-file").value_name("FILE")
+            .value_parser(value_parser!(PathBuf))
+            .help("process-exporter-style YAML (process_names) naming the groups; implies --collector.processes.group-by=matcher"))
+        .arg(Arg::new("log.level").long("log.level").value_name("LEVEL")
+            .default_value("info").value_parser(["error", "warn", "info", "debug"])
+            .help("Only log messages with the given severity or above"))
+        .arg(Arg::new("once").long("once").action(ArgAction::SetTrue)
+            .help("Scan twice, --once.interval apart, print the text exposition to stdout and exit"))
+        .arg(Arg::new("once.interval").long("once.interval").value_name("DURATION")
+            .default_value("1s").value_parser(parse_duration)
+            .help("Time between the two scans of --once"));
+    for (name, what) in COLLECTORS {
+        let on: &'static str = Box::leak(format!("collector.{name}").into_boxed_str());
+        let off: &'static str = Box::leak(format!("no-collector.{name}").into_boxed_str());
+        cmd = cmd
+            .arg(
+                Arg::new(on)
+                    .long(on)
+                    .action(ArgAction::SetTrue)
+                    .overrides_with(off)
+                    .help(format!(
+                        "Enable the {name} collector: {what} (default: enabled)"
+                    )),
+            )
+            .arg(
+                Arg::new(off)
+                    .long(off)
+                    .action(ArgAction::SetTrue)
+                    .overrides_with(on)
+                    .help(format!("Disable the {name} collector")),
+            );
+    }
+    cmd
+}
+
+impl Config {
+    /// Parses the process arguments (including `argv[0]`).
+    pub fn from_args<I, T>(args: I) -> Result<Config, FlagsOutcome>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let m = command().try_get_matches_from(args).map_err(|e| {
+            use clap::error::ErrorKind::*;
+            match e.kind() {
+                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand => {
+                    FlagsOutcome::Print(e.render().to_string())
+                }
+                _ => FlagsOutcome::Bad(
+                    e.render()
+                        .to_string()
+                        .lines()
+                        .next()
+                        .unwrap_or("error: bad flags")
+                        .to_string(),
+                ),
+            }
+        })?;
+        Self::from_matches(&m).map_err(FlagsOutcome::Bad)
+    }
+
+    fn from_matches(m: &ArgMatches) -> Result<Config, String> {
+        let text = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
+        let path = |id: &str| m.get_one::<PathBuf>(id).cloned().unwrap_or_default();
+        let duration = |id: &str| m.get_one::<Duration>(id).copied().unwrap_or_default();
+        let count = |id: &str| m.get_one::<u32>(id).copied().unwrap_or(1) as usize;
+        let enabled = |name: &str| !m.get_flag(&format!("no-collector.{name}"));
+
+        let listen_address = text("web.listen-address");
+        socket_addrs(&listen_address).map_err(|e| {
+            format!("error: invalid value '{listen_address}' for '--web.listen-address': {e}")
+        })?;
+        let telemetry_path = text("web.telemetry-path");
+        if !telemetry_path.starts_with('/') || telemetry_path == "/" || telemetry_path == "/healthz"
+        {
+            return Err(format!("error: invalid value '{telemetry_path}' for '--web.telemetry-path': must start with / and not be / or /healthz"));
+        }
+        let group_by = match (text("collector.processes.group-by").as_str(), m.get_one::<PathBuf>("collector.processes.matcher-file")) {
+            (_, Some(file)) => GroupBy::Matcher(file.clone()),
+            ("cgroup", None) => GroupBy::Cgroup,
+            ("matcher", None) => return Err("error: '--collector.processes.group-by=matcher' needs '--collector.processes.matcher-file'".into()),
+            _ => GroupBy::Comm,
+        };
+        let log_level = match text("log.level").as_str() {
+            "error" => LogLevel::Error,
+            "warn" => LogLevel::Warn,
+            "debug" => LogLevel::Debug,
+            _ => LogLevel::Info,
+        };
+        Ok(Config {
+            listen_address,
+            telemetry_path,
+            max_requests: count("web.max-requests"),
+            max_connections: count("web.max-connections"),
+            read_header_timeout: duration("web.read-header-timeout"),
+            procfs: path("path.procfs"),
+            sysfs: path("path.sysfs"),
+            scan_interval: duration("scan.interval"),
+            collectors: Collectors {
+                meminfo: enabled("meminfo"),
+                vmstat: enabled("vmstat"),
+                sysctl: enabled("sysctl"),
+                thp: enabled("thp"),
+                pressure: enabled("pressure"),
+                processes: enabled("processes"),
+            },
+            top_k: m
+                .get_one::<usize>("collector.processes.top-k")
+                .copied()
+                .unwrap_or(5),
+            group_by,
+            log_level,
+            once: m.get_flag("once"),
+            once_interval: duration("once.interval"),
+        })
+    }
+}
+
+/// The addresses to bind for `--web.listen-address`: `:PORT` means every IPv6 and IPv4
+/// address.
+pub fn socket_addrs(address: &str) -> Result<Vec<std::net::SocketAddr>, String> {
+    if let Some(port) = address.strip_prefix(':') {
+        let port: u16 = port.parse().map_err(|_| "bad port".to_string())?;
+        return Ok(vec![
+            (std::net::Ipv6Addr::UNSPECIFIED, port).into(),
+            (std::net::Ipv4Addr::UNSPECIFIED, port).into(),
+        ]);
+    }
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<_> = address
+        .to_socket_addrs()
+        .map_err(|e| e.to_string())?
+        .collect();
+    if addrs.is_empty() {
+        return Err("resolves to no address".into());
+    }
+    Ok(addrs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Config, FlagsOutcome> {
+        Config::from_args(std::iter::once("membloat_exporter").chain(args.iter().copied()))
+    }
+
+    fn bad(args: &[&str]) -> String {
+        match parse(args) {
+            Err(FlagsOutcome::Bad(line)) => line,
+            other => panic!("expected a bad flag, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let c = parse(&[]).unwrap();
+        assert_eq!(c.listen_address, ":10293");
+        assert_eq!(c.scan_interval, Duration::from_secs(10));
+        assert_eq!(c.top_k, 5);
+        assert_eq!(c.group_by, GroupBy::Comm);
+        assert!(c.collectors.processes && c.collectors.thp);
+    }
+
+    #[test]
+    fn collectors_switch_off_and_back_on_last_wins() {
+        let c = parse(&[
+            "--no-collector.thp",
+            "--no-collector.processes",
+            "--collector.processes",
+        ])
+        .unwrap();
+        assert!(!c.collectors.thp);
+        assert!(c.collectors.processes);
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("10").is_err());
+        assert!(parse_duration("1.5s").is_err());
+        assert!(parse_duration("99999999999999999999h").is_err());
+    }
+
+    #[test]
+    fn bad_flags_are_one_line_naming_the_flag() {
+        for (args, flag) in [
+            (&["--web.listen-adress=:1"][..], "--web.listen-adress"),
+            (&["--scan.interval=0s"][..], "--scan.interval"),
+            (&["--scan.interval=fast"][..], "--scan.interval"),
+            (&["--web.listen-address=:99999"][..], "--web.listen-address"),
+            (
+                &["--collector.processes.group-by=user"][..],
+                "--collector.processes.group-by",
+            ),
+            (
+                &["--collector.processes.group-by=matcher"][..],
+                "--collector.processes.matcher-file",
+            ),
+            (
+                &["--web.telemetry-path=metrics"][..],
+                "--web.telemetry-path",
+            ),
+        ] {
+            let line = bad(args);
+            assert!(line.contains(flag), "{line:?} does not name {flag}");
+            assert!(!line.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn matcher_file_implies_matcher_grouping() {
+        let c = parse(&["--collector.processes.matcher-file=/etc/m.yml"]).unwrap();
+        assert_eq!(c.group_by, GroupBy::Matcher("/etc/m.yml".into()));
+    }
+}

@@ -1,0 +1,253 @@
+//! The scan loop and the process's life: bind, scan on an interval, publish, serve, stop.
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use tokio::net::TcpListener;
+
+use crate::config::{self, Config};
+use crate::derive::{derive, DeriveOptions, Snapshot};
+use crate::expose;
+use crate::http;
+use crate::sample::{Grouping, Scanner};
+use crate::source::{Reason, Source};
+
+/// The latest scan, encoded once in both formats so a scrape only copies bytes.
+pub struct Published {
+    pub openmetrics: Bytes,
+    pub text: Bytes,
+    pub completed_at: Option<Instant>,
+}
+
+/// What the scan loop and the HTTP handlers share.
+pub struct Shared {
+    published: RwLock<Arc<Published>>,
+    scan_interval: Duration,
+}
+
+impl Shared {
+    pub fn new(scan_interval: Duration) -> Self {
+        let (openmetrics, text) = encode(Arc::new(Snapshot::default()));
+        Shared {
+            published: RwLock::new(Arc::new(Published {
+                openmetrics,
+                text,
+                completed_at: None,
+            })),
+            scan_interval,
+        }
+    }
+
+    pub fn latest(&self) -> Arc<Published> {
+        self.published
+            .read()
+            .map(|p| p.clone())
+            .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
+    }
+
+    fn publish(&self, p: Published) {
+        let mut slot = self
+            .published
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *slot = Arc::new(p);
+    }
+
+    /// Time since the latest scan completed; `None` before the first.
+    pub fn scan_age(&self) -> Option<Duration> {
+        self.latest().completed_at.map(|t| t.elapsed())
+    }
+
+    /// `/healthz` fails once no scan completed for three intervals (at least 30 s).
+    pub fn stale_after(&self) -> Duration {
+        (self.scan_interval * 3).max(Duration::from_secs(30))
+    }
+}
+
+/// Both expositions of a snapshot.
+pub fn encode(snapshot: Arc<Snapshot>) -> (Bytes, Bytes) {
+    let om = expose::openmetrics(snapshot);
+    let text = expose::text_from_openmetrics(&om);
+    (Bytes::from(om), Bytes::from(text))
+}
+
+/// Scanner plus the previous snapshot: one `step` is scan -> derive.
+pub struct Pipeline {
+    scanner: Scanner,
+    last: Option<Arc<Snapshot>>,
+    options: DeriveOptions,
+    warned_denied: bool,
+}
+
+impl Pipeline {
+    pub fn new(cfg: &Config) -> Result<Self, String> {
+        let grouping = Grouping::from_config(&cfg.group_by)
+            .map_err(|e| format!("--collector.processes.matcher-file: {e}"))?;
+        Ok(Pipeline {
+            scanner: Scanner::new(
+                Source::new(&cfg.procfs, &cfg.sysfs),
+                cfg.collectors,
+                grouping,
+            ),
+            last: None,
+            options: DeriveOptions { top_k: cfg.top_k },
+            warned_denied: false,
+        })
+    }
+
+    pub fn step(&mut self) -> Arc<Snapshot> {
+        let sample = self.scanner.scan();
+        let denied = sample
+            .errors
+            .get(&("processes", Reason::Denied))
+            .copied()
+            .unwrap_or(0);
+        if denied > 0 && !self.warned_denied {
+            self.warned_denied = true;
+            crate::log!(Warn, "{denied} processes' smaps_rollup could not be read (permission denied): reading other users' memory maps needs CAP_SYS_PTRACE; partial coverage is counted in membloat_scan_errors_total");
+        }
+        let snapshot = Arc::new(derive(self.last.as_deref(), sample, self.options));
+        self.last = Some(snapshot.clone());
+        snapshot
+    }
+}
+
+/// Fails early with a clear message when the roots cannot be read.
+fn check_roots(cfg: &Config) -> Result<(), String> {
+    std::fs::read_dir(&cfg.procfs)
+        .map(drop)
+        .map_err(|e| format!("cannot read --path.procfs {}: {e}", cfg.procfs.display()))
+}
+
+/// `--once`: two scans `--once.interval` apart, the text exposition of the second.
+pub fn run_once(cfg: &Config) -> Result<String, String> {
+    check_roots(cfg)?;
+    let mut pipeline = Pipeline::new(cfg)?;
+    pipeline.step();
+    std::thread::sleep(cfg.once_interval);
+    let (_, text) = encode(pipeline.step());
+    Ok(String::from_utf8_lossy(&text).into_owned())
+}
+
+async fn bind(address: &str) -> Result<TcpListener, String> {
+    let addrs = config::socket_addrs(address)?;
+    let mut last_err = None;
+    for addr in addrs {
+        match TcpListener::bind(addr).await {
+            Ok(l) => return Ok(l),
+            Err(e) => last_err = Some(e),
+        }
+    }
+    Err(last_err.map_or_else(|| "no address".into(), |e| e.to_string()))
+}
+
+/// Runs the daemon; returns the process exit code.
+pub fn run(cfg: Config) -> i32 {
+    if let Err(e) = check_roots(&cfg) {
+        crate::log!(Error, "{e}");
+        return 1;
+    }
+    let pipeline = match Pipeline::new(&cfg) {
+        Ok(p) => p,
+        Err(e) => {
+            crate::log!(Error, "{e}");
+            return 1;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(2)
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            crate::log!(Error, "cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    let code = runtime.block_on(async move {
+        let listener = match bind(&cfg.listen_address).await {
+            Ok(l) => l,
+            Err(e) => {
+                crate::log!(Error, "cannot listen on {}: {e}", cfg.listen_address);
+                return 1;
+            }
+        };
+        let local = listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        crate::log!(
+            Info,
+            "listening on {local}, scanning {} every {:?}",
+            cfg.procfs.display(),
+            cfg.scan_interval
+        );
+        let shared = Arc::new(Shared::new(cfg.scan_interval));
+        tokio::spawn(scan_loop(shared.clone(), pipeline, cfg.scan_interval));
+        let limits = http::Limits {
+            max_requests: cfg.max_requests,
+            max_connections: cfg.max_connections,
+            read_header_timeout: cfg.read_header_timeout,
+        };
+        let router = http::router(shared, &cfg.telemetry_path, &limits);
+        http::serve(listener, router, limits, shutdown_signal()).await;
+        crate::log!(Info, "shutting down");
+        0
+    });
+    // A scan blocked in a slow /proc read must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    code
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}
+
+async fn scan_loop(shared: Arc<Shared>, pipeline: Pipeline, interval: Duration) {
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut pipeline = Some(pipeline);
+    loop {
+        ticker.tick().await;
+        let Some(mut p) = pipeline.take() else { return };
+        let joined = tokio::task::spawn_blocking(move || {
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| encode(p.step())));
+            (p, result)
+        })
+        .await;
+        match joined {
+            Ok((p, Ok((openmetrics, text)))) => {
+                pipeline = Some(p);
+                shared.publish(Published {
+                    openmetrics,
+                    text,
+                    completed_at: Some(Instant::now()),
+                });
+            }
+            Ok((p, Err(_))) => {
+                // A bug, never expected: keep serving the previous scan and try again.
+                crate::log!(Error, "a scan panicked; serving the previous scan");
+                pipeline = Some(p);
+            }
+            Err(e) => {
+                crate::log!(Error, "scan task failed: {e}; scanning stopped");
+                return;
+            }
+        }
+    }
+}

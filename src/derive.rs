@@ -1,0 +1,336 @@
+//! Pure derivation: (previous snapshot, current sample) -> the snapshot scrapes encode.
+
+use std::collections::BTreeMap;
+use std::time::UNIX_EPOCH;
+
+use crate::parse::meminfo::Meminfo;
+use crate::parse::pressure::Pressure;
+use crate::parse::vmstat::Vmstat;
+use crate::sample::{CollectorRun, ErrorCounts, ProcessSample, Sample, Sysctl, Thp};
+
+/// Sums over the processes of one group. Sizes in bytes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroupStats {
+    pub name: String,
+    pub processes: u64,
+    pub resident_bytes: u64,
+    pub resident_peak_bytes: u64,
+    pub virtual_bytes: u64,
+    pub swap_bytes: u64,
+    pub resident_anon_bytes: u64,
+    pub resident_file_bytes: u64,
+    pub resident_shmem_bytes: u64,
+    pub pss_bytes: u64,
+    pub anon_huge_bytes: u64,
+    pub threads: u64,
+    pub oom_score_max: u64,
+}
+
+impl GroupStats {
+    fn add(&mut self, p: &ProcessSample) {
+        let s = &p.status;
+        let r = p.rollup.unwrap_or_default();
+        self.processes += 1;
+        for (sum, v) in [
+            (&mut self.resident_bytes, s.vm_rss_bytes),
+            (&mut self.resident_peak_bytes, s.vm_hwm_bytes),
+            (&mut self.virtual_bytes, s.vm_size_bytes),
+            (&mut self.swap_bytes, s.vm_swap_bytes),
+            (&mut self.resident_anon_bytes, s.rss_anon_bytes),
+            (&mut self.resident_file_bytes, s.rss_file_bytes),
+            (&mut self.resident_shmem_bytes, s.rss_shmem_bytes),
+            (&mut self.pss_bytes, r.pss_bytes),
+            (&mut self.anon_huge_bytes, r.anon_huge_pages_bytes),
+            (&mut self.threads, s.threads),
+        ] {
+            *sum = sum.saturating_add(v.unwrap_or(0));
+        }
+        self.oom_score_max = self.oom_score_max.max(p.oom_score.unwrap_or(0));
+    }
+}
+
+/// System signals that need no history.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SystemSignals {
+    /// `Committed_AS / CommitLimit`; binding only in overcommit mode 2.
+    pub commit_ratio: Option<f64>,
+    /// `CommitLimit - Committed_AS`; negative is normal in modes 0 and 1.
+    pub commit_headroom_bytes: Option<i64>,
+    /// Memory in partially mapped huge pages that no RSS shows:
+    /// sum over sizes of `nr_anon_partially_mapped` x size (kernel 6.12+).
+    pub thp_hidden_bytes: Option<u64>,
+}
+
+/// What a scrape encodes: the latest scan plus the running totals.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Scans completed since start.
+    pub scans: u64,
+    pub last_scan_unix_seconds: Option<f64>,
+    pub scan_duration_seconds: Option<f64>,
+    pub collectors: Vec<CollectorRun>,
+    /// Cumulative errors since start, by (collector, reason).
+    pub errors: ErrorCounts,
+    pub meminfo: Option<Meminfo>,
+    pub vmstat: Option<Vmstat>,
+    pub sysctl: Option<Sysctl>,
+    pub thp: Option<Thp>,
+    pub pressure: Option<Pressure>,
+    pub signals: SystemSignals,
+    /// Processes with memory seen by the scan (kernel threads excluded).
+    pub processes_scanned: Option<u64>,
+    /// Groups in name order.
+    pub groups: Vec<GroupStats>,
+    /// Top-K by RSS united with top-K by oom_score, in pid order.
+    pub top: Vec<ProcessSample>,
+}
+
+/// Options of derivation.
+#[derive(Debug, Clone, Copy)]
+pub struct DeriveOptions {
+    pub top_k: usize,
+}
+
+pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> Snapshot {
+    let mut errors = prev.map(|p| p.errors.clone()).unwrap_or_default();
+    for (key, n) in &sample.errors {
+        *errors.entry(*key).or_insert(0) += n;
+    }
+    let processes_scanned = sample
+        .collectors
+        .iter()
+        .any(|c| c.name == "processes" && c.success)
+        .then_some(sample.processes.len() as u64);
+    Snapshot {
+        scans: prev.map_or(0, |p| p.scans) + 1,
+        last_scan_unix_seconds: sample
+            .taken_at
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| d.as_secs_f64()),
+        scan_duration_seconds: Some(sample.duration_seconds),
+        errors,
+        signals: signals(sample.meminfo.as_ref(), sample.thp.as_ref()),
+        groups: groups(&sample.processes),
+        top: top_k(&sample.processes, opts.top_k),
+        processes_scanned,
+        collectors: sample.collectors,
+        meminfo: sample.meminfo,
+        vmstat: sample.vmstat,
+        sysctl: sample.sysctl,
+        thp: sample.thp,
+        pressure: sample.pressure,
+    }
+}
+
+fn signals(m: Option<&Meminfo>, thp: Option<&Thp>) -> SystemSignals {
+    let committed = m.and_then(|m| m.committed_as_bytes);
+    let limit = m.and_then(|m| m.commit_limit_bytes);
+    let (commit_ratio, commit_headroom_bytes) = match (committed, limit) {
+        (Some(c), Some(l)) => (
+            (l > 0).then(|| c as f64 / l as f64),
+            i64::try_from(l as i128 - c as i128).ok(),
+        ),
+        _ => (None, None),
+    };
+    let thp_hidden_bytes = thp.and_then(|t| {
+        let mut found = false;
+        let mut total = 0u64;
+        for size in &t.sizes {
+            if let Some((_, n)) = size
+                .stats
+                .iter()
+                .find(|(k, _)| k == "nr_anon_partially_mapped")
+            {
+                found = true;
+                total = total.saturating_add(n.saturating_mul(size.size_bytes));
+            }
+        }
+        found.then_some(total)
+    });
+    SystemSignals {
+        commit_ratio,
+        commit_headroom_bytes,
+        thp_hidden_bytes,
+    }
+}
+
+fn groups(processes: &[ProcessSample]) -> Vec<GroupStats> {
+    let mut by_name: BTreeMap<&str, GroupStats> = BTreeMap::new();
+    for p in processes {
+        let Some(name) = p.group.as_deref() else {
+            continue;
+        };
+        by_name
+            .entry(name)
+            .or_insert_with(|| GroupStats {
+                name: name.to_string(),
+                ..GroupStats::default()
+            })
+            .add(p);
+    }
+    by_name.into_values().collect()
+}
+
+/// The union of the K largest by RSS and the K with the highest oom_score; ties go to the
+/// lower pid so the selection is stable between scans.
+fn top_k(processes: &[ProcessSample], k: usize) -> Vec<ProcessSample> {
+    if k == 0 {
+        return Vec::new();
+    }
+    let mut chosen: Vec<usize> = Vec::with_capacity(2 * k);
+    let mut order: Vec<usize> = (0..processes.len()).collect();
+    let by = |key: fn(&ProcessSample) -> u64, order: &mut Vec<usize>| {
+        order.sort_by(|&a, &b| {
+            key(&processes[b])
+                .cmp(&key(&processes[a]))
+                .then(processes[a].pid.cmp(&processes[b].pid))
+        });
+        order.iter().take(k).copied().collect::<Vec<_>>()
+    };
+    chosen.extend(by(|p| p.status.vm_rss_bytes.unwrap_or(0), &mut order));
+    chosen.extend(by(|p| p.oom_score.unwrap_or(0), &mut order));
+    chosen.sort_unstable_by_key(|&i| processes[i].pid);
+    chosen.dedup();
+    chosen.into_iter().map(|i| processes[i].clone()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::status::Status;
+    use crate::source::Reason;
+
+    fn process(pid: u32, comm: &str, rss_mib: u64, oom_score: u64) -> ProcessSample {
+        ProcessSample {
+            pid,
+            start_ticks: 100,
+            comm: comm.into(),
+            state: 'S',
+            cpu_seconds: 0.0,
+            start_time_seconds: None,
+            status: Status {
+                vm_rss_bytes: Some(rss_mib << 20),
+                threads: Some(2),
+                ..Status::default()
+            },
+            rollup: None,
+            oom_score: Some(oom_score),
+            oom_score_adj: Some(0),
+            group: Some(comm.into()),
+        }
+    }
+
+    fn sample(processes: Vec<ProcessSample>) -> Sample {
+        Sample {
+            processes,
+            collectors: vec![CollectorRun {
+                name: "processes",
+                success: true,
+                duration_seconds: 0.1,
+            }],
+            ..Sample::default()
+        }
+    }
+
+    #[test]
+    fn top_k_unites_largest_and_most_likely_oom_victims() {
+        let s = sample(vec![
+            process(1, "a", 100, 600),
+            process(2, "b", 10, 900),
+            process(3, "c", 50, 700),
+            process(4, "d", 1, 1),
+        ]);
+        let snap = derive(None, s, DeriveOptions { top_k: 1 });
+        let pids: Vec<u32> = snap.top.iter().map(|p| p.pid).collect();
+        assert_eq!(pids, [1, 2]);
+    }
+
+    #[test]
+    fn groups_sum_and_count() {
+        let s = sample(vec![
+            process(1, "web", 100, 700),
+            process(2, "web", 20, 650),
+            process(3, "db", 5, 600),
+        ]);
+        let snap = derive(None, s, DeriveOptions { top_k: 0 });
+        assert_eq!(snap.groups.len(), 2);
+        let web = &snap.groups[1];
+        assert_eq!((web.name.as_str(), web.processes), ("web", 2));
+        assert_eq!(web.resident_bytes, 120 << 20);
+        assert_eq!(web.threads, 4);
+        assert_eq!(web.oom_score_max, 700);
+        assert!(snap.top.is_empty());
+        assert_eq!(snap.processes_scanned, Some(3));
+    }
+
+    #[test]
+    fn errors_accumulate_across_scans() {
+        let mut s1 = sample(vec![]);
+        s1.errors.insert(("processes", Reason::Vanished), 2);
+        let first = derive(None, s1, DeriveOptions { top_k: 1 });
+        let mut s2 = sample(vec![]);
+        s2.errors.insert(("processes", Reason::Vanished), 1);
+        s2.errors.insert(("meminfo", Reason::Malformed), 1);
+        let second = derive(Some(&first), s2, DeriveOptions { top_k: 1 });
+        assert_eq!(second.scans, 2);
+        assert_eq!(second.errors[&("processes", Reason::Vanished)], 3);
+        assert_eq!(second.errors[&("meminfo", Reason::Malformed)], 1);
+    }
+
+    #[test]
+    fn commit_ratio_headroom_and_hidden_thp() {
+        let m = Meminfo {
+            committed_as_bytes: Some(30 << 30),
+            commit_limit_bytes: Some(12 << 30),
+            ..Meminfo::default()
+        };
+        let thp = Thp {
+            sizes: vec![
+                crate::sample::HugepageSize {
+                    label: "64kB".into(),
+                    size_bytes: 64 << 10,
+                    enabled: None,
+                    stats: vec![("nr_anon_partially_mapped".into(), 2)],
+                },
+                crate::sample::HugepageSize {
+                    label: "2048kB".into(),
+                    size_bytes: 2 << 20,
+                    enabled: None,
+                    stats: vec![("nr_anon_partially_mapped".into(), 3)],
+                },
+            ],
+            ..Thp::default()
+        };
+        let s = signals(Some(&m), Some(&thp));
+        assert_eq!(s.commit_ratio, Some(2.5));
+        assert_eq!(s.commit_headroom_bytes, Some(-(18i64 << 30)));
+        assert_eq!(s.thp_hidden_bytes, Some((2 << 16) + (3 << 21)));
+        assert_eq!(signals(None, Some(&Thp::default())).thp_hidden_bytes, None);
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use crate::parse::status::Status;
+    use crate::sample::ProcessSample;
+
+    /// A one-page idle process.
+    pub fn process(pid: u32, comm: &str) -> ProcessSample {
+        ProcessSample {
+            pid,
+            start_ticks: 100,
+            comm: comm.into(),
+            state: 'S',
+            cpu_seconds: 0.5,
+            start_time_seconds: None,
+            status: Status {
+                vm_rss_bytes: Some(4096),
+                ..Status::default()
+            },
+            rollup: None,
+            oom_score: Some(666),
+            oom_score_adj: Some(0),
+            group: Some(comm.into()),
+        }
+    }
+}

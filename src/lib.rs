@@ -1,0 +1,16 @@
+//! membloat_exporter: a Prometheus exporter that finds memory bloat on Linux hosts and
+//! warns before the OOM killer strikes.
+//!
+//! Data flows one way: [`config`] -> [`source`] (the only I/O) -> [`parse`] (pure) ->
+//! [`sample`] -> [`derive`] (pure) -> [`expose`] -> [`http`], driven by [`daemon`].
+
+pub mod config;
+pub mod daemon;
+pub mod derive;
+pub mod expose;
+pub mod http;
+pub mod log;
+pub mod matcher;
+pub mod parse;
+pub mod sample;
+pub mod source;

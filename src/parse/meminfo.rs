@@ -1,0 +1,110 @@
+//! `/proc/meminfo`.
+
+use super::{key_values, kib_to_bytes, ParseError};
+
+/// The `/proc/meminfo` fields the exporter uses, in bytes. `None` when the kernel does not
+/// have the field or its value was rejected.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Meminfo {
+    /// `MemTotal`: usable RAM.
+    pub mem_total_bytes: Option<u64>,
+    /// `MemFree`.
+    pub mem_free_bytes: Option<u64>,
+    /// `MemAvailable` (kernel 3.14+): estimate of memory available without swapping.
+    pub mem_available_bytes: Option<u64>,
+    /// `Committed_AS`: address space committed by all processes, touched or not.
+    pub committed_as_bytes: Option<u64>,
+    /// `CommitLimit`: the limit on `Committed_AS`, enforced only in overcommit mode 2.
+    pub commit_limit_bytes: Option<u64>,
+    /// `SwapTotal`.
+    pub swap_total_bytes: Option<u64>,
+    /// `SwapFree`.
+    pub swap_free_bytes: Option<u64>,
+    /// `AnonPages`: anonymous memory mapped into page tables.
+    pub anon_pages_bytes: Option<u64>,
+    /// `AnonHugePages`: anonymous memory backed by transparent huge pages.
+    pub anon_huge_pages_bytes: Option<u64>,
+    /// `ShmemHugePages`.
+    pub shmem_huge_pages_bytes: Option<u64>,
+    /// `FileHugePages` (kernel 5.4+).
+    pub file_huge_pages_bytes: Option<u64>,
+    /// `Hugetlb` (kernel 4.16+): memory reserved for hugetlbfs pages of all sizes.
+    pub hugetlb_bytes: Option<u64>,
+    /// `PageTables`.
+    pub page_tables_bytes: Option<u64>,
+    /// Fields present but unparseable or absurd.
+    pub rejected: u32,
+}
+
+impl Meminfo {
+    pub fn parse(text: &str) -> Result<Self, ParseError> {
+        let mut m = Meminfo::default();
+        let mut seen = 0;
+        for (key, value) in key_values(text) {
+            let slot = match key {
+                "MemTotal" => &mut m.mem_total_bytes,
+                "MemFree" => &mut m.mem_free_bytes,
+                "MemAvailable" => &mut m.mem_available_bytes,
+                "Committed_AS" => &mut m.committed_as_bytes,
+                "CommitLimit" => &mut m.commit_limit_bytes,
+                "SwapTotal" => &mut m.swap_total_bytes,
+                "SwapFree" => &mut m.swap_free_bytes,
+                "AnonPages" => &mut m.anon_pages_bytes,
+                "AnonHugePages" => &mut m.anon_huge_pages_bytes,
+                "ShmemHugePages" => &mut m.shmem_huge_pages_bytes,
+                "FileHugePages" => &mut m.file_huge_pages_bytes,
+                "Hugetlb" => &mut m.hugetlb_bytes,
+                "PageTables" => &mut m.page_tables_bytes,
+                _ => continue,
+            };
+            seen += 1;
+            match kib_to_bytes(value) {
+                Some(bytes) => *slot = Some(bytes),
+                None => m.rejected += 1,
+            }
+        }
+        if seen == 0 {
+            return Err(ParseError::Missing("MemTotal"));
+        }
+        Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Captured on kernel 6.18, 24 GiB, no swap, THP madvise (lines trimmed).
+    const KERNEL_6_18: &str = "MemTotal:       24608252 kB\nMemFree:        23138508 kB\nMemAvailable:   24005756 kB\nSwapTotal:             0 kB\nSwapFree:              0 kB\nAnonPages:        310244 kB\nPageTables:         6316 kB\nCommitLimit:    12304124 kB\nCommitted_AS:    1072352 kB\nAnonHugePages:      6144 kB\nShmemHugePages:        0 kB\nFileHugePages:         0 kB\nHugetlb:               0 kB\n";
+
+    #[test]
+    fn parses_kernel_6_18_in_bytes() {
+        let m = Meminfo::parse(KERNEL_6_18).unwrap();
+        assert_eq!(m.mem_total_bytes, Some(24608252 * 1024));
+        assert_eq!(m.committed_as_bytes, Some(1072352 * 1024));
+        assert_eq!(m.commit_limit_bytes, Some(12304124 * 1024));
+        assert_eq!(m.anon_huge_pages_bytes, Some(6144 * 1024));
+        assert_eq!(m.rejected, 0);
+    }
+
+    #[test]
+    fn absurd_swap_free_is_dropped_and_counted() {
+        let m = Meminfo::parse("MemTotal: 1024 kB\nSwapFree: 18446744073708600176 kB\n").unwrap();
+        assert_eq!(m.swap_free_bytes, None);
+        assert_eq!(m.mem_total_bytes, Some(1024 * 1024));
+        assert_eq!(m.rejected, 1);
+    }
+
+    #[test]
+    fn old_kernel_without_new_fields_is_none_not_error() {
+        let m = Meminfo::parse("MemTotal: 1024 kB\nMemFree: 512 kB\n").unwrap();
+        assert_eq!(m.file_huge_pages_bytes, None);
+        assert_eq!(m.mem_available_bytes, None);
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert!(Meminfo::parse("").is_err());
+        assert!(Meminfo::parse("\u{0}\u{1}garbage").is_err());
+    }
+}

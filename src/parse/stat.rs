@@ -1,0 +1,90 @@
+//! `/proc/PID/stat`.
+
+use super::ParseError;
+
+/// The fields of `/proc/PID/stat` the exporter uses. Times are in clock ticks
+/// (`sysconf(_SC_CLK_TCK)`); the sampler converts them to seconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stat {
+    /// Field 2, `comm`: between the first `(` and the **last** `)`, since a process may
+    /// put parentheses, spaces and newlines in its own name.
+    pub comm: String,
+    /// Field 3, the state letter (`R`, `S`, `D`, `Z`, ...).
+    pub state: char,
+    /// Field 14, user CPU time in ticks.
+    pub utime_ticks: u64,
+    /// Field 15, system CPU time in ticks.
+    pub stime_ticks: u64,
+    /// Field 22, start time in ticks after boot; with the pid it identifies a process.
+    pub start_ticks: u64,
+}
+
+impl Stat {
+    pub fn parse(text: &str) -> Result<Self, ParseError> {
+        let open = text.find('(').ok_or(ParseError::Missing("comm"))?;
+        let close = text.rfind(')').ok_or(ParseError::Missing("comm"))?;
+        if close < open {
+            return Err(ParseError::Malformed("comm"));
+        }
+        let comm = text[open + 1..close].to_string();
+        // Field 3 is the first token after ")"; field N is token N - 3.
+        let fields: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
+        let field = |n: usize, what: &'static str| -> Result<&str, ParseError> {
+            fields.get(n - 3).copied().ok_or(ParseError::Missing(what))
+        };
+        let number = |n: usize, what: &'static str| -> Result<u64, ParseError> {
+            field(n, what)?
+                .parse()
+                .map_err(|_| ParseError::Malformed(what))
+        };
+        let state_field = field(3, "state")?;
+        let mut chars = state_field.chars();
+        let state = match (chars.next(), chars.next()) {
+            (Some(c), None) if c.is_ascii_alphabetic() => c,
+            _ => return Err(ParseError::Malformed("state")),
+        };
+        Ok(Stat {
+            comm,
+            state,
+            utime_ticks: number(14, "utime")?,
+            stime_ticks: number(15, "stime")?,
+            start_ticks: number(22, "starttime")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Captured on kernel 6.18: `sleep 600`.
+    const SLEEP: &str = "4242 (sleep) S 4200 4242 4200 34816 4242 4194304 93 0 0 0 7 3 0 0 20 0 1 0 51234 5881856 256 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+
+    #[test]
+    fn parses_times_and_start() {
+        let s = Stat::parse(SLEEP).unwrap();
+        assert_eq!(s.comm, "sleep");
+        assert_eq!(s.state, 'S');
+        assert_eq!((s.utime_ticks, s.stime_ticks, s.start_ticks), (7, 3, 51234));
+    }
+
+    #[test]
+    fn comm_with_parens_spaces_and_newline_ends_at_last_paren() {
+        let text = SLEEP.replace("(sleep)", "(a) S 1 (b\nc)");
+        let s = Stat::parse(&text).unwrap();
+        assert_eq!(s.comm, "a) S 1 (b\nc");
+        assert_eq!(s.start_ticks, 51234);
+    }
+
+    #[test]
+    fn truncated_and_garbage_are_errors() {
+        assert!(matches!(
+            Stat::parse(&SLEEP[..60]),
+            Err(ParseError::Missing(_))
+        ));
+        assert!(Stat::parse("").is_err());
+        assert!(Stat::parse(")(").is_err());
+        assert!(Stat::parse("1 (x) SS 1").is_err());
+        assert!(Stat::parse(&SLEEP.replace(" 51234 ", " -1 ")).is_err());
+    }
+}

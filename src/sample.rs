@@ -1,0 +1,486 @@
+//! One scan's raw values: the system files once, and every process.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Instant, SystemTime};
+
+use crate::config::{Collectors, GroupBy};
+use crate::matcher::{Candidate, Matchers};
+use crate::parse::{
+    self, cgroup, meminfo::Meminfo, pressure::Pressure, smaps_rollup::SmapsRollup, stat::Stat,
+    status::Status, sysfs, vmstat::Vmstat,
+};
+use crate::source::{ReadError, Reason, Source};
+
+/// `/proc/sys/vm` settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sysctl {
+    /// `overcommit_memory`: 0 heuristic, 1 always, 2 never (strict accounting).
+    pub overcommit_memory: Option<u64>,
+    /// `overcommit_ratio`, in percent of RAM (used in mode 2 when `overcommit_kbytes` is 0).
+    pub overcommit_ratio_percent: Option<u64>,
+    /// `overcommit_kbytes`, in bytes.
+    pub overcommit_bytes: Option<u64>,
+    /// `panic_on_oom`.
+    pub panic_on_oom: Option<u64>,
+    /// `swappiness`.
+    pub swappiness: Option<u64>,
+}
+
+/// `/sys/kernel/mm/transparent_hugepage/khugepaged`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Khugepaged {
+    pub defrag: Option<u64>,
+    pub max_ptes_none: Option<u64>,
+    pub max_ptes_swap: Option<u64>,
+    pub max_ptes_shared: Option<u64>,
+    pub pages_to_scan: Option<u64>,
+    pub scan_sleep_millisecs: Option<u64>,
+    pub alloc_sleep_millisecs: Option<u64>,
+    /// Counter: huge pages khugepaged collapsed.
+    pub pages_collapsed: Option<u64>,
+    /// Counter: full passes over all eligible memory.
+    pub full_scans: Option<u64>,
+}
+
+/// One `hugepages-<size>kB` directory (kernel 6.8+ multi-size THP).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HugepageSize {
+    /// The directory name, e.g. `hugepages-2048kB`, exported as the `size` label (`2048kB`).
+    pub label: String,
+    pub size_bytes: u64,
+    /// `enabled`: always, inherit, madvise or never.
+    pub enabled: Option<String>,
+    /// Every file under `stats/`, in name order.
+    pub stats: Vec<(String, u64)>,
+}
+
+/// The THP settings and counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Thp {
+    pub enabled: Option<String>,
+    pub defrag: Option<String>,
+    pub shmem_enabled: Option<String>,
+    pub khugepaged: Khugepaged,
+    pub sizes: Vec<HugepageSize>,
+}
+
+/// One process, keyed by `(pid, start_ticks)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessSample {
+    pub pid: u32,
+    pub start_ticks: u64,
+    pub comm: String,
+    pub state: char,
+    /// User plus system CPU time, seconds.
+    pub cpu_seconds: f64,
+    /// Unix time the process started (needs `btime` from `/proc/stat`).
+    pub start_time_seconds: Option<f64>,
+    pub status: Status,
+    /// `None` when `smaps_rollup` could not be read (permission) or is empty.
+    pub rollup: Option<SmapsRollup>,
+    pub oom_score: Option<u64>,
+    pub oom_score_adj: Option<i64>,
+    /// The group the process belongs to; `None` when a matcher file matched nothing.
+    pub group: Option<String>,
+}
+
+/// How one collector did in a scan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollectorRun {
+    pub name: &'static str,
+    pub success: bool,
+    pub duration_seconds: f64,
+}
+
+/// Error counts by (collector, reason).
+pub type ErrorCounts = BTreeMap<(&'static str, Reason), u64>;
+
+/// Everything one scan read.
+#[derive(Debug, Clone, Default)]
+pub struct Sample {
+    pub taken_at: Option<SystemTime>,
+    pub duration_seconds: f64,
+    pub meminfo: Option<Meminfo>,
+    pub vmstat: Option<Vmstat>,
+    pub sysctl: Option<Sysctl>,
+    pub thp: Option<Thp>,
+    pub pressure: Option<Pressure>,
+    pub processes: Vec<ProcessSample>,
+    pub collectors: Vec<CollectorRun>,
+    pub errors: ErrorCounts,
+}
+
+/// How processes are put in groups, compiled.
+#[derive(Debug, Clone)]
+pub enum Grouping {
+    Comm,
+    Cgroup,
+    Matcher(Matchers),
+}
+
+impl Grouping {
+    pub fn from_config(g: &GroupBy) -> Result<Self, String> {
+        Ok(match g {
+            GroupBy::Comm => Grouping::Comm,
+            GroupBy::Cgroup => Grouping::Cgroup,
+            GroupBy::Matcher(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                Grouping::Matcher(
+                    Matchers::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?,
+                )
+            }
+        })
+    }
+}
+
+/// Reads samples; owns the reusable buffers and the values fixed at boot.
+pub struct Scanner {
+    source: Source,
+    collectors: Collectors,
+    grouping: Grouping,
+    clk_tck: f64,
+    boot_time_seconds: Option<f64>,
+    buf: Vec<u8>,
+    aux: Vec<u8>,
+}
+
+impl Scanner {
+    pub fn new(source: Source, collectors: Collectors, grouping: Grouping) -> Self {
+        let mut buf = Vec::with_capacity(8192);
+        let boot_time_seconds = source.read_proc("stat", &mut buf).ok().and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("btime "))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(|v| v as f64)
+        });
+        // sysconf(_SC_CLK_TCK) is 100 on every Linux architecture in practice.
+        let clk_tck = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .ok()
+            .flatten()
+            .filter(|&t| t > 0)
+            .unwrap_or(100) as f64;
+        Scanner {
+            source,
+            collectors,
+            grouping,
+            clk_tck,
+            boot_time_seconds,
+            buf,
+            aux: Vec::with_capacity(4096),
+        }
+    }
+
+    pub fn source(&self) -> &Source {
+        &self.source
+    }
+
+    /// Reads everything the enabled collectors need. Never fails: what could not be read
+    /// is counted in `errors` and marked in `collectors`.
+    pub fn scan(&mut self) -> Sample {
+        let started = Instant::now();
+        let mut s = Sample {
+            taken_at: Some(SystemTime::now()),
+            ..Sample::default()
+        };
+        let c = self.collectors;
+        if c.meminfo {
+            s.meminfo = self.timed(&mut s, "meminfo", |me, errs| {
+                let text = me
+                    .source
+                    .read_proc("meminfo", &mut me.buf)
+                    .map_err(|e| e.system_reason())?;
+                let m = Meminfo::parse(text).map_err(|_| Reason::Malformed)?;
+                count(errs, "meminfo", Reason::Malformed, m.rejected as u64);
+                Ok(m)
+            });
+        }
+        if c.vmstat {
+            s.vmstat = self.timed(&mut s, "vmstat", |me, errs| {
+                let text = me
+                    .source
+                    .read_proc("vmstat", &mut me.buf)
+                    .map_err(|e| e.system_reason())?;
+                let v = Vmstat::parse(text).map_err(|_| Reason::Malformed)?;
+                count(errs, "vmstat", Reason::Malformed, v.rejected as u64);
+                Ok(v)
+            });
+        }
+        if c.sysctl {
+            s.sysctl = self.timed(&mut s, "sysctl", |me, errs| me.read_sysctl(errs));
+        }
+        if c.thp {
+            s.thp = self.timed(&mut s, "thp", |me, errs| me.read_thp(errs));
+        }
+        if c.pressure {
+            s.pressure = self.timed(&mut s, "pressure", |me, _| {
+                let text = me
+                    .source
+                    .read_proc("pressure/memory", &mut me.buf)
+                    .map_err(|e| e.system_reason())?;
+                Pressure::parse(text).map_err(|_| Reason::Malformed)
+            });
+        }
+        if c.processes {
+            if let Some(list) = self.timed(&mut s, "processes", |me, errs| me.read_processes(errs))
+            {
+                s.processes = list;
+            }
+        }
+        s.duration_seconds = started.elapsed().as_secs_f64();
+        s
+    }
+
+    /// Runs one collector, recording its success, duration and the reason it failed.
+    fn timed<T>(
+        &mut self,
+        s: &mut Sample,
+        name: &'static str,
+        f: impl FnOnce(&mut Self, &mut ErrorCounts) -> Result<T, Reason>,
+    ) -> Option<T> {
+        let started = Instant::now();
+        let result = f(self, &mut s.errors);
+        if let Err(reason) = result {
+            count(&mut s.errors, name, reason, 1);
+        }
+        s.collectors.push(CollectorRun {
+            name,
+            success: result.is_ok(),
+            duration_seconds: started.elapsed().as_secs_f64(),
+        });
+        result.ok()
+    }
+
+    /// One number from a settings file: absent is `None` (older kernel), bad is counted.
+    fn number(
+        &mut self,
+        path: &Path,
+        errs: &mut ErrorCounts,
+        collector: &'static str,
+    ) -> Option<u64> {
+        match self.source.read_path(path, &mut self.buf) {
+            Ok(text) => match parse::parse_u64(text) {
+                Ok(n) => Some(n),
+                Err(_) => {
+                    count(errs, collector, Reason::Malformed, 1);
+                    None
+                }
+            },
+            Err(ReadError::Gone(_)) => None,
+            Err(e) => {
+                count(errs, collector, e.system_reason(), 1);
+                None
+            }
+        }
+    }
+
+    fn choice(
+        &mut self,
+        path: &Path,
+        errs: &mut ErrorCounts,
+        collector: &'static str,
+    ) -> Option<String> {
+        match self.source.read_path(path, &mut self.buf) {
+            Ok(text) => match sysfs::selected(text) {
+                Ok(word) => Some(word),
+                Err(_) => {
+                    count(errs, collector, Reason::Malformed, 1);
+                    None
+                }
+            },
+            Err(ReadError::Gone(_)) => None,
+            Err(e) => {
+                count(errs, collector, e.system_reason(), 1);
+                None
+            }
+        }
+    }
+
+    fn read_sysctl(&mut self, errs: &mut ErrorCounts) -> Result<Sysctl, Reason> {
+        let vm = self.source.procfs().join("sys/vm");
+        if !vm.is_dir() {
+            return Err(Reason::Unsupported);
+        }
+        let mut n = |file: &str| self.number(&vm.join(file), errs, "sysctl");
+        Ok(Sysctl {
+            overcommit_memory: n("overcommit_memory"),
+            overcommit_ratio_percent: n("overcommit_ratio"),
+            overcommit_bytes: n("overcommit_kbytes").and_then(|k| k.checked_mul(1024)),
+            panic_on_oom: n("panic_on_oom"),
+            swappiness: n("swappiness"),
+        })
+    }
+
+    fn read_thp(&mut self, errs: &mut ErrorCounts) -> Result<Thp, Reason> {
+        let root = self.source.sysfs().join("kernel/mm/transparent_hugepage");
+        if !root.is_dir() {
+            return Err(Reason::Unsupported);
+        }
+        let c = "thp";
+        let kh = root.join("khugepaged");
+        let mut thp = Thp {
+            enabled: self.choice(&root.join("enabled"), errs, c),
+            defrag: self.choice(&root.join("defrag"), errs, c),
+            shmem_enabled: self.choice(&root.join("shmem_enabled"), errs, c),
+            khugepaged: Khugepaged {
+                defrag: self.number(&kh.join("defrag"), errs, c),
+                max_ptes_none: self.number(&kh.join("max_ptes_none"), errs, c),
+                max_ptes_swap: self.number(&kh.join("max_ptes_swap"), errs, c),
+                max_ptes_shared: self.number(&kh.join("max_ptes_shared"), errs, c),
+                pages_to_scan: self.number(&kh.join("pages_to_scan"), errs, c),
+                scan_sleep_millisecs: self.number(&kh.join("scan_sleep_millisecs"), errs, c),
+                alloc_sleep_millisecs: self.number(&kh.join("alloc_sleep_millisecs"), errs, c),
+                pages_collapsed: self.number(&kh.join("pages_collapsed"), errs, c),
+                full_scans: self.number(&kh.join("full_scans"), errs, c),
+            },
+            sizes: Vec::new(),
+        };
+        let names = self
+            .source
+            .dir_names(&root)
+            .map_err(|e| e.system_reason())?;
+        for name in names {
+            let Some(size_bytes) = sysfs::hugepage_dir_size_bytes(&name) else {
+                continue;
+            };
+            let dir = root.join(&name);
+            let enabled = self.choice(&dir.join("enabled"), errs, c);
+            let mut stats = Vec::new();
+            let stats_dir = dir.join("stats");
+            for stat in self.source.dir_names(&stats_dir).unwrap_or_default() {
+                if !parse::is_metric_name_part(&stat) {
+                    count(errs, c, Reason::Malformed, 1);
+                    continue;
+                }
+                if let Some(v) = self.number(&stats_dir.join(&stat), errs, c) {
+                    stats.push((stat, v));
+                }
+            }
+            thp.sizes.push(HugepageSize {
+                label: name.trim_start_matches("hugepages-").to_string(),
+                size_bytes,
+                enabled,
+                stats,
+            });
+        }
+        thp.sizes.sort_by_key(|s| s.size_bytes);
+        Ok(thp)
+    }
+
+    fn read_processes(&mut self, errs: &mut ErrorCounts) -> Result<Vec<ProcessSample>, Reason> {
+        let mut pids = self.source.pids().map_err(|e| e.system_reason())?;
+        pids.sort_unstable();
+        let mut out = Vec::with_capacity(pids.len());
+        for pid in pids {
+            match self.read_process(pid, errs) {
+                Ok(Some(p)) => out.push(p),
+                Ok(None) => {}
+                Err(reason) => count(errs, "processes", reason, 1),
+            }
+        }
+        Ok(out)
+    }
+
+    /// One process. `Ok(None)` for a kernel thread (no memory of its own).
+    fn read_process(
+        &mut self,
+        pid: u32,
+        errs: &mut ErrorCounts,
+    ) -> Result<Option<ProcessSample>, Reason> {
+        let reason = |e: ReadError| e.process_reason();
+        let stat = Stat::parse(
+            self.source
+                .read_pid(pid, "stat", &mut self.buf)
+                .map_err(reason)?,
+        )
+        .map_err(|_| Reason::Malformed)?;
+        let status = Status::parse(
+            self.source
+                .read_pid(pid, "status", &mut self.buf)
+                .map_err(reason)?,
+        )
+        .map_err(|_| Reason::Malformed)?;
+        if status.vm_rss_bytes.is_none() {
+            return Ok(None);
+        }
+        count(errs, "processes", Reason::Malformed, status.rejected as u64);
+        let rollup = match self.source.read_pid(pid, "smaps_rollup", &mut self.buf) {
+            Ok(text) => match SmapsRollup::parse(text) {
+                Ok(r) => r,
+                Err(_) => {
+                    count(errs, "processes", Reason::Malformed, 1);
+                    None
+                }
+            },
+            Err(ReadError::Gone(_)) => return Err(Reason::Vanished),
+            // Another user's process without CAP_SYS_PTRACE: keep what status showed.
+            Err(e) => {
+                count(errs, "processes", e.process_reason(), 1);
+                None
+            }
+        };
+        if let Some(r) = &rollup {
+            count(errs, "processes", Reason::Malformed, r.rejected as u64);
+        }
+        let oom_score = parse::parse_u64(
+            self.source
+                .read_pid(pid, "oom_score", &mut self.buf)
+                .map_err(reason)?,
+        )
+        .map_err(|_| Reason::Malformed)?;
+        let oom_score_adj = parse::parse_i64(
+            self.source
+                .read_pid(pid, "oom_score_adj", &mut self.buf)
+                .map_err(reason)?,
+        )
+        .ok()
+        .filter(|adj| (-1000..=1000).contains(adj))
+        .ok_or(Reason::Malformed)?;
+        let group = match &self.grouping {
+            Grouping::Comm => Some(stat.comm.clone()),
+            Grouping::Cgroup => {
+                let text = self
+                    .source
+                    .read_pid(pid, "cgroup", &mut self.buf)
+                    .map_err(reason)?;
+                Some(cgroup::memory_cgroup(text).unwrap_or("").to_string())
+            }
+            Grouping::Matcher(m) => {
+                let cmdline = if m.needs_cmdline() {
+                    self.source
+                        .read_pid(pid, "cmdline", &mut self.aux)
+                        .map_err(reason)?
+                } else {
+                    ""
+                };
+                m.group(&Candidate {
+                    comm: &stat.comm,
+                    cmdline,
+                })
+            }
+        };
+        let ticks = (stat.utime_ticks + stat.stime_ticks) as f64;
+        Ok(Some(ProcessSample {
+            pid,
+            start_ticks: stat.start_ticks,
+            start_time_seconds: self
+                .boot_time_seconds
+                .map(|boot| boot + stat.start_ticks as f64 / self.clk_tck),
+            cpu_seconds: ticks / self.clk_tck,
+            comm: stat.comm,
+            state: stat.state,
+            status,
+            rollup,
+            oom_score: Some(oom_score),
+            oom_score_adj: Some(oom_score_adj),
+            group,
+        }))
+    }
+}
+
+fn count(errs: &mut ErrorCounts, collector: &'static str, reason: Reason, n: u64) {
+    if n > 0 {
+        *errs.entry((collector, reason)).or_insert(0) += n;
+    }
+}
