@@ -1,0 +1,202 @@
+//! Helpers shared by the integration tests: run the real binary, talk HTTP to it, run the
+//! real external checkers (promtool, the Python OpenMetrics parser).
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_membloat_exporter")
+}
+
+pub fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kernel-6.18")
+}
+
+/// Runs the binary to completion with `args`.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().expect("run membloat_exporter")
+}
+
+/// `--once` against a fixture tree; returns stdout, failing the test on a non-zero exit.
+pub fn once(root: &Path, extra: &[&str]) -> String {
+    let procfs = format!("--path.procfs={}", root.join("proc").display());
+    let sysfs = format!("--path.sysfs={}", root.join("sys").display());
+    let mut args = vec!["--once", "--once.interval=0s", &procfs, &sysfs];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert!(out.status.success(), "--once failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf-8 exposition")
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running exporter daemon, killed when dropped.
+pub struct Daemon {
+    pub child: Child,
+    pub port: u16,
+}
+
+impl Daemon {
+    pub fn start(args: &[&str]) -> Daemon {
+        Self::start_with(Command::new(bin()), args)
+    }
+
+    /// Starts `cmd` (the binary, or a wrapper such as setpriv around it) and waits until
+    /// the first scan completed (`/healthz` is 200).
+    pub fn start_with(mut cmd: Command, args: &[&str]) -> Daemon {
+        let port = free_port();
+        cmd.args(args)
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let child = cmd.spawn().expect("start membloat_exporter");
+        let d = Daemon { child, port };
+        d.wait_until(Duration::from_secs(10), || d.get("/healthz").status == 200);
+        d
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        get(self.port, path, &[])
+    }
+
+    pub fn metrics(&self) -> String {
+        let r = self.get("/metrics");
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body
+    }
+
+    pub fn wait_until(&self, limit: Duration, mut ok: impl FnMut() -> bool) {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("condition not met within {limit:?}");
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub struct Response {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+        })
+    }
+}
+
+/// A plain HTTP/1.1 GET with `Connection: close`; status 0 when nothing answered.
+pub fn get(port: u16, path: &str, headers: &[(&str, &str)]) -> Response {
+    request(port, "GET", path, headers)
+}
+
+pub fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)]) -> Response {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return Response { status: 0, head: String::new(), body: String::new() };
+    };
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    if s.write_all(req.as_bytes()).is_err() {
+        return Response { status: 0, head: String::new(), body: String::new() };
+    }
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    Response { status, head: head.to_string(), body: body.to_string() }
+}
+
+/// The external checkers are installed by `scripts/test.sh`; a missing one is a failure
+/// with the reason, not a silent skip.
+pub fn tool(name: &str) -> Command {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {name}"))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(found, "{name} is not installed: run ./scripts/test.sh, which installs it");
+    Command::new(name)
+}
+
+/// Pipes `input` to a command and returns its output.
+pub fn pipe(mut cmd: Command, input: &str) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn checker");
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// `promtool check metrics` on a text exposition: asserts it parses and lints clean.
+pub fn promtool_check(text: &str) {
+    let mut cmd = tool("promtool");
+    cmd.args(["check", "metrics"]);
+    let out = pipe(cmd, text);
+    assert!(
+        out.status.success(),
+        "promtool check metrics failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The strict OpenMetrics parser of the Python prometheus-client; returns the label values
+/// of `label` on samples of `metric`, one per line, as that parser decoded them.
+pub fn openmetrics_parse(text: &str, metric: &str, label: &str) -> String {
+    let script = format!(
+        "import sys, json\nfrom prometheus_client.openmetrics.parser import text_string_to_metric_families\n\
+         for fam in text_string_to_metric_families(sys.stdin.read()):\n\
+         \x20   for s in fam.samples:\n\
+         \x20       if s.name == {metric:?} and {label:?} in s.labels:\n\
+         \x20           print(json.dumps(s.labels[{label:?}]))\n"
+    );
+    let mut cmd = tool("python3");
+    cmd.args(["-c", &script]);
+    let out = pipe(cmd, text);
+    assert!(
+        out.status.success(),
+        "the OpenMetrics parser rejected the exposition:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The value of the first sample line that starts with `prefix` (name plus labels).
+pub fn value(text: &str, prefix: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(prefix) && l[prefix.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
