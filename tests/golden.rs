@@ -36,17 +36,25 @@ fn fixture_exposition_matches_golden_and_passes_promtool() {
     if std::env::var_os("MEMBLOAT_UPDATE_GOLDEN").is_some() {
         std::fs::write(&golden, &got).unwrap();
     }
-    let want = std::fs::read_to_string(&golden).expect("golden.prom (MEMBLOAT_UPDATE_GOLDEN=1 makes it)");
+    let want =
+        std::fs::read_to_string(&golden).expect("golden.prom (MEMBLOAT_UPDATE_GOLDEN=1 makes it)");
     if got != want {
         let diff: Vec<String> = diff_lines(&want, &got);
-        panic!("exposition differs from golden.prom (MEMBLOAT_UPDATE_GOLDEN=1 regenerates):\n{}", diff.join("\n"));
+        panic!(
+            "exposition differs from golden.prom (MEMBLOAT_UPDATE_GOLDEN=1 regenerates):\n{}",
+            diff.join("\n")
+        );
     }
 }
 
 fn diff_lines(want: &str, got: &str) -> Vec<String> {
     let w: std::collections::BTreeSet<&str> = want.lines().collect();
     let g: std::collections::BTreeSet<&str> = got.lines().collect();
-    w.difference(&g).map(|l| format!("- {l}")).chain(g.difference(&w).map(|l| format!("+ {l}"))).take(40).collect()
+    w.difference(&g)
+        .map(|l| format!("- {l}"))
+        .chain(g.difference(&w).map(|l| format!("+ {l}")))
+        .take(40)
+        .collect()
 }
 
 #[test]
@@ -54,40 +62,91 @@ fn fixture_values_are_in_bytes_and_bad_input_is_counted() {
     let text = once(&fixture(), &[]);
     // --once scans twice, so each bad input is counted twice.
     // meminfo: kB -> bytes; the absurd SwapFree is dropped, not wrapped.
-    assert_eq!(value(&text, "membloat_memory_total_bytes"), Some(24684084.0 * 1024.0));
+    assert_eq!(
+        value(&text, "membloat_memory_total_bytes"),
+        Some(24684084.0 * 1024.0)
+    );
     assert_eq!(value(&text, "membloat_swap_free_bytes"), None);
-    assert_eq!(value(&text, "membloat_scan_errors_total{collector=\"meminfo\",reason=\"malformed\"}"), Some(2.0));
+    assert_eq!(
+        value(
+            &text,
+            "membloat_scan_errors_total{collector=\"meminfo\",reason=\"malformed\"}"
+        ),
+        Some(2.0)
+    );
     // Truncated stat (90001) and absurd VmSwap (90004): two malformed; 90002 vanished.
-    assert_eq!(value(&text, "membloat_scan_errors_total{collector=\"processes\",reason=\"malformed\"}"), Some(4.0));
-    assert_eq!(value(&text, "membloat_scan_errors_total{collector=\"processes\",reason=\"vanished\"}"), Some(2.0));
+    assert_eq!(
+        value(
+            &text,
+            "membloat_scan_errors_total{collector=\"processes\",reason=\"malformed\"}"
+        ),
+        Some(4.0)
+    );
+    assert_eq!(
+        value(
+            &text,
+            "membloat_scan_errors_total{collector=\"processes\",reason=\"vanished\"}"
+        ),
+        Some(2.0)
+    );
     // 1406, 7833, 7834, 90003, 90004 have memory; the kworker does not count.
     assert_eq!(value(&text, "membloat_processes_scanned"), Some(5.0));
     assert!(!text.contains("kworker"));
     // The python3 holding 64 MiB: RSS 79240 kB, its own group.
-    assert_eq!(value(&text, "membloat_group_resident_bytes{group=\"python3\"}"), Some(79240.0 * 1024.0));
-    assert_eq!(value(&text, "membloat_process_resident_anon_bytes{pid=\"7834\",comm=\"python3\"}"), Some(72408.0 * 1024.0));
+    assert_eq!(
+        value(&text, "membloat_group_resident_bytes{group=\"python3\"}"),
+        Some(79240.0 * 1024.0)
+    );
+    assert_eq!(
+        value(
+            &text,
+            "membloat_process_resident_anon_bytes{pid=\"7834\",comm=\"python3\"}"
+        ),
+        Some(72408.0 * 1024.0)
+    );
     // 90004 is kept without its absurd VmSwap.
-    assert_eq!(value(&text, "membloat_group_processes{group=\"sleep\"}"), Some(2.0));
+    assert_eq!(
+        value(&text, "membloat_group_processes{group=\"sleep\"}"),
+        Some(2.0)
+    );
     // Hidden THP memory: 3 partially mapped 2 MiB pages.
-    assert_eq!(value(&text, "membloat_thp_hidden_bytes"), Some(3.0 * 2097152.0));
-    assert_eq!(value(&text, "membloat_khugepaged_max_ptes_none"), Some(511.0));
-    assert_eq!(value(&text, "membloat_khugepaged_scan_sleep_seconds"), Some(10.0));
+    assert_eq!(
+        value(&text, "membloat_thp_hidden_bytes"),
+        Some(3.0 * 2097152.0)
+    );
+    assert_eq!(
+        value(&text, "membloat_khugepaged_max_ptes_none"),
+        Some(511.0)
+    );
+    assert_eq!(
+        value(&text, "membloat_khugepaged_scan_sleep_seconds"),
+        Some(10.0)
+    );
     assert!(text.contains("membloat_thp_settings_info{enabled=\"madvise\",defrag=\"madvise\",shmem_enabled=\"never\"} 1\n"));
     // commit ratio = Committed_AS / CommitLimit of the captured meminfo.
     let ratio = value(&text, "membloat_commit_ratio").unwrap();
-    let expect = value(&text, "membloat_memory_committed_bytes").unwrap() / value(&text, "membloat_memory_commit_limit_bytes").unwrap();
+    let expect = value(&text, "membloat_memory_committed_bytes").unwrap()
+        / value(&text, "membloat_memory_commit_limit_bytes").unwrap();
     assert!((ratio - expect).abs() < 1e-12, "{ratio} vs {expect}");
 }
 
 #[test]
 fn hostile_name_in_fixture_is_escaped_in_both_formats() {
     let text = once(&fixture(), &[]);
-    assert!(text.contains("membloat_group_processes{group=\"x\\\"} 1\\nevil 9\\n#\"} 1\n"), "{text}");
+    assert!(
+        text.contains("membloat_group_processes{group=\"x\\\"} 1\\nevil 9\\n#\"} 1\n"),
+        "{text}"
+    );
     assert!(!text.lines().any(|l| l.starts_with("evil")));
 }
 
 fn copy_tree(from: &Path, to: &Path) {
-    let status = std::process::Command::new("cp").arg("-a").arg(from).arg(to).status().unwrap();
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
     assert!(status.success());
 }
 
@@ -100,11 +159,35 @@ fn kernel_without_thp_or_psi_is_counted_not_fatal() {
     std::fs::remove_dir_all(root.join("proc/pressure")).unwrap();
     let text = once(&root, &[]);
     promtool_check(&text);
-    assert_eq!(value(&text, "membloat_scrape_collector_success{collector=\"thp\"}"), Some(0.0));
-    assert_eq!(value(&text, "membloat_scrape_collector_success{collector=\"pressure\"}"), Some(0.0));
+    assert_eq!(
+        value(
+            &text,
+            "membloat_scrape_collector_success{collector=\"thp\"}"
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        value(
+            &text,
+            "membloat_scrape_collector_success{collector=\"pressure\"}"
+        ),
+        Some(0.0)
+    );
     // Two scans in --once, one per scan.
-    assert_eq!(value(&text, "membloat_scan_errors_total{collector=\"thp\",reason=\"unsupported\"}"), Some(2.0));
-    assert_eq!(value(&text, "membloat_scrape_collector_success{collector=\"meminfo\"}"), Some(1.0));
+    assert_eq!(
+        value(
+            &text,
+            "membloat_scan_errors_total{collector=\"thp\",reason=\"unsupported\"}"
+        ),
+        Some(2.0)
+    );
+    assert_eq!(
+        value(
+            &text,
+            "membloat_scrape_collector_success{collector=\"meminfo\"}"
+        ),
+        Some(1.0)
+    );
     assert!(!text.contains("membloat_khugepaged"));
     assert!(!text.contains("membloat_thp_hidden_bytes"));
 }
@@ -125,8 +208,15 @@ fn group_by_matcher_file() {
     std::fs::write(&file, "process_names:\n  - name: \"py:{{.Comm}}\"\n    exe: [python3]\n  - comm: [sleep]\n    name: sleepers\n").unwrap();
     let flag = format!("--collector.processes.matcher-file={}", file.display());
     let text = once(&fixture(), &[&flag]);
-    assert_eq!(value(&text, "membloat_group_processes{group=\"py:python3\"}"), Some(1.0), "{text}");
-    assert_eq!(value(&text, "membloat_group_processes{group=\"sleepers\"}"), Some(2.0));
+    assert_eq!(
+        value(&text, "membloat_group_processes{group=\"py:python3\"}"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        value(&text, "membloat_group_processes{group=\"sleepers\"}"),
+        Some(2.0)
+    );
     // bash matches no entry: in no group, yet still a top process.
     assert!(!text.contains("group=\"bash\""));
     assert!(text.contains("comm=\"bash\""));
@@ -134,7 +224,10 @@ fn group_by_matcher_file() {
 
 #[test]
 fn disabled_collectors_are_not_read() {
-    let text = once(&fixture(), &["--no-collector.processes", "--no-collector.vmstat"]);
+    let text = once(
+        &fixture(),
+        &["--no-collector.processes", "--no-collector.vmstat"],
+    );
     assert!(!text.contains("collector=\"processes\""));
     assert!(!text.contains("membloat_vmstat_"));
     assert!(!text.contains("membloat_group_"));

@@ -18,7 +18,10 @@ pub fn fixture() -> PathBuf {
 
 /// Runs the binary to completion with `args`.
 pub fn run(args: &[&str]) -> Output {
-    Command::new(bin()).args(args).output().expect("run membloat_exporter")
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("run membloat_exporter")
 }
 
 /// `--once` against a fixture tree; returns stdout, failing the test on a non-zero exit.
@@ -28,12 +31,20 @@ pub fn once(root: &Path, extra: &[&str]) -> String {
     let mut args = vec!["--once", "--once.interval=0s", &procfs, &sysfs];
     args.extend_from_slice(extra);
     let out = run(&args);
-    assert!(out.status.success(), "--once failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "--once failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).expect("utf-8 exposition")
 }
 
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A running exporter daemon, killed when dropped.
@@ -49,15 +60,22 @@ impl Daemon {
 
     /// Starts `cmd` (the binary, or a wrapper such as setpriv around it) and waits until
     /// the first scan completed (`/healthz` is 200).
-    pub fn start_with(mut cmd: Command, args: &[&str]) -> Daemon {
+    pub fn start_with(cmd: Command, args: &[&str]) -> Daemon {
+        let d = Self::spawn(cmd, args);
+        d.wait_until(Duration::from_secs(10), || d.get("/healthz").status == 200);
+        d
+    }
+
+    /// Starts `cmd` and waits only until it answers HTTP.
+    pub fn spawn(mut cmd: Command, args: &[&str]) -> Daemon {
         let port = free_port();
         cmd.args(args)
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::null());
         let child = cmd.spawn().expect("start membloat_exporter");
         let d = Daemon { child, port };
-        d.wait_until(Duration::from_secs(10), || d.get("/healthz").status == 200);
+        d.wait_until(Duration::from_secs(10), || d.get("/").status == 200);
         d
     }
 
@@ -116,7 +134,11 @@ pub fn get(port: u16, path: &str, headers: &[(&str, &str)]) -> Response {
 
 pub fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)]) -> Response {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return Response { status: 0, head: String::new(), body: String::new() };
+        return Response {
+            status: 0,
+            head: String::new(),
+            body: String::new(),
+        };
     };
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
@@ -125,14 +147,26 @@ pub fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)]) ->
     }
     req.push_str("\r\n");
     if s.write_all(req.as_bytes()).is_err() {
-        return Response { status: 0, head: String::new(), body: String::new() };
+        return Response {
+            status: 0,
+            head: String::new(),
+            body: String::new(),
+        };
     }
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
     let raw = String::from_utf8_lossy(&raw).into_owned();
     let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    Response { status, head: head.to_string(), body: body.to_string() }
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Response {
+        status,
+        head: head.to_string(),
+        body: body.to_string(),
+    }
 }
 
 /// The external checkers are installed by `scripts/test.sh`; a missing one is a failure
@@ -144,7 +178,10 @@ pub fn tool(name: &str) -> Command {
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false);
-    assert!(found, "{name} is not installed: run ./scripts/test.sh, which installs it");
+    assert!(
+        found,
+        "{name} is not installed: run ./scripts/test.sh, which installs it"
+    );
     Command::new(name)
 }
 
@@ -156,7 +193,12 @@ pub fn pipe(mut cmd: Command, input: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn checker");
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
@@ -199,4 +241,44 @@ pub fn value(text: &str, prefix: &str) -> Option<f64> {
     text.lines()
         .find(|l| l.starts_with(prefix) && l[prefix.len()..].starts_with(' '))
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// A real process that names itself `comm` (through /proc/self/comm, as prctl
+/// PR_SET_NAME does) and sleeps; killed when dropped.
+pub struct Named(pub Child);
+
+impl Named {
+    pub fn spawn(comm: &str) -> Named {
+        let script = format!(
+            "import sys, time\nopen('/proc/self/comm', 'w').write({comm:?})\nsys.stdout.write('ready\\n')\nsys.stdout.flush()\ntime.sleep(600)\n"
+        );
+        let mut child = tool("python3")
+            .args(["-c", &script])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn python3");
+        let mut ready = [0u8; 6];
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_exact(&mut ready)
+            .expect("child ready");
+        Named(child)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Named {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
 }

@@ -1,0 +1,269 @@
+//! The real binary against this machine's real /proc, with real child processes.
+
+mod common;
+
+use common::*;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const FAST: &[&str] = &[
+    "--scan.interval=200ms",
+    "--collector.processes.top-k=100000",
+];
+
+#[test]
+fn a_child_process_appears_and_its_series_vanish_when_it_dies() {
+    let comm = format!("mbt-live-{}", std::process::id() % 100000);
+    let mut child = Named::spawn(&comm);
+    let pid = child.pid();
+    let d = Daemon::start(FAST);
+    let group = format!("membloat_group_processes{{group=\"{comm}\"}}");
+    let process = format!("membloat_process_resident_bytes{{pid=\"{pid}\",comm=\"{comm}\"}}");
+    d.wait_until(Duration::from_secs(5), || {
+        value(&d.metrics(), &group) == Some(1.0)
+    });
+    let text = d.metrics();
+    let rss = value(&text, &process).expect("the child's own series");
+    // A sleeping python3 is a few MiB resident, never zero and never a GiB.
+    assert!((1e6..1e9).contains(&rss), "rss {rss}");
+    assert!(
+        value(
+            &text,
+            &format!("membloat_process_oom_score{{pid=\"{pid}\",comm=\"{comm}\"}}")
+        )
+        .unwrap()
+            > 0.0
+    );
+
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    d.wait_until(Duration::from_secs(5), || !d.metrics().contains(&comm));
+    let text = d.metrics();
+    assert!(
+        !text.contains(&format!("pid=\"{pid}\"")),
+        "dead pid still exported"
+    );
+}
+
+#[test]
+fn hostile_process_name_on_the_real_kernel_cannot_inject_a_series() {
+    let evil = "x\"} 1\nevil 9\n#";
+    let child = Named::spawn(evil);
+    let d = Daemon::start(FAST);
+    let label = format!("pid=\"{}\",comm=\"x\\\"}} 1\\nevil 9\\n#\"", child.pid());
+    d.wait_until(Duration::from_secs(5), || d.metrics().contains(&label));
+    let text = d.metrics();
+    assert!(
+        !text.lines().any(|l| l.starts_with("evil")),
+        "injected line"
+    );
+    promtool_check(&text);
+    let om = get(
+        d.port,
+        "/metrics",
+        &[("Accept", "application/openmetrics-text;version=1.0.0")],
+    )
+    .body;
+    let comms = openmetrics_parse(&om, "membloat_process_resident_bytes", "comm");
+    // The strict parser decodes the label back to exactly the name the process gave itself.
+    assert!(
+        comms.lines().any(|l| l == "\"x\\\"} 1\\nevil 9\\n#\""),
+        "{comms}"
+    );
+}
+
+#[test]
+fn metrics_negotiate_openmetrics_and_text_and_both_parse_strictly() {
+    let d = Daemon::start(FAST);
+    let text = get(d.port, "/metrics", &[]);
+    assert_eq!(
+        text.header("content-type").as_deref(),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    promtool_check(&text.body);
+    assert!(!text.body.contains("# EOF"));
+
+    let prometheus_accept = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    let om = get(d.port, "/metrics", &[("Accept", prometheus_accept)]);
+    assert_eq!(
+        om.header("content-type").as_deref(),
+        Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+    );
+    assert!(om.body.ends_with("# EOF\n"));
+    let collectors = openmetrics_parse(&om.body, "membloat_scrape_collector_success", "collector");
+    assert_eq!(collectors.lines().count(), 6, "{collectors}");
+
+    // The live machine: real memory, a real commit limit, real processes.
+    assert!(value(&text.body, "membloat_memory_total_bytes").unwrap() > 1e8);
+    assert!(value(&text.body, "membloat_processes_scanned").unwrap() >= 2.0);
+    assert_eq!(
+        value(
+            &text.body,
+            "membloat_scrape_collector_success{collector=\"processes\"}"
+        ),
+        Some(1.0)
+    );
+}
+
+#[test]
+fn landing_page_health_and_unknown_paths() {
+    let d = Daemon::start(FAST);
+    let landing = d.get("/");
+    assert_eq!(landing.status, 200);
+    assert!(landing.body.contains("href=\"/metrics\""));
+    assert_eq!(d.get("/healthz").status, 200);
+    assert_eq!(d.get("/nope").status, 404);
+    assert_eq!(request(d.port, "POST", "/metrics", &[]).status, 405);
+}
+
+#[test]
+fn scrapes_are_served_while_a_scan_is_stuck_in_a_slow_read() {
+    // A smaps_rollup that blocks until written: a read as slow as we like.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    assert!(Command::new("cp")
+        .arg("-a")
+        .arg(fixture())
+        .arg(&root)
+        .status()
+        .unwrap()
+        .success());
+    let slow = root.join("proc/7833/smaps_rollup");
+    let real = std::fs::read(&slow).unwrap();
+    std::fs::remove_file(&slow).unwrap();
+    nix::unistd::mkfifo(&slow, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let procfs = format!("--path.procfs={}", root.join("proc").display());
+    let sysfs = format!("--path.sysfs={}", root.join("sys").display());
+    let d = Daemon::spawn(
+        Command::new(bin()),
+        &["--scan.interval=200ms", &procfs, &sysfs],
+    );
+
+    let started = Instant::now();
+    let r = d.get("/metrics");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "scrape waited for the scan"
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(value(&r.body, "membloat_scans_total"), Some(0.0));
+    let health = d.get("/healthz");
+    assert_eq!(
+        (health.status, health.body.as_str()),
+        (503, "no scan completed yet\n")
+    );
+
+    // Release the read: the scan completes and is published.
+    std::fs::write(&slow, &real).unwrap();
+    d.wait_until(Duration::from_secs(5), || d.get("/healthz").status == 200);
+    assert_eq!(value(&d.metrics(), "membloat_scans_total"), Some(1.0));
+
+    // The next scan blocks again on the FIFO; SIGTERM still ends the process promptly.
+    std::thread::sleep(Duration::from_millis(400));
+    let mut d = d;
+    assert!(Command::new("kill")
+        .args(["-TERM", &d.pid().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        if let Some(status) = d.child.try_wait().unwrap() {
+            assert_eq!(status.code(), Some(0));
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "SIGTERM did not stop the exporter within 3 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn without_ptrace_rights_coverage_is_partial_counted_and_scrapes_succeed() {
+    // As root, drop to nobody with no capabilities; as a normal user, that is already so.
+    let cmd = if is_root() {
+        let mut c = tool("setpriv");
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--",
+            bin(),
+        ]);
+        c
+    } else {
+        Command::new(bin())
+    };
+    let d = Daemon::start_with(cmd, FAST);
+    let text = d.metrics();
+    promtool_check(&text);
+    let denied = value(
+        &text,
+        "membloat_scan_errors_total{collector=\"processes\",reason=\"permission_denied\"}",
+    );
+    assert!(denied.unwrap_or(0.0) >= 1.0, "no denial counted:\n{text}");
+    assert!(value(&text, "membloat_processes_scanned").unwrap() >= 2.0);
+    // Its own process is fully readable: Pss comes from smaps_rollup.
+    let own = format!(
+        "membloat_process_pss_bytes{{pid=\"{}\",comm=\"membloat_export\"}}",
+        d.pid()
+    );
+    assert!(
+        value(&text, &own).unwrap() > 0.0,
+        "own smaps_rollup missing"
+    );
+}
+
+#[test]
+fn bad_flags_exit_2_with_one_line_naming_the_flag() {
+    for (flag, named) in [
+        ("--web.listen-adress=:1", "--web.listen-adress"),
+        ("--scan.interval=0s", "--scan.interval"),
+        ("--collector.bogus", "--collector.bogus"),
+        ("--log.level=loud", "--log.level"),
+    ] {
+        let out = run(&[flag]);
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{flag}: {err:?}");
+        assert!(err.contains(named), "{flag}: {err:?}");
+    }
+    assert_eq!(run(&["--version"]).status.code(), Some(0));
+    let help = run(&["--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8(help.stdout)
+        .unwrap()
+        .contains("--no-collector.processes"));
+}
+
+#[test]
+fn unreadable_procfs_and_busy_port_exit_1_with_a_message() {
+    let out = run(&["--path.procfs=/nonexistent/proc"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("cannot read --path.procfs /nonexistent/proc"));
+
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = format!("--web.listen-address={}", busy.local_addr().unwrap());
+    let out = run(&[&addr]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot listen on 127.0.0.1:"));
+
+    let out = run(&["--collector.processes.matcher-file=/nonexistent/m.yml"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--collector.processes.matcher-file"));
+}
+
+#[test]
+fn once_on_the_live_machine_prints_a_valid_exposition() {
+    let out = run(&["--once", "--once.interval=100ms"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    promtool_check(&text);
+    assert_eq!(value(&text, "membloat_scans_total"), Some(2.0));
+    // The process-wide THP mode here is one of the kernel's three.
+    assert!(text.contains("membloat_thp_settings_info{enabled=\""));
+}
