@@ -233,3 +233,48 @@ fn disabled_collectors_are_not_read() {
     assert!(!text.contains("membloat_group_"));
     assert!(text.contains("membloat_memory_total_bytes"));
 }
+
+/// Family names in a text exposition, from its `# TYPE` lines.
+fn families(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn readme_catalogue_matches_the_exposition_both_ways() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let text = once(&fixture(), &[]);
+    let exported = families(&text);
+    for name in &exported {
+        let documented = if name.starts_with("membloat_vmstat_") {
+            readme.contains("`membloat_vmstat_<key>_total`")
+        } else if name.starts_with("membloat_mthp_") && name.ends_with("_folios") {
+            readme.contains("`membloat_mthp_<state>_folios{size}`")
+        } else if name.starts_with("membloat_mthp_") && name.ends_with("_total") {
+            readme.contains("`membloat_mthp_<stat>_total{size}`")
+        } else {
+            readme.contains(&format!("`{name}`")) || readme.contains(&format!("`{name}{{"))
+        };
+        assert!(
+            documented,
+            "{name} is exported but not in the README catalogue"
+        );
+    }
+    // And every concrete name the README documents is exported (SwapFree is absurd in the
+    // fixture, so it is dropped there).
+    let re = regex::Regex::new(r"`(membloat_[a-z_]+)[`{]").unwrap();
+    for cap in re.captures_iter(&readme) {
+        let name = &cap[1];
+        if name == "membloat_swap_free_bytes" {
+            continue;
+        }
+        assert!(
+            exported.iter().any(|e| e == name),
+            "README documents {name}, which is not exported"
+        );
+    }
+}
