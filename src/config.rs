@@ -58,6 +58,17 @@ pub struct Collectors {
     pub processes: bool,
 }
 
+/// The deep tier: full `/proc/PID/smaps` of candidate processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeepConfig {
+    /// Minimum time between two deep reads of the same process.
+    pub interval: Duration,
+    /// CPU time the deep tier may spend per scan (one process is always read).
+    pub budget: Duration,
+    /// A process is a candidate when RssAnon >= this, or VmSize - VmRSS >= 8 x this.
+    pub min_bytes: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub listen_address: String,
@@ -71,6 +82,7 @@ pub struct Config {
     pub collectors: Collectors,
     pub top_k: usize,
     pub group_by: GroupBy,
+    pub deep: DeepConfig,
     pub log_level: LogLevel,
     pub once: bool,
     pub once_interval: Duration,
@@ -101,6 +113,21 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     }
     .ok_or_else(|| format!("{s:?} is not a duration like 10s, 500ms, 1m"))?;
     Ok(Duration::from_millis(ms))
+}
+
+/// Parses `"64MiB"`, `"1GiB"`, `"512KiB"` or a plain number of bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let n: u64 = number.parse().map_err(|_| format!("{s:?} is not a size like 64MiB"))?;
+    let shift = match unit {
+        "" | "B" => 0,
+        "KiB" => 10,
+        "MiB" => 20,
+        "GiB" => 30,
+        _ => return Err(format!("{s:?} is not a size like 64MiB (units B, KiB, MiB, GiB)")),
+    };
+    n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?} is too large"))
 }
 
 fn positive_duration(s: &str) -> Result<Duration, String> {
@@ -146,6 +173,15 @@ fn command() -> Command {
         .arg(Arg::new("collector.processes.matcher-file").long("collector.processes.matcher-file").value_name("FILE")
             .value_parser(value_parser!(PathBuf))
             .help("process-exporter-style YAML (process_names) naming the groups; implies --collector.processes.group-by=matcher"))
+        .arg(Arg::new("collector.processes.deep-interval").long("collector.processes.deep-interval").value_name("DURATION")
+            .default_value("60s").value_parser(parse_duration)
+            .help("Minimum time between two full /proc/PID/smaps reads of one candidate process (heap, arenas, commit)"))
+        .arg(Arg::new("collector.processes.deep-budget").long("collector.processes.deep-budget").value_name("DURATION")
+            .default_value("200ms").value_parser(positive_duration)
+            .help("CPU time the smaps reads may take per scan; the rest wait for the next scan"))
+        .arg(Arg::new("collector.processes.deep-min-size").long("collector.processes.deep-min-size").value_name("SIZE")
+            .default_value("64MiB").value_parser(parse_size)
+            .help("Deep-read a process when its RssAnon reaches SIZE, or its unbacked address space (VmSize - VmRSS) 8 x SIZE"))
         .arg(Arg::new("log.level").long("log.level").value_name("LEVEL")
             .default_value("info").value_parser(["error", "warn", "info", "debug"])
             .help("Only log messages with the given severity or above"))
@@ -254,6 +290,11 @@ impl Config {
                 .copied()
                 .unwrap_or(5),
             group_by,
+            deep: DeepConfig {
+                interval: duration("collector.processes.deep-interval"),
+                budget: duration("collector.processes.deep-budget"),
+                min_bytes: m.get_one::<u64>("collector.processes.deep-min-size").copied().unwrap_or(64 << 20),
+            },
             log_level,
             once: m.get_flag("once"),
             once_interval: duration("once.interval"),
@@ -352,6 +393,16 @@ mod tests {
             assert!(line.contains(flag), "{line:?} does not name {flag}");
             assert!(!line.contains('\n'));
         }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("0"), Ok(0));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert!(parse_size("64MB").is_err());
+        assert!(parse_size("99999999999GiB").is_err());
+        assert!(bad(&["--collector.processes.deep-min-size=lots"]).contains("--collector.processes.deep-min-size"));
     }
 
     #[test]

@@ -89,6 +89,7 @@ impl Pipeline {
                 Source::new(&cfg.procfs, &cfg.sysfs),
                 cfg.collectors,
                 grouping,
+                cfg.deep,
             ),
             last: None,
             options: DeriveOptions { top_k: cfg.top_k },

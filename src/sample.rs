@@ -1,14 +1,14 @@
 //! One scan's raw values: the system files once, and every process.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::{Collectors, GroupBy};
+use crate::config::{Collectors, DeepConfig, GroupBy};
 use crate::matcher::{Candidate, Matchers};
 use crate::parse::{
-    self, cgroup, meminfo::Meminfo, pressure::Pressure, smaps_rollup::SmapsRollup, stat::Stat,
-    status::Status, sysfs, vmstat::Vmstat,
+    self, cgroup, meminfo::Meminfo, pressure::Pressure, smaps, smaps::SmapsSummary,
+    smaps_rollup::SmapsRollup, stat::Stat, status::Status, sysfs, vmstat::Vmstat,
 };
 use crate::source::{ReadError, Reason, Source};
 
@@ -83,6 +83,28 @@ pub struct ProcessSample {
     pub oom_score_adj: Option<i64>,
     /// The group the process belongs to; `None` when a matcher file matched nothing.
     pub group: Option<String>,
+    /// This scan's deep read of `/proc/PID/smaps`, when the deep tier covered it.
+    pub smaps: Option<SmapsSummary>,
+}
+
+impl ProcessSample {
+    /// Identity across scans: a reused pid has another start time.
+    pub fn key(&self) -> (u32, u64) {
+        (self.pid, self.start_ticks)
+    }
+}
+
+/// What the deep tier did in one scan.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DeepRun {
+    /// Processes that met the candidate thresholds.
+    pub candidates: u64,
+    /// Candidates whose smaps was read in this scan.
+    pub covered: u64,
+    /// Candidates due for a read but left for a later scan by the CPU budget.
+    pub deferred: u64,
+    pub duration_seconds: f64,
+    pub cpu_seconds: f64,
 }
 
 /// How one collector did in a scan.
@@ -109,6 +131,9 @@ pub struct Sample {
     pub processes: Vec<ProcessSample>,
     pub collectors: Vec<CollectorRun>,
     pub errors: ErrorCounts,
+    pub deep: Option<DeepRun>,
+    /// Online CPUs: glibc allows 8 arenas per CPU.
+    pub online_cpus: u64,
 }
 
 /// How processes are put in groups, compiled.
@@ -142,12 +167,15 @@ pub struct Scanner {
     grouping: Grouping,
     clk_tck: f64,
     boot_time_seconds: Option<f64>,
+    deep: DeepConfig,
+    /// When each process's smaps was last read, by (pid, start ticks).
+    deep_read_at: HashMap<(u32, u64), Instant>,
     buf: Vec<u8>,
     aux: Vec<u8>,
 }
 
 impl Scanner {
-    pub fn new(source: Source, collectors: Collectors, grouping: Grouping) -> Self {
+    pub fn new(source: Source, collectors: Collectors, grouping: Grouping, deep: DeepConfig) -> Self {
         let mut buf = Vec::with_capacity(8192);
         let boot_time_seconds = source.read_proc("stat", &mut buf).ok().and_then(|text| {
             text.lines()
@@ -167,6 +195,8 @@ impl Scanner {
             grouping,
             clk_tck,
             boot_time_seconds,
+            deep,
+            deep_read_at: HashMap::new(),
             buf,
             aux: Vec::with_capacity(4096),
         }
@@ -182,6 +212,11 @@ impl Scanner {
         let started = Instant::now();
         let mut s = Sample {
             taken_at: Some(SystemTime::now()),
+            online_cpus: nix::unistd::sysconf(nix::unistd::SysconfVar::_NPROCESSORS_ONLN)
+                .ok()
+                .flatten()
+                .filter(|&n| n > 0)
+                .unwrap_or(1) as u64,
             ..Sample::default()
         };
         let c = self.collectors;
@@ -226,6 +261,7 @@ impl Scanner {
             if let Some(list) = self.timed(&mut s, "processes", |me, errs| me.read_processes(errs))
             {
                 s.processes = list;
+                s.deep = Some(self.read_deep(&mut s.processes, &mut s.errors));
             }
         }
         s.duration_seconds = started.elapsed().as_secs_f64();
@@ -475,8 +511,71 @@ impl Scanner {
             oom_score: Some(oom_score),
             oom_score_adj: Some(oom_score_adj),
             group,
+            smaps: None,
         }))
     }
+}
+
+impl Scanner {
+    fn is_candidate(&self, p: &ProcessSample) -> bool {
+        let st = &p.status;
+        let anon = st.rss_anon_bytes.unwrap_or(0);
+        let unbacked = st.vm_size_bytes.unwrap_or(0).saturating_sub(st.vm_rss_bytes.unwrap_or(0));
+        anon >= self.deep.min_bytes || unbacked >= self.deep.min_bytes.saturating_mul(8)
+    }
+
+    /// The deep tier: full smaps of the candidates that are due, least recently read
+    /// first, until the CPU budget of this scan is spent.
+    fn read_deep(&mut self, processes: &mut [ProcessSample], errs: &mut ErrorCounts) -> DeepRun {
+        let started = Instant::now();
+        let cpu_start = thread_cpu();
+        let mut run = DeepRun::default();
+        let mut due: Vec<(Option<Instant>, u64, usize)> = Vec::new();
+        for (i, p) in processes.iter().enumerate() {
+            if !self.is_candidate(p) {
+                continue;
+            }
+            run.candidates += 1;
+            let last = self.deep_read_at.get(&p.key()).copied();
+            if last.is_none_or(|t| started.duration_since(t) >= self.deep.interval) {
+                due.push((last, u64::MAX - p.status.rss_anon_bytes.unwrap_or(0), i));
+            }
+        }
+        // Never read first, then the longest unread; larger processes first among equals.
+        due.sort_unstable();
+        for (n, &(_, _, i)) in due.iter().enumerate() {
+            if n > 0 && thread_cpu().saturating_sub(cpu_start) >= self.deep.budget {
+                run.deferred = (due.len() - n) as u64;
+                break;
+            }
+            let p = &mut processes[i];
+            match self.source.read_pid(p.pid, "smaps", &mut self.buf) {
+                Ok(text) => match smaps::summarize(text) {
+                    Ok((summary, rejected)) => {
+                        count(errs, "processes", Reason::Malformed, rejected as u64);
+                        p.smaps = Some(summary);
+                    }
+                    Err(_) => count(errs, "processes", Reason::Malformed, 1),
+                },
+                Err(e) => count(errs, "processes", e.process_reason(), 1),
+            }
+            self.deep_read_at.insert(p.key(), Instant::now());
+            run.covered += 1;
+        }
+        // Forget processes that are gone, so the map stays as large as the process table.
+        let live: HashSet<(u32, u64)> = processes.iter().map(|p| p.key()).collect();
+        self.deep_read_at.retain(|k, _| live.contains(k));
+        run.duration_seconds = started.elapsed().as_secs_f64();
+        run.cpu_seconds = thread_cpu().saturating_sub(cpu_start).as_secs_f64();
+        run
+    }
+}
+
+/// CPU time of the calling thread (the scan runs on one thread).
+fn thread_cpu() -> Duration {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(|t| Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32))
+        .unwrap_or_default()
 }
 
 fn count(errs: &mut ErrorCounts, collector: &'static str, reason: Reason, n: u64) {

@@ -1,0 +1,261 @@
+//! `/proc/PID/smaps`: one record per mapping (VMA). Read only for deep-tier candidates.
+//!
+//! The mapping name is free text a process controls (`/SYSVx`, spaces, `(deleted)`), so it
+//! is never parsed beyond "empty", `[heap]` or anything else.
+
+use super::{kib_to_bytes, ParseError};
+
+/// The size glibc reserves for each arena heap on 64-bit (`HEAP_MAX_SIZE`).
+pub const ARENA_HEAP_BYTES: u64 = 64 << 20;
+
+/// One mapping, sizes in bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Vma {
+    pub start: u64,
+    pub end: u64,
+    /// `rw-p` and the like.
+    pub perms: [u8; 4],
+    /// No file behind it (inode 0) and no name.
+    pub anonymous: bool,
+    /// The `[heap]` mapping: the brk heap of glibc's main arena.
+    pub brk_heap: bool,
+    pub size_bytes: u64,
+    pub rss_bytes: u64,
+    pub anonymous_bytes: u64,
+    pub anon_huge_bytes: u64,
+    /// `ac`: the mapping is charged to the commit limit.
+    pub accountable: bool,
+    /// `nr`: MAP_NORESERVE, not charged (glibc arena heaps carry it).
+    pub noreserve: bool,
+    /// `THPeligible` (kernel 5.x+).
+    pub thp_eligible: Option<bool>,
+}
+
+impl Vma {
+    fn perms_are(&self, p: &[u8; 4]) -> bool {
+        &self.perms == p
+    }
+}
+
+/// Parses every mapping. Lines that fit no known shape are skipped and counted.
+pub fn parse(text: &str) -> (Vec<Vma>, u32) {
+    let mut vmas: Vec<Vma> = Vec::new();
+    let mut rejected = 0;
+    for line in text.lines() {
+        if let Some(vma) = header(line) {
+            vmas.push(vma);
+            continue;
+        }
+        let Some(vma) = vmas.last_mut() else {
+            rejected += 1;
+            continue;
+        };
+        let Some((key, value)) = line.split_once(':') else {
+            rejected += 1;
+            continue;
+        };
+        let value = value.trim();
+        let slot = match key {
+            "Size" => &mut vma.size_bytes,
+            "Rss" => &mut vma.rss_bytes,
+            "Anonymous" => &mut vma.anonymous_bytes,
+            "AnonHugePages" => &mut vma.anon_huge_bytes,
+            "VmFlags" => {
+                for flag in value.split_ascii_whitespace() {
+                    match flag {
+                        "ac" => vma.accountable = true,
+                        "nr" => vma.noreserve = true,
+                        _ => {}
+                    }
+                }
+                continue;
+            }
+            "THPeligible" => {
+                vma.thp_eligible = match value {
+                    "0" => Some(false),
+                    "1" => Some(true),
+                    _ => None,
+                };
+                continue;
+            }
+            _ => continue,
+        };
+        match kib_to_bytes(value) {
+            Some(b) => *slot = b,
+            None => rejected += 1,
+        }
+    }
+    (vmas, rejected)
+}
+
+/// `start-end perms offset dev inode [name]`, or `None` when the line is not a header.
+fn header(line: &str) -> Option<Vma> {
+    let mut fields = line.splitn(6, ' ');
+    let (start, end) = fields.next()?.split_once('-')?;
+    let start = u64::from_str_radix(start, 16).ok()?;
+    let end = u64::from_str_radix(end, 16).ok()?;
+    let perms: [u8; 4] = fields.next()?.as_bytes().try_into().ok()?;
+    let _offset = fields.next()?;
+    let _dev = fields.next()?;
+    let inode: u64 = fields.next()?.parse().ok()?;
+    let name = fields.next().unwrap_or("").trim_start();
+    if end < start {
+        return None;
+    }
+    Some(Vma {
+        start,
+        end,
+        perms,
+        anonymous: inode == 0 && name.is_empty(),
+        brk_heap: name == "[heap]",
+        ..Vma::default()
+    })
+}
+
+/// What the deep tier learns from one process's mappings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SmapsSummary {
+    /// `[heap]` Size and Rss.
+    pub brk_heap_size_bytes: u64,
+    pub brk_heap_rss_bytes: u64,
+    /// glibc arena heaps found (see [`is_arena_heap`]).
+    pub arena_heaps: u64,
+    /// Address space the arena heaps reserve (64 MiB each).
+    pub arena_reserved_bytes: u64,
+    /// Size and Rss of the arena heaps' read-write parts.
+    pub arena_size_bytes: u64,
+    pub arena_rss_bytes: u64,
+    /// Sum of `Size` over mappings charged to the commit limit (`ac`): the process's
+    /// commit charge, touched or not.
+    pub commit_bytes: u64,
+}
+
+impl SmapsSummary {
+    pub fn from_vmas(vmas: &[Vma]) -> Self {
+        let mut s = SmapsSummary::default();
+        for (i, vma) in vmas.iter().enumerate() {
+            if vma.accountable {
+                s.commit_bytes = s.commit_bytes.saturating_add(vma.end - vma.start);
+            }
+            if vma.brk_heap {
+                s.brk_heap_size_bytes += vma.size_bytes;
+                s.brk_heap_rss_bytes += vma.rss_bytes;
+            } else if is_arena_heap(vma, vmas.get(i + 1)) {
+                s.arena_heaps += 1;
+                s.arena_reserved_bytes += ARENA_HEAP_BYTES;
+                s.arena_size_bytes += vma.size_bytes;
+                s.arena_rss_bytes += vma.rss_bytes;
+            }
+        }
+        s
+    }
+
+    /// Heap memory resident: the brk heap plus the arena heaps.
+    pub fn heap_rss_bytes(&self) -> u64 {
+        self.brk_heap_rss_bytes + self.arena_rss_bytes
+    }
+
+    pub fn heap_size_bytes(&self) -> u64 {
+        self.brk_heap_size_bytes + self.arena_size_bytes
+    }
+}
+
+/// A glibc arena heap: an anonymous `rw-p` mapping whose start is a multiple of 64 MiB,
+/// either exactly 64 MiB long or followed by the adjacent anonymous `---p` rest of the
+/// 64 MiB reservation, both `nr` (MAP_NORESERVE). Go heaps look alike but are not `nr`.
+pub fn is_arena_heap(vma: &Vma, next: Option<&Vma>) -> bool {
+    let aligned = vma.start % ARENA_HEAP_BYTES == 0;
+    if !(vma.anonymous && vma.noreserve && aligned && vma.perms_are(b"rw-p")) {
+        return false;
+    }
+    let reservation_end = vma.start + ARENA_HEAP_BYTES;
+    if vma.end == reservation_end {
+        return true;
+    }
+    vma.end < reservation_end
+        && next.is_some_and(|n| {
+            n.anonymous
+                && n.noreserve
+                && n.perms_are(b"---p")
+                && n.start == vma.end
+                && n.end == reservation_end
+        })
+}
+
+/// Convenience for callers that only need the summary.
+pub fn summarize(text: &str) -> Result<(SmapsSummary, u32), ParseError> {
+    let (vmas, rejected) = parse(text);
+    if vmas.is_empty() && !text.trim().is_empty() {
+        return Err(ParseError::Missing("mapping"));
+    }
+    Ok((SmapsSummary::from_vmas(&vmas), rejected))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vma(header: &str, size_kb: u64, rss_kb: u64, flags: &str) -> String {
+        format!("{header}\nSize: {size_kb} kB\nRss: {rss_kb} kB\nAnonymous: {rss_kb} kB\nAnonHugePages: 0 kB\nTHPeligible: 0\nVmFlags: {flags}\n")
+    }
+
+    // Shapes as seen on kernel 6.18 / glibc 2.36 for a process with one arena thread.
+    fn glibc_process() -> String {
+        [
+            vma("55d0c0a4d000-55d0c0a4e000 r--p 00000000 fd:01 1234                       /usr/bin/app", 4, 4, "rd mr mw me dw sd"),
+            vma("55d0c1000000-55d0c9000000 rw-p 00000000 00:00 0                          [heap]", 131072, 131000, "rd wr mr mw me ac sd"),
+            // Arena heap: rw part of 132 kB then the ---p rest of the 64 MiB.
+            vma("7f0a04000000-7f0a04021000 rw-p 00000000 00:00 0 ", 132, 12, "rd wr mr mw me nr sd"),
+            vma("7f0a04021000-7f0a08000000 ---p 00000000 00:00 0 ", 65404, 0, "mr mw me nr sd"),
+            // A fully grown arena heap: exactly 64 MiB rw.
+            vma("7f0a08000000-7f0a0c000000 rw-p 00000000 00:00 0 ", 65536, 65536, "rd wr mr mw me nr sd"),
+            // A thread stack: anonymous, accountable, not a heap.
+            vma("7f0a0c000000-7f0a0c800000 rw-p 00000000 00:00 0 ", 8192, 16, "rd wr mr mw me ac sd"),
+        ]
+        .concat()
+    }
+
+    #[test]
+    fn finds_brk_heap_arena_heaps_and_commit() {
+        let (s, rejected) = summarize(&glibc_process()).unwrap();
+        assert_eq!(rejected, 0);
+        assert_eq!(s.brk_heap_rss_bytes, 131000 << 10);
+        assert_eq!(s.brk_heap_size_bytes, 131072 << 10);
+        assert_eq!(s.arena_heaps, 2);
+        assert_eq!(s.arena_reserved_bytes, 2 * ARENA_HEAP_BYTES);
+        assert_eq!(s.arena_rss_bytes, (12 + 65536) << 10);
+        assert_eq!(s.commit_bytes, (131072 + 8192) << 10);
+        assert_eq!(s.heap_rss_bytes(), (131000 + 12 + 65536) << 10);
+    }
+
+    #[test]
+    fn go_heap_look_alike_without_noreserve_is_not_an_arena() {
+        // A Go arena: 64 MiB aligned and sized, but no `nr`.
+        let go = vma("c000000000-c004000000 rw-p 00000000 00:00 0 ", 65536, 4096, "rd wr mr mw me ac sd");
+        assert_eq!(summarize(&go).unwrap().0.arena_heaps, 0);
+    }
+
+    #[test]
+    fn misaligned_or_named_mappings_are_not_arenas() {
+        let misaligned = vma("7f0a04001000-7f0a08001000 rw-p 00000000 00:00 0 ", 65536, 4, "rd wr nr");
+        let named = vma("7f0a04000000-7f0a08000000 rw-p 00000000 00:05 77  /SYSV00000000 (deleted)", 65536, 4, "rd wr nr");
+        assert_eq!(summarize(&misaligned).unwrap().0.arena_heaps, 0);
+        assert_eq!(summarize(&named).unwrap().0.arena_heaps, 0);
+    }
+
+    #[test]
+    fn hostile_names_and_garbage_never_panic() {
+        for text in [
+            "7f0a04000000-7f0a08000000 rw-p 00000000 00:05 77 /SYSVx\nSize: 4 kB\n",
+            "ffff-0000 rw-p 0 0 0\n",
+            "Size: 4 kB\n",
+            "-\n- - - - -\n",
+            "7f-7g rw-p 0 0 0\n",
+            "1-2 rw 0 0 0\n",
+        ] {
+            let _ = summarize(text);
+        }
+        assert!(summarize("garbage\n").is_err());
+        assert_eq!(summarize("").unwrap().0, SmapsSummary::default());
+    }
+}
