@@ -119,15 +119,22 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (number, unit) = s.split_at(split);
-    let n: u64 = number.parse().map_err(|_| format!("{s:?} is not a size like 64MiB"))?;
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size like 64MiB"))?;
     let shift = match unit {
         "" | "B" => 0,
         "KiB" => 10,
         "MiB" => 20,
         "GiB" => 30,
-        _ => return Err(format!("{s:?} is not a size like 64MiB (units B, KiB, MiB, GiB)")),
+        _ => {
+            return Err(format!(
+                "{s:?} is not a size like 64MiB (units B, KiB, MiB, GiB)"
+            ))
+        }
     };
-    n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?} is too large"))
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{s:?} is too large"))
 }
 
 fn positive_duration(s: &str) -> Result<Duration, String> {
@@ -293,7 +300,10 @@ impl Config {
             deep: DeepConfig {
                 interval: duration("collector.processes.deep-interval"),
                 budget: duration("collector.processes.deep-budget"),
-                min_bytes: m.get_one::<u64>("collector.processes.deep-min-size").copied().unwrap_or(64 << 20),
+                min_bytes: m
+                    .get_one::<u64>("collector.processes.deep-min-size")
+                    .copied()
+                    .unwrap_or(64 << 20),
             },
             log_level,
             once: m.get_flag("once"),
@@ -402,7 +412,8 @@ mod tests {
         assert_eq!(parse_size("2GiB"), Ok(2 << 30));
         assert!(parse_size("64MB").is_err());
         assert!(parse_size("99999999999GiB").is_err());
-        assert!(bad(&["--collector.processes.deep-min-size=lots"]).contains("--collector.processes.deep-min-size"));
+        assert!(bad(&["--collector.processes.deep-min-size=lots"])
+            .contains("--collector.processes.deep-min-size"));
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! Pure derivation: (previous snapshot, current sample) -> the snapshot scrapes encode.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::UNIX_EPOCH;
 
 use crate::parse::meminfo::Meminfo;
 use crate::parse::pressure::Pressure;
 use crate::parse::vmstat::Vmstat;
-use crate::sample::{CollectorRun, ErrorCounts, ProcessSample, Sample, Sysctl, Thp};
+use crate::sample::{CollectorRun, DeepRun, ErrorCounts, ProcessSample, Sample, Sysctl, Thp};
+use crate::signals::{self, ProcState, Signals};
 
 /// Sums over the processes of one group. Sizes in bytes.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -24,10 +25,21 @@ pub struct GroupStats {
     pub anon_huge_bytes: u64,
     pub threads: u64,
     pub oom_score_max: u64,
+    /// Sums of the per-process signals over the processes that have them.
+    pub hoarded_bytes: u64,
+    pub regrown_since_trough_bytes: u64,
+    pub untouched_commit_bytes: u64,
+    pub arena_heaps: u64,
+    pub arena_reserved_bytes: u64,
 }
 
 impl GroupStats {
-    fn add(&mut self, p: &ProcessSample) {
+    fn add(&mut self, p: &ProcessSample, sig: &Signals) {
+        self.hoarded_bytes += sig.hoarded_bytes.unwrap_or(0);
+        self.regrown_since_trough_bytes += sig.regrown_since_trough_bytes;
+        self.untouched_commit_bytes += sig.untouched_commit_bytes.unwrap_or(0);
+        self.arena_heaps += sig.arena_heaps.unwrap_or(0);
+        self.arena_reserved_bytes += sig.arena_reserved_bytes.unwrap_or(0);
         let s = &p.status;
         let r = p.rollup.unwrap_or_default();
         self.processes += 1;
@@ -59,6 +71,25 @@ pub struct SystemSignals {
     /// Memory in partially mapped huge pages that no RSS shows:
     /// sum over sizes of `nr_anon_partially_mapped` x size (kernel 6.12+).
     pub thp_hidden_bytes: Option<u64>,
+    /// Overcommit mode 2 and `Committed_AS >= CommitLimit`: new allocations fail.
+    pub commit_limit_reached: Option<bool>,
+    /// THP can be used (`enabled` not `never`) and khugepaged fills nearly empty ranges
+    /// (`max_ptes_none` 511): memory released with MADV_DONTNEED can grow back.
+    pub thp_regrowth_risk: Option<bool>,
+    /// Share of the last interval in which some / all tasks stalled on memory.
+    pub pressure_waiting_ratio: Option<f64>,
+    pub pressure_stalled_ratio: Option<f64>,
+    /// Unix time of the scan that first saw `oom_kill` rise, since the exporter started.
+    pub last_oom_kill_unix_seconds: Option<f64>,
+}
+
+/// A top process with its signals and its place in the OOM killer's order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessReport {
+    pub sample: ProcessSample,
+    pub signals: Signals,
+    /// 1 for the process the OOM killer would pick first (highest oom_score).
+    pub oom_rank: u64,
 }
 
 /// What a scrape encodes: the latest scan plus the running totals.
@@ -81,8 +112,11 @@ pub struct Snapshot {
     pub processes_scanned: Option<u64>,
     /// Groups in name order.
     pub groups: Vec<GroupStats>,
-    /// Top-K by RSS united with top-K by oom_score, in pid order.
-    pub top: Vec<ProcessSample>,
+    /// Top-K by RSS, by oom_score, by hoarded and by regrown bytes, united, in pid order.
+    pub top: Vec<ProcessReport>,
+    pub deep: Option<DeepRun>,
+    /// What is remembered of each live process, by (pid, start ticks).
+    pub states: HashMap<(u32, u64), ProcState>,
 }
 
 /// Options of derivation.
@@ -101,18 +135,58 @@ pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> S
         .iter()
         .any(|c| c.name == "processes" && c.success)
         .then_some(sample.processes.len() as u64);
+    let now = sample
+        .taken_at
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_secs_f64());
+    let elapsed = match (prev.and_then(|p| p.last_scan_unix_seconds), now) {
+        (Some(a), Some(b)) if b > a => b - a,
+        _ => 0.0,
+    };
+
+    // Per-process state and signals; states of vanished processes are dropped here.
+    let mut states = HashMap::with_capacity(sample.processes.len());
+    let mut sigs = Vec::with_capacity(sample.processes.len());
+    for p in &sample.processes {
+        let before = prev.and_then(|s| s.states.get(&p.key()));
+        let (state, sig) = signals::step(before, p, elapsed, sample.online_cpus);
+        states.insert(p.key(), state);
+        sigs.push(sig);
+    }
+
+    let mut system = system_signals(
+        sample.meminfo.as_ref(),
+        sample.thp.as_ref(),
+        sample.sysctl.as_ref(),
+    );
+    if let (Some(before), Some(now_p)) = (prev.and_then(|p| p.pressure), sample.pressure) {
+        let rate = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b >= a && elapsed > 0.0 => Some(((b - a) / elapsed).min(1.0)),
+            _ => None,
+        };
+        system.pressure_waiting_ratio = rate(before.some_seconds, now_p.some_seconds);
+        system.pressure_stalled_ratio = rate(before.full_seconds, now_p.full_seconds);
+    }
+    let kills = |s: Option<&Vmstat>| s.and_then(|v| v.get("oom_kill"));
+    system.last_oom_kill_unix_seconds = match (
+        kills(prev.and_then(|p| p.vmstat.as_ref())),
+        kills(sample.vmstat.as_ref()),
+    ) {
+        (Some(a), Some(b)) if b > a => now,
+        _ => prev.and_then(|p| p.signals.last_oom_kill_unix_seconds),
+    };
+
     Snapshot {
         scans: prev.map_or(0, |p| p.scans) + 1,
-        last_scan_unix_seconds: sample
-            .taken_at
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map(|d| d.as_secs_f64()),
+        last_scan_unix_seconds: now,
         scan_duration_seconds: Some(sample.duration_seconds),
         errors,
-        signals: signals(sample.meminfo.as_ref(), sample.thp.as_ref()),
-        groups: groups(&sample.processes),
-        top: top_k(&sample.processes, opts.top_k),
+        signals: system,
+        groups: groups(&sample.processes, &sigs),
+        top: top_k(&sample.processes, &sigs, opts.top_k),
         processes_scanned,
+        deep: sample.deep,
+        states,
         collectors: sample.collectors,
         meminfo: sample.meminfo,
         vmstat: sample.vmstat,
@@ -122,7 +196,11 @@ pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> S
     }
 }
 
-fn signals(m: Option<&Meminfo>, thp: Option<&Thp>) -> SystemSignals {
+fn system_signals(
+    m: Option<&Meminfo>,
+    thp: Option<&Thp>,
+    sysctl: Option<&Sysctl>,
+) -> SystemSignals {
     let committed = m.and_then(|m| m.committed_as_bytes);
     let limit = m.and_then(|m| m.commit_limit_bytes);
     let (commit_ratio, commit_headroom_bytes) = match (committed, limit) {
@@ -147,16 +225,28 @@ fn signals(m: Option<&Meminfo>, thp: Option<&Thp>) -> SystemSignals {
         }
         found.then_some(total)
     });
+    let mode = sysctl.and_then(|s| s.overcommit_memory);
+    let commit_limit_reached = match (mode, committed, limit) {
+        (Some(mode), Some(c), Some(l)) => Some(mode == 2 && c >= l),
+        _ => None,
+    };
+    let thp_regrowth_risk = thp.and_then(|t| {
+        let usable = t.enabled.as_deref()? != "never";
+        Some(usable && t.khugepaged.max_ptes_none? >= 511)
+    });
     SystemSignals {
         commit_ratio,
         commit_headroom_bytes,
         thp_hidden_bytes,
+        commit_limit_reached,
+        thp_regrowth_risk,
+        ..SystemSignals::default()
     }
 }
 
-fn groups(processes: &[ProcessSample]) -> Vec<GroupStats> {
+fn groups(processes: &[ProcessSample], sigs: &[Signals]) -> Vec<GroupStats> {
     let mut by_name: BTreeMap<&str, GroupStats> = BTreeMap::new();
-    for p in processes {
+    for (p, sig) in processes.iter().zip(sigs) {
         let Some(name) = p.group.as_deref() else {
             continue;
         };
@@ -166,32 +256,57 @@ fn groups(processes: &[ProcessSample]) -> Vec<GroupStats> {
                 name: name.to_string(),
                 ..GroupStats::default()
             })
-            .add(p);
+            .add(p, sig);
     }
     by_name.into_values().collect()
 }
 
-/// The union of the K largest by RSS and the K with the highest oom_score; ties go to the
-/// lower pid so the selection is stable between scans.
-fn top_k(processes: &[ProcessSample], k: usize) -> Vec<ProcessSample> {
+/// The union of the K largest by RSS, the K with the highest oom_score, and the K with the
+/// most suspected hoarded and regrown bytes (those above zero); ties go to the lower pid so
+/// the selection is stable between scans.
+fn top_k(processes: &[ProcessSample], sigs: &[Signals], k: usize) -> Vec<ProcessReport> {
+    // The OOM killer's order: highest oom_score first, larger RSS first among equals.
+    let mut order: Vec<usize> = (0..processes.len()).collect();
+    let rss = |i: usize| processes[i].status.vm_rss_bytes.unwrap_or(0);
+    order.sort_by(|&a, &b| {
+        let score = |i: usize| processes[i].oom_score.unwrap_or(0);
+        score(b)
+            .cmp(&score(a))
+            .then(rss(b).cmp(&rss(a)))
+            .then(processes[a].pid.cmp(&processes[b].pid))
+    });
+    let mut rank = vec![0u64; processes.len()];
+    for (r, &i) in order.iter().enumerate() {
+        rank[i] = r as u64 + 1;
+    }
     if k == 0 {
         return Vec::new();
     }
-    let mut chosen: Vec<usize> = Vec::with_capacity(2 * k);
-    let mut order: Vec<usize> = (0..processes.len()).collect();
-    let by = |key: fn(&ProcessSample) -> u64, order: &mut Vec<usize>| {
-        order.sort_by(|&a, &b| {
-            key(&processes[b])
-                .cmp(&key(&processes[a]))
+    let mut chosen: Vec<usize> = order.iter().take(k).copied().collect();
+    let keys: [&dyn Fn(usize) -> u64; 3] = [&rss, &|i| sigs[i].hoarded_bytes.unwrap_or(0), &|i| {
+        sigs[i].regrown_since_trough_bytes
+    }];
+    for (n, key) in keys.iter().enumerate() {
+        let mut by: Vec<usize> = (0..processes.len())
+            .filter(|&i| n == 0 || key(i) > 0)
+            .collect();
+        by.sort_by(|&a, &b| {
+            key(b)
+                .cmp(&key(a))
                 .then(processes[a].pid.cmp(&processes[b].pid))
         });
-        order.iter().take(k).copied().collect::<Vec<_>>()
-    };
-    chosen.extend(by(|p| p.status.vm_rss_bytes.unwrap_or(0), &mut order));
-    chosen.extend(by(|p| p.oom_score.unwrap_or(0), &mut order));
+        chosen.extend(by.into_iter().take(k));
+    }
     chosen.sort_unstable_by_key(|&i| processes[i].pid);
     chosen.dedup();
-    chosen.into_iter().map(|i| processes[i].clone()).collect()
+    chosen
+        .into_iter()
+        .map(|i| ProcessReport {
+            sample: processes[i].clone(),
+            signals: sigs[i],
+            oom_rank: rank[i],
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -217,6 +332,7 @@ mod tests {
             oom_score: Some(oom_score),
             oom_score_adj: Some(0),
             group: Some(comm.into()),
+            smaps: None,
         }
     }
 
@@ -241,8 +357,10 @@ mod tests {
             process(4, "d", 1, 1),
         ]);
         let snap = derive(None, s, DeriveOptions { top_k: 1 });
-        let pids: Vec<u32> = snap.top.iter().map(|p| p.pid).collect();
+        let pids: Vec<u32> = snap.top.iter().map(|p| p.sample.pid).collect();
         assert_eq!(pids, [1, 2]);
+        let ranks: Vec<u64> = snap.top.iter().map(|p| p.oom_rank).collect();
+        assert_eq!(ranks, [3, 1]);
     }
 
     #[test]
@@ -301,11 +419,31 @@ mod tests {
             ],
             ..Thp::default()
         };
-        let s = signals(Some(&m), Some(&thp));
+        let s = system_signals(Some(&m), Some(&thp), None);
         assert_eq!(s.commit_ratio, Some(2.5));
         assert_eq!(s.commit_headroom_bytes, Some(-(18i64 << 30)));
         assert_eq!(s.thp_hidden_bytes, Some((2 << 16) + (3 << 21)));
-        assert_eq!(signals(None, Some(&Thp::default())).thp_hidden_bytes, None);
+        assert_eq!(
+            system_signals(None, Some(&Thp::default()), None).thp_hidden_bytes,
+            None
+        );
+        assert_eq!(s.commit_limit_reached, None);
+        let strict = Sysctl {
+            overcommit_memory: Some(2),
+            ..Sysctl::default()
+        };
+        assert_eq!(
+            system_signals(Some(&m), None, Some(&strict)).commit_limit_reached,
+            Some(true)
+        );
+        let heuristic = Sysctl {
+            overcommit_memory: Some(0),
+            ..Sysctl::default()
+        };
+        assert_eq!(
+            system_signals(Some(&m), None, Some(&heuristic)).commit_limit_reached,
+            Some(false)
+        );
     }
 }
 
@@ -331,6 +469,7 @@ pub(crate) mod tests_support {
             oom_score: Some(666),
             oom_score_adj: Some(0),
             group: Some(comm.into()),
+            smaps: None,
         }
     }
 }

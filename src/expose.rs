@@ -10,8 +10,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::derive::{GroupStats, Snapshot};
-use crate::sample::ProcessSample;
+use crate::derive::{GroupStats, ProcessReport, Snapshot};
 
 /// Every metric starts with this.
 pub const PREFIX: &str = "membloat";
@@ -181,6 +180,28 @@ fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
         MetricType::Gauge,
         rows(|c| Num::F(c.duration_seconds)),
     )?;
+    if let Some(d) = &s.deep {
+        f.gauge("deep_scan_candidates", "Processes that met the deep-tier thresholds (--collector.processes.deep-min-size) in the latest scan.", None, Some(Num::U(d.candidates)))?;
+        f.gauge(
+            "deep_scan_processes",
+            "Processes whose /proc/PID/smaps the deep tier read in the latest scan.",
+            None,
+            Some(Num::U(d.covered)),
+        )?;
+        f.gauge("deep_scan_deferred", "Candidates due for a deep read but left for a later scan by --collector.processes.deep-budget.", None, Some(Num::U(d.deferred)))?;
+        f.gauge(
+            "deep_scan_duration",
+            "Wall time of the deep tier in the latest scan.",
+            seconds(),
+            Some(Num::F(d.duration_seconds)),
+        )?;
+        f.gauge(
+            "deep_scan_cpu",
+            "CPU time of the deep tier in the latest scan.",
+            seconds(),
+            Some(Num::F(d.cpu_seconds)),
+        )?;
+    }
     let errors: Vec<(Labels, Num)> = s
         .errors
         .iter()
@@ -215,6 +236,14 @@ fn encode_meminfo(f: &mut Families, s: &Snapshot) -> fmt::Result {
         }
     }
     f.gauge("commit", "Committed_AS / CommitLimit. Above 1 is normal unless vm.overcommit_memory is 2, where allocations fail at 1.", ratio(), s.signals.commit_ratio.map(Num::F))?;
+    let flag = |b: Option<bool>| b.map(|b| Num::U(b as u64));
+    f.gauge(
+        "commit_limit_reached",
+        "1 when vm.overcommit_memory is 2 and Committed_AS >= CommitLimit: new allocations fail.",
+        None,
+        flag(s.signals.commit_limit_reached),
+    )?;
+    f.gauge("last_oom_kill_timestamp", "Unix time of the scan that first saw /proc/vmstat oom_kill rise since the exporter started.", seconds(), s.signals.last_oom_kill_unix_seconds.map(Num::F))?;
     f.gauge("commit_headroom", "CommitLimit - Committed_AS: memory that can still be committed in overcommit mode 2; negative is normal in modes 0 and 1.", bytes(), s.signals.commit_headroom_bytes.map(Num::I))
 }
 
@@ -354,6 +383,7 @@ fn encode_thp(f: &mut Families, s: &Snapshot) -> fmt::Result {
             }
         }
     }
+    f.gauge("thp_regrowth_risk", "1 when THP is not `never` and khugepaged/max_ptes_none is 511: memory released with MADV_DONTNEED can grow back while a program sleeps.", None, s.signals.thp_regrowth_risk.map(|b| Num::U(b as u64)))?;
     f.gauge("thp_hidden", "Memory held in partially mapped huge pages (nr_anon_partially_mapped x size, kernel 6.12+): allocated, yet in no RSS, AnonHugePages or MemFree.", bytes(), u(s.signals.thp_hidden_bytes))
 }
 
@@ -383,6 +413,18 @@ fn encode_pressure(f: &mut Families, s: &Snapshot) -> fmt::Result {
         "Time in which all non-idle tasks stalled on memory at once (/proc/pressure/memory full).",
         seconds(),
         p.full_seconds.map(Num::F),
+    )?;
+    f.gauge(
+        "pressure_memory_waiting",
+        "Share of the last scan interval in which at least one task stalled on memory (PSI some).",
+        ratio(),
+        s.signals.pressure_waiting_ratio.map(Num::F),
+    )?;
+    f.gauge(
+        "pressure_memory_stalled",
+        "Share of the last scan interval in which all non-idle tasks stalled on memory (PSI full).",
+        ratio(),
+        s.signals.pressure_stalled_ratio.map(Num::F),
     )
 }
 
@@ -471,118 +513,196 @@ fn encode_groups(f: &mut Families, groups: &[GroupStats]) -> fmt::Result {
         g,
         rows(|g| g.threads),
     )?;
-    f.family("group_oom_score_max", "Highest oom_score in the group: the OOM killer picks the highest score first (/proc/PID/oom_score).", None, g, rows(|g| g.oom_score_max))
+    f.family("group_oom_score_max", "Highest oom_score in the group: the OOM killer picks the highest score first (/proc/PID/oom_score).", None, g, rows(|g| g.oom_score_max))?;
+    f.family("group_hoarded", "Sum of suspected allocator-hoarded heap memory over the group (deep tier; see membloat_process_hoarded_bytes).", bytes(), g, rows(|g| g.hoarded_bytes))?;
+    f.family("group_regrown_since_trough", "Sum over the group of anonymous memory that grew back in huge pages while the process was idle (khugepaged regrowth).", bytes(), g, rows(|g| g.regrown_since_trough_bytes))?;
+    f.family(
+        "group_untouched_commit",
+        "Sum over the group of commit charge not yet backed by RAM or swap (deep tier).",
+        bytes(),
+        g,
+        rows(|g| g.untouched_commit_bytes),
+    )?;
+    f.family(
+        "group_arena_heaps",
+        "glibc arena heaps found in the group's memory maps (deep tier).",
+        None,
+        g,
+        rows(|g| g.arena_heaps),
+    )?;
+    f.family(
+        "group_arena_reserved",
+        "Address space the group's glibc arena heaps reserve, 64 MiB each (deep tier).",
+        bytes(),
+        g,
+        rows(|g| g.arena_reserved_bytes),
+    )
 }
 
-fn encode_top(f: &mut Families, top: &[ProcessSample]) -> fmt::Result {
-    let pids: Vec<String> = top.iter().map(|p| p.pid.to_string()).collect();
-    let labels =
-        |i: usize| -> Labels { vec![("pid", pids[i].as_str()), ("comm", top[i].comm.as_str())] };
-    let rows = |get: &dyn Fn(&ProcessSample) -> Option<Num>| -> Vec<(Labels, Num)> {
+fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result {
+    let pids: Vec<String> = top.iter().map(|p| p.sample.pid.to_string()).collect();
+    let labels = |i: usize| -> Labels {
+        vec![
+            ("pid", pids[i].as_str()),
+            ("comm", top[i].sample.comm.as_str()),
+        ]
+    };
+    let rows = |get: &dyn Fn(&ProcessReport) -> Option<Num>| -> Vec<(Labels, Num)> {
         top.iter()
             .enumerate()
             .filter_map(|(i, p)| get(p).map(|v| (labels(i), v)))
             .collect()
     };
+    let flag = |b: Option<bool>| b.map(|b| Num::U(b as u64));
     let g = MetricType::Gauge;
     f.family(
         "process_resident",
         "VmRSS of a top process (/proc/PID/status).",
         bytes(),
         g,
-        rows(&|p| u(p.status.vm_rss_bytes)),
+        rows(&|p| u(p.sample.status.vm_rss_bytes)),
     )?;
     f.family(
         "process_resident_peak",
         "VmHWM, the peak RSS, of a top process (/proc/PID/status).",
         bytes(),
         g,
-        rows(&|p| u(p.status.vm_hwm_bytes)),
+        rows(&|p| u(p.sample.status.vm_hwm_bytes)),
     )?;
     f.family(
         "process_virtual",
         "VmSize of a top process (/proc/PID/status).",
         bytes(),
         g,
-        rows(&|p| u(p.status.vm_size_bytes)),
+        rows(&|p| u(p.sample.status.vm_size_bytes)),
     )?;
     f.family(
         "process_swap",
         "VmSwap of a top process (/proc/PID/status).",
         bytes(),
         g,
-        rows(&|p| u(p.status.vm_swap_bytes)),
+        rows(&|p| u(p.sample.status.vm_swap_bytes)),
     )?;
     f.family(
         "process_resident_anon",
         "RssAnon of a top process (/proc/PID/status).",
         bytes(),
         g,
-        rows(&|p| u(p.status.rss_anon_bytes)),
+        rows(&|p| u(p.sample.status.rss_anon_bytes)),
     )?;
     f.family(
         "process_resident_file",
         "RssFile of a top process (/proc/PID/status).",
         bytes(),
         g,
-        rows(&|p| u(p.status.rss_file_bytes)),
+        rows(&|p| u(p.sample.status.rss_file_bytes)),
     )?;
     f.family(
         "process_resident_shmem",
         "RssShmem of a top process (/proc/PID/status).",
         bytes(),
         g,
-        rows(&|p| u(p.status.rss_shmem_bytes)),
+        rows(&|p| u(p.sample.status.rss_shmem_bytes)),
     )?;
     f.family(
         "process_pss",
         "Pss of a top process (/proc/PID/smaps_rollup).",
         bytes(),
         g,
-        rows(&|p| p.rollup.and_then(|r| u(r.pss_bytes))),
+        rows(&|p| p.sample.rollup.and_then(|r| u(r.pss_bytes))),
     )?;
     f.family(
         "process_anon_huge",
         "AnonHugePages of a top process (/proc/PID/smaps_rollup).",
         bytes(),
         g,
-        rows(&|p| p.rollup.and_then(|r| u(r.anon_huge_pages_bytes))),
+        rows(&|p| p.sample.rollup.and_then(|r| u(r.anon_huge_pages_bytes))),
     )?;
     f.family(
         "process_threads",
         "Threads of a top process (/proc/PID/status).",
         None,
         g,
-        rows(&|p| u(p.status.threads)),
+        rows(&|p| u(p.sample.status.threads)),
     )?;
-    f.family("process_thp_enabled", "0 when the process disabled THP with PR_SET_THP_DISABLE, else 1 (/proc/PID/status THP_enabled, kernel 6.x).", None, g, rows(&|p| p.status.thp_enabled.map(|b| Num::U(b as u64))))?;
+    f.family("process_thp_enabled", "0 when the process disabled THP with PR_SET_THP_DISABLE, else 1 (/proc/PID/status THP_enabled, kernel 6.x).", None, g, rows(&|p| flag(p.sample.status.thp_enabled)))?;
     f.family(
         "process_oom_score",
         "oom_score of a top process: the OOM killer picks the highest first (/proc/PID/oom_score).",
         None,
         g,
-        rows(&|p| u(p.oom_score)),
+        rows(&|p| u(p.sample.oom_score)),
     )?;
     f.family(
         "process_oom_score_adj",
         "oom_score_adj of a top process, -1000 (never killed) to 1000 (/proc/PID/oom_score_adj).",
         None,
         g,
-        rows(&|p| p.oom_score_adj.map(Num::I)),
+        rows(&|p| p.sample.oom_score_adj.map(Num::I)),
     )?;
+    f.family("process_oom_rank", "Place in the OOM killer's order among all processes: 1 is killed first (highest oom_score).", None, g, rows(&|p| Some(Num::U(p.oom_rank))))?;
     f.family(
         "process_start_time",
         "Unix time a top process started (/proc/PID/stat and btime).",
         seconds(),
         g,
-        rows(&|p| p.start_time_seconds.map(Num::F)),
+        rows(&|p| p.sample.start_time_seconds.map(Num::F)),
     )?;
     f.family(
         "process_cpu",
         "User plus system CPU time of a top process (/proc/PID/stat).",
         seconds(),
         MetricType::Counter,
-        rows(&|p| Some(Num::F(p.cpu_seconds))),
+        rows(&|p| Some(Num::F(p.sample.cpu_seconds))),
+    )?;
+    f.family(
+        "process_idle",
+        "1 when the process used no CPU over the last scan interval (under 1 %).",
+        None,
+        g,
+        rows(&|p| flag(p.signals.idle)),
+    )?;
+    f.family(
+        "process_retained_peak",
+        "VmRSS / VmHWM: how much of its peak the process still holds.",
+        ratio(),
+        g,
+        rows(&|p| p.signals.retained_peak_ratio.map(Num::F)),
+    )?;
+    f.family(
+        "process_heap_resident",
+        "Rss of the brk heap plus glibc arena heaps (deep tier, /proc/PID/smaps).",
+        bytes(),
+        g,
+        rows(&|p| u(p.signals.heap_resident_bytes)),
+    )?;
+    f.family("process_heap_size", "Size of the brk heap plus glibc arena heaps; Size far above Rss means the heap was trimmed (deep tier).", bytes(), g, rows(&|p| u(p.signals.heap_size_bytes)))?;
+    f.family("process_hoarded", "Suspected allocator hoarding: heap memory kept near the peak while idle (heap >= 64 MiB and >= half of RssAnon, RSS >= 0.8 x peak, heap not trimmed). 0 when the deep tier saw no sign. A suspicion: /proc cannot tell free chunks from live data.", bytes(), g, rows(&|p| u(p.signals.hoarded_bytes)))?;
+    f.family("process_arena_heaps", "glibc arena heaps in the process's maps (64 MiB-aligned anonymous MAP_NORESERVE heaps, deep tier).", None, g, rows(&|p| u(p.signals.arena_heaps)))?;
+    f.family(
+        "process_arena_reserved",
+        "Address space the glibc arena heaps reserve, 64 MiB each (deep tier).",
+        bytes(),
+        g,
+        rows(&|p| u(p.signals.arena_reserved_bytes)),
+    )?;
+    f.family(
+        "process_arena_at_ceiling",
+        "1 when the arena heaps reached glibc's ceiling of 8 arenas per online CPU (deep tier).",
+        None,
+        g,
+        rows(&|p| flag(p.signals.arena_at_ceiling)),
+    )?;
+    f.family("process_commit", "Commit charge: Size of the mappings charged to the commit limit (VmFlags ac), touched or not (deep tier).", bytes(), g, rows(&|p| u(p.signals.commit_bytes)))?;
+    f.family("process_untouched_commit", "Commit charge minus RssAnon and VmSwap: memory that can still become RSS and that oom_score does not count (deep tier).", bytes(), g, rows(&|p| u(p.signals.untouched_commit_bytes)))?;
+    f.family("process_regrown_since_trough", "Anonymous memory that grew back in huge pages while the process was idle and its mappings unchanged, since its lowest point (khugepaged regrowth).", bytes(), g, rows(&|p| Some(Num::U(p.signals.regrown_since_trough_bytes))))?;
+    f.family("process_regrown", "All anonymous memory that grew back in huge pages while the process was idle, since the exporter first saw it.", bytes(), MetricType::Counter, rows(&|p| Some(Num::U(p.signals.regrown_total_bytes))))?;
+    f.family(
+        "process_thp_anon",
+        "AnonHugePages / RssAnon: the share of anonymous memory in transparent huge pages.",
+        ratio(),
+        g,
+        rows(&|p| p.signals.thp_anon_ratio.map(Num::F)),
     )
 }
 
@@ -688,6 +808,11 @@ mod tests {
         let evil = "x\"} 1\nevil 9\n#";
         let mut p = crate::derive::tests_support::process(7, evil);
         p.group = Some(evil.into());
+        let p = ProcessReport {
+            sample: p,
+            signals: Default::default(),
+            oom_rank: 1,
+        };
         let snap = Snapshot {
             groups: vec![GroupStats {
                 name: evil.into(),

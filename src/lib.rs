@@ -13,4 +13,5 @@ pub mod log;
 pub mod matcher;
 pub mod parse;
 pub mod sample;
+pub mod signals;
 pub mod source;

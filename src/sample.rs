@@ -175,7 +175,12 @@ pub struct Scanner {
 }
 
 impl Scanner {
-    pub fn new(source: Source, collectors: Collectors, grouping: Grouping, deep: DeepConfig) -> Self {
+    pub fn new(
+        source: Source,
+        collectors: Collectors,
+        grouping: Grouping,
+        deep: DeepConfig,
+    ) -> Self {
         let mut buf = Vec::with_capacity(8192);
         let boot_time_seconds = source.read_proc("stat", &mut buf).ok().and_then(|text| {
             text.lines()
@@ -520,7 +525,10 @@ impl Scanner {
     fn is_candidate(&self, p: &ProcessSample) -> bool {
         let st = &p.status;
         let anon = st.rss_anon_bytes.unwrap_or(0);
-        let unbacked = st.vm_size_bytes.unwrap_or(0).saturating_sub(st.vm_rss_bytes.unwrap_or(0));
+        let unbacked = st
+            .vm_size_bytes
+            .unwrap_or(0)
+            .saturating_sub(st.vm_rss_bytes.unwrap_or(0));
         anon >= self.deep.min_bytes || unbacked >= self.deep.min_bytes.saturating_mul(8)
     }
 

@@ -128,7 +128,7 @@ fn scrapes_are_served_while_a_scan_is_stuck_in_a_slow_read() {
         .status()
         .unwrap()
         .success());
-    let slow = root.join("proc/7833/smaps_rollup");
+    let slow = root.join("proc/18265/smaps_rollup");
     let real = std::fs::read(&slow).unwrap();
     std::fs::remove_file(&slow).unwrap();
     nix::unistd::mkfifo(&slow, nix::sys::stat::Mode::S_IRWXU).unwrap();

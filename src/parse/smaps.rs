@@ -231,14 +231,29 @@ mod tests {
     #[test]
     fn go_heap_look_alike_without_noreserve_is_not_an_arena() {
         // A Go arena: 64 MiB aligned and sized, but no `nr`.
-        let go = vma("c000000000-c004000000 rw-p 00000000 00:00 0 ", 65536, 4096, "rd wr mr mw me ac sd");
+        let go = vma(
+            "c000000000-c004000000 rw-p 00000000 00:00 0 ",
+            65536,
+            4096,
+            "rd wr mr mw me ac sd",
+        );
         assert_eq!(summarize(&go).unwrap().0.arena_heaps, 0);
     }
 
     #[test]
     fn misaligned_or_named_mappings_are_not_arenas() {
-        let misaligned = vma("7f0a04001000-7f0a08001000 rw-p 00000000 00:00 0 ", 65536, 4, "rd wr nr");
-        let named = vma("7f0a04000000-7f0a08000000 rw-p 00000000 00:05 77  /SYSV00000000 (deleted)", 65536, 4, "rd wr nr");
+        let misaligned = vma(
+            "7f0a04001000-7f0a08001000 rw-p 00000000 00:00 0 ",
+            65536,
+            4,
+            "rd wr nr",
+        );
+        let named = vma(
+            "7f0a04000000-7f0a08000000 rw-p 00000000 00:05 77  /SYSV00000000 (deleted)",
+            65536,
+            4,
+            "rd wr nr",
+        );
         assert_eq!(summarize(&misaligned).unwrap().0.arena_heaps, 0);
         assert_eq!(summarize(&named).unwrap().0.arena_heaps, 0);
     }

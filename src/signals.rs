@@ -1,0 +1,268 @@
+//! Per-process signals: pure functions of (previous state, current sample, elapsed).
+//!
+//! The thresholds are the measured signatures of DESIGN.md section 1; each one is named
+//! here once.
+
+use crate::parse::smaps::SmapsSummary;
+use crate::sample::ProcessSample;
+
+/// Heap memory below this is never called hoarding.
+pub const HOARD_MIN_HEAP_BYTES: u64 = 64 << 20;
+/// The heap must hold at least this share of the process's anonymous memory.
+pub const HOARD_MIN_HEAP_SHARE: f64 = 0.5;
+/// RSS must still be at least this share of the peak (VmHWM).
+pub const HOARD_MIN_RETAINED: f64 = 0.8;
+/// A heap whose Rss is below this share of its Size was trimmed: not hoarding.
+pub const HOARD_MIN_HEAP_DENSITY: f64 = 0.5;
+/// Idle: CPU time grew by less than this share of the elapsed time (plus one tick).
+pub const IDLE_MAX_CPU_SHARE: f64 = 0.01;
+/// glibc creates at most this many arenas per online CPU (64-bit).
+pub const ARENAS_PER_CPU: u64 = 8;
+
+/// What is remembered of a process between scans.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ProcState {
+    pub cpu_seconds: f64,
+    pub rss_anon_bytes: u64,
+    pub anon_huge_bytes: u64,
+    pub vm_size_bytes: u64,
+    /// RssAnon when the current idle stretch began (or its lowest since).
+    pub trough_rss_anon_bytes: u64,
+    /// Bytes regrown while idle since the trough.
+    pub regrown_since_trough_bytes: u64,
+    /// Bytes regrown while idle since the exporter first saw the process.
+    pub regrown_total_bytes: u64,
+    /// The latest deep read, carried between deep reads.
+    pub smaps: Option<SmapsSummary>,
+}
+
+/// The signals of one process in one scan.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Signals {
+    /// VmRSS / VmHWM.
+    pub retained_peak_ratio: Option<f64>,
+    /// CPU time did not move over the last interval (`None` on first sight).
+    pub idle: Option<bool>,
+    /// Rss of the brk heap plus glibc arena heaps (deep tier).
+    pub heap_resident_bytes: Option<u64>,
+    pub heap_size_bytes: Option<u64>,
+    pub arena_heaps: Option<u64>,
+    pub arena_reserved_bytes: Option<u64>,
+    /// The arena count reached glibc's ceiling (8 x CPUs arenas, the main one not a heap).
+    pub arena_at_ceiling: Option<bool>,
+    /// Suspected freed-but-kept heap memory; `Some(0)` when deep data says no.
+    pub hoarded_bytes: Option<u64>,
+    /// Commit charge: Size of mappings charged to the commit limit (deep tier).
+    pub commit_bytes: Option<u64>,
+    /// Commit charge not backed by RAM or swap: can still become RSS, oom_score omits it.
+    pub untouched_commit_bytes: Option<u64>,
+    pub regrown_since_trough_bytes: u64,
+    pub regrown_total_bytes: u64,
+    /// AnonHugePages / RssAnon.
+    pub thp_anon_ratio: Option<f64>,
+}
+
+/// Advances a process's state by one scan and computes its signals.
+pub fn step(
+    prev: Option<&ProcState>,
+    p: &ProcessSample,
+    elapsed_seconds: f64,
+    online_cpus: u64,
+) -> (ProcState, Signals) {
+    let st = &p.status;
+    let rss = st.vm_rss_bytes.unwrap_or(0);
+    let rss_anon = st.rss_anon_bytes.unwrap_or(0);
+    let vm_size = st.vm_size_bytes.unwrap_or(0);
+    let anon_huge = p.rollup.and_then(|r| r.anon_huge_pages_bytes);
+    let smaps = p.smaps.or(prev.and_then(|s| s.smaps));
+
+    let idle = prev.filter(|_| elapsed_seconds > 0.0).map(|s| {
+        let used = p.cpu_seconds - s.cpu_seconds;
+        used <= IDLE_MAX_CPU_SHARE * elapsed_seconds + 0.01
+    });
+
+    // khugepaged regrowth: anonymous RSS and AnonHugePages rise together while the
+    // process neither runs nor maps anything.
+    let mut next = ProcState {
+        cpu_seconds: p.cpu_seconds,
+        rss_anon_bytes: rss_anon,
+        anon_huge_bytes: anon_huge.unwrap_or(0),
+        vm_size_bytes: vm_size,
+        trough_rss_anon_bytes: rss_anon,
+        regrown_since_trough_bytes: 0,
+        regrown_total_bytes: prev.map_or(0, |s| s.regrown_total_bytes),
+        smaps,
+    };
+    if let (Some(s), Some(true), Some(huge)) = (prev, idle, anon_huge) {
+        if vm_size == s.vm_size_bytes {
+            let grown_anon = rss_anon.saturating_sub(s.rss_anon_bytes);
+            let grown_huge = huge.saturating_sub(s.anon_huge_bytes);
+            let regrown = grown_anon.min(grown_huge);
+            next.trough_rss_anon_bytes = s.trough_rss_anon_bytes.min(rss_anon);
+            next.regrown_since_trough_bytes = s.regrown_since_trough_bytes + regrown;
+            next.regrown_total_bytes = s.regrown_total_bytes + regrown;
+            if rss_anon < s.trough_rss_anon_bytes {
+                // A new low: the stretch starts again from here.
+                next.regrown_since_trough_bytes = 0;
+            }
+        }
+    }
+
+    let retained = st
+        .vm_hwm_bytes
+        .filter(|&hwm| hwm > 0)
+        .map(|hwm| rss as f64 / hwm as f64);
+    let mut sig = Signals {
+        retained_peak_ratio: retained,
+        idle,
+        regrown_since_trough_bytes: next.regrown_since_trough_bytes,
+        regrown_total_bytes: next.regrown_total_bytes,
+        thp_anon_ratio: anon_huge
+            .filter(|_| rss_anon > 0)
+            .map(|h| (h as f64 / rss_anon as f64).min(1.0)),
+        ..Signals::default()
+    };
+    if let Some(m) = smaps {
+        let heap_rss = m.heap_rss_bytes();
+        let heap_size = m.heap_size_bytes();
+        sig.heap_resident_bytes = Some(heap_rss);
+        sig.heap_size_bytes = Some(heap_size);
+        sig.arena_heaps = Some(m.arena_heaps);
+        sig.arena_reserved_bytes = Some(m.arena_reserved_bytes);
+        sig.arena_at_ceiling = Some(m.arena_heaps >= ARENAS_PER_CPU * online_cpus.max(1) - 1);
+        sig.commit_bytes = Some(m.commit_bytes);
+        let backed = rss_anon.saturating_add(st.vm_swap_bytes.unwrap_or(0));
+        sig.untouched_commit_bytes = Some(m.commit_bytes.saturating_sub(backed));
+        let suspected = heap_rss >= HOARD_MIN_HEAP_BYTES
+            && heap_rss as f64 >= HOARD_MIN_HEAP_SHARE * rss_anon as f64
+            && heap_rss as f64 >= HOARD_MIN_HEAP_DENSITY * heap_size as f64
+            && retained.is_some_and(|r| r >= HOARD_MIN_RETAINED)
+            && idle == Some(true);
+        sig.hoarded_bytes = Some(if suspected { heap_rss } else { 0 });
+    }
+    (next, sig)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::derive::tests_support::process;
+    use crate::parse::smaps_rollup::SmapsRollup;
+
+    const MIB: u64 = 1 << 20;
+
+    fn sample(cpu: f64, rss_anon_mib: u64, huge_mib: u64, hwm_mib: u64) -> ProcessSample {
+        let mut p = process(10, "app");
+        p.cpu_seconds = cpu;
+        p.status.vm_rss_bytes = Some((rss_anon_mib + 4) * MIB);
+        p.status.vm_hwm_bytes = Some(hwm_mib * MIB);
+        p.status.rss_anon_bytes = Some(rss_anon_mib * MIB);
+        p.status.vm_size_bytes = Some(300 * MIB);
+        p.rollup = Some(SmapsRollup {
+            anon_huge_pages_bytes: Some(huge_mib * MIB),
+            ..SmapsRollup::default()
+        });
+        p
+    }
+
+    #[test]
+    fn regrowth_while_idle_is_counted_in_2_mib_steps() {
+        // DONTNEED left 1 MiB; khugepaged then collapses 2 MiB ranges while it sleeps.
+        let (s0, _) = step(None, &sample(1.0, 1, 0, 260), 0.0, 2);
+        let (s1, g1) = step(Some(&s0), &sample(1.0, 9, 8, 260), 1.0, 2);
+        assert_eq!(g1.regrown_since_trough_bytes, 8 * MIB);
+        let (s2, g2) = step(Some(&s1), &sample(1.0, 257, 256, 260), 1.0, 2);
+        assert_eq!(g2.regrown_since_trough_bytes, 256 * MIB);
+        assert_eq!(g2.regrown_total_bytes, 256 * MIB);
+        assert!((g2.thp_anon_ratio.unwrap() - 256.0 / 257.0).abs() < 1e-9);
+        // The program wakes up and works: growth is its own, the stretch restarts.
+        let (_, g3) = step(Some(&s2), &sample(3.0, 300, 290, 300), 1.0, 2);
+        assert_eq!(g3.regrown_since_trough_bytes, 0);
+        assert_eq!(
+            g3.regrown_total_bytes,
+            256 * MIB,
+            "the counter never goes back"
+        );
+    }
+
+    #[test]
+    fn growth_without_huge_pages_is_not_regrowth() {
+        let (s0, _) = step(None, &sample(1.0, 1, 0, 10), 0.0, 2);
+        let (_, g) = step(Some(&s0), &sample(1.0, 100, 0, 100), 1.0, 2);
+        assert_eq!(g.regrown_since_trough_bytes, 0);
+    }
+
+    fn with_heap(mut p: ProcessSample, heap_rss_mib: u64, heap_size_mib: u64) -> ProcessSample {
+        p.smaps = Some(SmapsSummary {
+            brk_heap_rss_bytes: heap_rss_mib * MIB,
+            brk_heap_size_bytes: heap_size_mib * MIB,
+            commit_bytes: (heap_size_mib + 4096) * MIB,
+            ..SmapsSummary::default()
+        });
+        p
+    }
+
+    #[test]
+    fn hoarding_needs_a_dense_large_heap_kept_near_the_peak_while_idle() {
+        let (s0, _) = step(None, &sample(2.0, 1100, 0, 1110), 0.0, 2);
+        let (_, g) = step(
+            Some(&s0),
+            &with_heap(sample(2.0, 1100, 0, 1110), 1090, 1090),
+            10.0,
+            2,
+        );
+        assert_eq!(g.hoarded_bytes, Some(1090 * MIB));
+        // Trimmed heap (Size >> Rss): not hoarding.
+        let (_, g) = step(
+            Some(&s0),
+            &with_heap(sample(2.0, 1100, 0, 1110), 100, 1090),
+            10.0,
+            2,
+        );
+        assert_eq!(g.hoarded_bytes, Some(0));
+        // Busy: the memory may be in use.
+        let (_, g) = step(
+            Some(&s0),
+            &with_heap(sample(9.0, 1100, 0, 1110), 1090, 1090),
+            10.0,
+            2,
+        );
+        assert_eq!(g.hoarded_bytes, Some(0));
+        // RSS well below the peak: the allocator already gave memory back.
+        let (_, g) = step(
+            Some(&s0),
+            &with_heap(sample(2.0, 500, 0, 1110), 490, 490),
+            10.0,
+            2,
+        );
+        assert_eq!(g.hoarded_bytes, Some(0));
+        // First sight: idleness unknown, so no verdict either way on hoarding.
+        let (_, g) = step(
+            None,
+            &with_heap(sample(2.0, 1100, 0, 1110), 1090, 1090),
+            0.0,
+            2,
+        );
+        assert_eq!(g.hoarded_bytes, Some(0));
+        assert_eq!(g.idle, None);
+    }
+
+    #[test]
+    fn untouched_commit_and_arena_ceiling() {
+        let mut p = with_heap(sample(2.0, 100, 0, 100), 10, 10);
+        p.smaps.as_mut().unwrap().arena_heaps = 15;
+        let (_, g) = step(None, &p, 0.0, 2);
+        assert_eq!(g.untouched_commit_bytes, Some((10 + 4096 - 100) * MIB));
+        assert_eq!(g.arena_at_ceiling, Some(true));
+        let (_, g) = step(None, &p, 0.0, 4);
+        assert_eq!(g.arena_at_ceiling, Some(false));
+    }
+
+    #[test]
+    fn deep_data_is_carried_between_deep_reads() {
+        let p = with_heap(sample(2.0, 100, 0, 100), 10, 10);
+        let (s0, _) = step(None, &p, 0.0, 2);
+        let (_, g) = step(Some(&s0), &sample(2.0, 100, 0, 100), 10.0, 2);
+        assert_eq!(g.heap_resident_bytes, Some(10 * MIB));
+    }
+}
