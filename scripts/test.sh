@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite. On a fresh Debian machine it first installs what the tests
-# run for real: promtool (Debian's prometheus package) and the Python prometheus-client
-# (its strict OpenMetrics parser). Needs root or sudo only for that first install.
+# run for real: promtool (Debian's prometheus package), the Python prometheus-client (its
+# strict OpenMetrics parser), and the C and Go compilers that build the reproducer
+# programs. Needs root or sudo only for that first install. The khugepaged regrowth test
+# changes khugepaged settings (and restores them), so it needs root; CI runs as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +13,8 @@ missing=()
 command -v promtool >/dev/null || missing+=(prometheus)
 command -v python3 >/dev/null || missing+=(python3 python3-pip)
 command -v setpriv >/dev/null || missing+=(util-linux)
+command -v cc >/dev/null || missing+=(gcc libc6-dev)
+command -v go >/dev/null || missing+=(golang-go)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}" >&2
   as_root apt-get update -qq
