@@ -160,7 +160,8 @@ fn hoarding_pinned_burst_is_flagged_with_what_it_holds() {
 #[test]
 fn hoarding_is_not_flagged_after_trim_with_mmap_threshold_or_without_pin() {
     let d = Daemon::start(ARGS);
-    let cases: [(&str, [&str; 3], &[(&str, &str)]); 3] = [
+    type Env<'a> = &'a [(&'a str, &'a str)];
+    let cases: [(&str, [&str; 3], Env); 3] = [
         ("malloc_trim(0)", ["3", "1", "1"], &[]),
         (
             "MALLOC_MMAP_THRESHOLD_=131072",
