@@ -9,7 +9,7 @@ use clap::{value_parser, Arg, ArgAction, ArgMatches, Command};
 pub const DEFAULT_PORT: u16 = 10293;
 
 /// The collectors, each switched by `--collector.NAME` / `--no-collector.NAME`.
-pub const COLLECTORS: [(&str, &str); 6] = [
+pub const COLLECTORS: [(&str, &str); 7] = [
     ("meminfo", "memory, commit and swap from /proc/meminfo"),
     (
         "vmstat",
@@ -27,6 +27,10 @@ pub const COLLECTORS: [(&str, &str); 6] = [
     (
         "processes",
         "per-process memory, grouped, plus the top-K processes",
+    ),
+    (
+        "cgroup",
+        "anonymous and huge page memory per memory cgroup (container) from memory.stat",
     ),
 ];
 
@@ -56,6 +60,7 @@ pub struct Collectors {
     pub thp: bool,
     pub pressure: bool,
     pub processes: bool,
+    pub cgroup: bool,
 }
 
 /// The deep tier: full `/proc/PID/smaps` of candidate processes.
@@ -291,6 +296,7 @@ impl Config {
                 thp: enabled("thp"),
                 pressure: enabled("pressure"),
                 processes: enabled("processes"),
+                cgroup: enabled("cgroup"),
             },
             top_k: m
                 .get_one::<usize>("collector.processes.top-k")

@@ -115,6 +115,7 @@ pub struct Snapshot {
     /// Top-K by RSS, by oom_score, by hoarded and by regrown bytes, united, in pid order.
     pub top: Vec<ProcessReport>,
     pub deep: Option<DeepRun>,
+    pub cgroups: Option<Vec<(String, crate::parse::memory_stat::MemoryStat)>>,
     /// What is remembered of each live process, by (pid, start ticks).
     pub states: HashMap<(u32, u64), ProcState>,
 }
@@ -186,6 +187,7 @@ pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> S
         top: top_k(&sample.processes, &sigs, opts.top_k),
         processes_scanned,
         deep: sample.deep,
+        cgroups: sample.cgroups,
         states,
         collectors: sample.collectors,
         meminfo: sample.meminfo,

@@ -132,6 +132,7 @@ impl Collector for SnapshotCollector {
         encode_vmstat(&mut f, s)?;
         encode_pressure(&mut f, s)?;
         encode_groups(&mut f, &s.groups)?;
+        encode_cgroups(&mut f, s)?;
         encode_top(&mut f, &s.top)
     }
 }
@@ -426,6 +427,20 @@ fn encode_pressure(f: &mut Families, s: &Snapshot) -> fmt::Result {
         ratio(),
         s.signals.pressure_stalled_ratio.map(Num::F),
     )
+}
+
+fn encode_cgroups(f: &mut Families, s: &Snapshot) -> fmt::Result {
+    let Some(cgroups) = &s.cgroups else {
+        return Ok(());
+    };
+    let rows = |get: fn(&crate::parse::memory_stat::MemoryStat) -> u64| -> Vec<(Labels, Num)> {
+        cgroups
+            .iter()
+            .map(|(path, m)| (vec![("cgroup", path.as_str())], Num::U(get(m))))
+            .collect()
+    };
+    f.family("cgroup_anon", "Anonymous memory of a memory cgroup (container): memory.stat rss on cgroup v1 (own processes), anon on v2 (leaf cgroups).", bytes(), MetricType::Gauge, rows(|m| m.anon_bytes))?;
+    f.family("cgroup_anon_huge", "Anonymous memory of a memory cgroup in transparent huge pages: memory.stat rss_huge on v1, anon_thp on v2.", bytes(), MetricType::Gauge, rows(|m| m.anon_huge_bytes))
 }
 
 fn encode_groups(f: &mut Families, groups: &[GroupStats]) -> fmt::Result {

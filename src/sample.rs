@@ -6,6 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::{Collectors, DeepConfig, GroupBy};
 use crate::matcher::{Candidate, Matchers};
+use crate::parse::memory_stat::MemoryStat;
 use crate::parse::{
     self, cgroup, meminfo::Meminfo, pressure::Pressure, smaps, smaps::SmapsSummary,
     smaps_rollup::SmapsRollup, stat::Stat, status::Status, sysfs, vmstat::Vmstat,
@@ -132,6 +133,8 @@ pub struct Sample {
     pub collectors: Vec<CollectorRun>,
     pub errors: ErrorCounts,
     pub deep: Option<DeepRun>,
+    /// Memory cgroups with anonymous memory, by path under the hierarchy root.
+    pub cgroups: Option<Vec<(String, MemoryStat)>>,
     /// Online CPUs: glibc allows 8 arenas per CPU.
     pub online_cpus: u64,
 }
@@ -269,8 +272,79 @@ impl Scanner {
                 s.deep = Some(self.read_deep(&mut s.processes, &mut s.errors));
             }
         }
+        if c.cgroup {
+            s.cgroups = self.timed(&mut s, "cgroup", |me, errs| me.read_cgroups(errs));
+        }
         s.duration_seconds = started.elapsed().as_secs_f64();
         s
+    }
+
+    /// Every memory cgroup's anonymous and huge page memory. cgroup v1 `rss`/`rss_huge` count
+    /// a cgroup's own processes, so every cgroup with some is reported; v2 counts are
+    /// hierarchical, so only leaf cgroups are, and no memory is counted twice.
+    fn read_cgroups(
+        &mut self,
+        errs: &mut ErrorCounts,
+    ) -> Result<Vec<(String, MemoryStat)>, Reason> {
+        const MAX_CGROUPS: usize = 10_000;
+        let root = self.source.sysfs().join("fs/cgroup");
+        let (base, v2) = if root.join("cgroup.controllers").is_file() {
+            (root, true)
+        } else if root.join("memory").is_dir() {
+            (root.join("memory"), false)
+        } else {
+            return Err(Reason::Unsupported);
+        };
+        let mut out = Vec::new();
+        let mut stack = vec![base.clone()];
+        let mut seen = 0;
+        while let Some(dir) = stack.pop() {
+            seen += 1;
+            if seen > MAX_CGROUPS {
+                count(errs, "cgroup", Reason::Malformed, 1);
+                break;
+            }
+            let mut children = 0;
+            if let Ok(entries) = std::fs::read_dir(&dir) {
+                for entry in entries.flatten() {
+                    if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                        children += 1;
+                        stack.push(entry.path());
+                    }
+                }
+            }
+            if v2 && children > 0 {
+                continue;
+            }
+            let stat = match self
+                .source
+                .read_path(&dir.join("memory.stat"), &mut self.buf)
+            {
+                Ok(text) => match MemoryStat::parse(text) {
+                    Ok(stat) => stat,
+                    Err(_) => {
+                        count(errs, "cgroup", Reason::Malformed, 1);
+                        continue;
+                    }
+                },
+                // A cgroup removed while walking, or the v2 root without memory.stat.
+                Err(ReadError::Gone(_)) => continue,
+                Err(e) => {
+                    count(errs, "cgroup", e.system_reason(), 1);
+                    continue;
+                }
+            };
+            if stat.anon_bytes == 0 && stat.anon_huge_bytes == 0 {
+                continue;
+            }
+            let rel = dir
+                .strip_prefix(&base)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            out.push((format!("/{rel}"), stat));
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
     }
 
     /// Runs one collector, recording its success, duration and the reason it failed.

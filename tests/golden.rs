@@ -296,3 +296,56 @@ fn readme_catalogue_matches_the_exposition_both_ways() {
         );
     }
 }
+
+#[test]
+fn cgroup_v2_reports_leaf_cgroups_only_so_nothing_is_counted_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    copy_tree(&fixture(), &root);
+    let cg = root.join("sys/fs/cgroup");
+    std::fs::remove_dir_all(&cg).unwrap();
+    // A v2 tree as on a systemd host: parents' memory.stat include their children.
+    let write = |rel: &str, text: &str| {
+        let p = cg.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write("cgroup.controllers", "cpu io memory pids\n");
+    write("system.slice/memory.stat", "anon 300\nfile 0\nanon_thp 0\n");
+    write(
+        "system.slice/a.service/memory.stat",
+        "anon 100\nfile 0\nanon_thp 0\n",
+    );
+    write(
+        "system.slice/b.service/memory.stat",
+        "anon 200\nfile 0\nanon_thp 0\n",
+    );
+    write(
+        "kubepods/pod1/ctr/memory.stat",
+        "anon 4194304\nfile 0\nanon_thp 2097152\n",
+    );
+    write(
+        "kubepods/pod1/memory.stat",
+        "anon 4194304\nfile 0\nanon_thp 2097152\n",
+    );
+    let text = once(&root, &[]);
+    let series: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("membloat_cgroup_anon_bytes"))
+        .collect();
+    assert_eq!(
+        series,
+        [
+            "membloat_cgroup_anon_bytes{cgroup=\"/kubepods/pod1/ctr\"} 4194304",
+            "membloat_cgroup_anon_bytes{cgroup=\"/system.slice/a.service\"} 100",
+            "membloat_cgroup_anon_bytes{cgroup=\"/system.slice/b.service\"} 200",
+        ]
+    );
+    assert_eq!(
+        value(
+            &text,
+            "membloat_cgroup_anon_huge_bytes{cgroup=\"/kubepods/pod1/ctr\"}"
+        ),
+        Some(2097152.0)
+    );
+}

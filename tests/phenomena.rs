@@ -458,3 +458,82 @@ fn untouched_commit_is_seen_and_touching_it_moves_oom_score_and_rank() {
     );
     assert!(rank_before > 1.0 || score_before < score_after);
 }
+
+/// A memory cgroup made for one test; removed when dropped (after its processes end).
+struct Cgroup(PathBuf);
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("could not remove {}", self.0.display());
+    }
+}
+
+#[test]
+fn a_container_whose_memory_is_in_huge_pages_is_named() {
+    if !is_root() {
+        eprintln!("SKIPPED cgroup huge pages: creating a cgroup needs root (CI runs as root)");
+        return;
+    }
+    let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let hierarchy = if v2 {
+        PathBuf::from("/sys/fs/cgroup")
+    } else {
+        PathBuf::from("/sys/fs/cgroup/memory")
+    };
+    let name = format!("membloat-test-{}", std::process::id());
+    std::fs::create_dir(hierarchy.join(&name)).expect("create a memory cgroup");
+    let cgroup = Cgroup(hierarchy.join(&name));
+
+    let d = Daemon::start(ARGS);
+    let mut child = Command::new(build("thp"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let child_guard = scopeguard(child.id());
+    std::fs::write(cgroup.0.join("cgroup.procs"), child.id().to_string())
+        .expect("move into the cgroup");
+    writeln!(child.stdin.as_mut().unwrap()).unwrap();
+    let mut ready = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready.trim(), "ready");
+
+    let huge = format!("membloat_cgroup_anon_huge_bytes{{cgroup=\"/{name}\"}}");
+    let anon = format!("membloat_cgroup_anon_bytes{{cgroup=\"/{name}\"}}");
+    let h = wait_for(&d, Duration::from_secs(10), "cgroup huge pages", |t| {
+        value(t, &huge).filter(|&v| v >= 60.0 * MIB)
+    });
+    let a = value(&d.metrics(), &anon).unwrap();
+    eprintln!(
+        "cgroup /{name}: anon {:.1} MiB, of which {:.1} MiB in huge pages",
+        a / MIB,
+        h / MIB
+    );
+    assert!(h <= 64.0 * MIB && a >= h, "anon {a}, huge {h}");
+    drop(child_guard);
+    let _ = child.wait();
+}
+
+/// Kills a pid when dropped, so a failing assertion never leaves the process behind.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-KILL")
+            .arg(self.0.to_string())
+            .status();
+    }
+}
+
+fn scopeguard(pid: u32) -> KillOnDrop {
+    KillOnDrop(pid)
+}
