@@ -499,7 +499,7 @@ fn a_container_whose_memory_is_in_huge_pages_is_named() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let child_guard = scopeguard(child.id());
+    let child_guard = KillOnDrop(child.id());
     std::fs::write(cgroup.0.join("cgroup.procs"), child.id().to_string())
         .expect("move into the cgroup");
     writeln!(child.stdin.as_mut().unwrap()).unwrap();
@@ -535,8 +535,4 @@ impl Drop for KillOnDrop {
             .arg(self.0.to_string())
             .status();
     }
-}
-
-fn scopeguard(pid: u32) -> KillOnDrop {
-    KillOnDrop(pid)
 }
