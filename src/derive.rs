@@ -314,28 +314,14 @@ fn top_k(processes: &[ProcessSample], sigs: &[Signals], k: usize) -> Vec<Process
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::status::Status;
     use crate::source::Reason;
 
     fn process(pid: u32, comm: &str, rss_mib: u64, oom_score: u64) -> ProcessSample {
-        ProcessSample {
-            pid,
-            start_ticks: 100,
-            comm: comm.into(),
-            state: 'S',
-            cpu_seconds: 0.0,
-            start_time_seconds: None,
-            status: Status {
-                vm_rss_bytes: Some(rss_mib << 20),
-                threads: Some(2),
-                ..Status::default()
-            },
-            rollup: None,
-            oom_score: Some(oom_score),
-            oom_score_adj: Some(0),
-            group: Some(comm.into()),
-            smaps: None,
-        }
+        let mut p = tests_support::process(pid, comm);
+        p.status.vm_rss_bytes = Some(rss_mib << 20);
+        p.status.threads = Some(2);
+        p.oom_score = Some(oom_score);
+        p
     }
 
     fn sample(processes: Vec<ProcessSample>) -> Sample {

@@ -76,6 +76,7 @@ pub struct Candidate<'a> {
 #[derive(Debug, Clone)]
 pub struct Matchers {
     entries: Vec<Entry>,
+    needs_cmdline: bool,
 }
 
 impl Matchers {
@@ -104,19 +105,23 @@ impl Matchers {
                 cmdline,
             });
         }
-        Ok(Matchers { entries })
-    }
-
-    /// True when some entry needs `/proc/PID/cmdline` (exe or cmdline selectors, or a
-    /// template that names the executable), so the sampler reads it only then.
-    pub fn needs_cmdline(&self) -> bool {
-        self.entries.iter().any(|e| {
+        let needs_cmdline = entries.iter().any(|e| {
             !e.exe.is_empty()
                 || !e.cmdline.is_empty()
                 || e.template
                     .iter()
                     .any(|p| matches!(p, Piece::ExeBase | Piece::ExeFull))
+        });
+        Ok(Matchers {
+            entries,
+            needs_cmdline,
         })
+    }
+
+    /// True when some entry needs `/proc/PID/cmdline` (exe or cmdline selectors, or a
+    /// template that names the executable), so the sampler reads it only then.
+    pub fn needs_cmdline(&self) -> bool {
+        self.needs_cmdline
     }
 
     /// The group name of the first matching entry, or `None`.

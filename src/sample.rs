@@ -210,10 +210,6 @@ impl Scanner {
         }
     }
 
-    pub fn source(&self) -> &Source {
-        &self.source
-    }
-
     /// Reads everything the enabled collectors need. Never fails: what could not be read
     /// is counted in `errors` and marked in `collectors`.
     pub fn scan(&mut self) -> Sample {
@@ -288,9 +284,9 @@ impl Scanner {
     ) -> Result<Vec<(String, MemoryStat)>, Reason> {
         const MAX_CGROUPS: usize = 10_000;
         let root = self.source.sysfs().join("fs/cgroup");
-        let (base, v2) = if root.join("cgroup.controllers").is_file() {
+        let (base, v2) = if self.source.exists(&root.join("cgroup.controllers")) {
             (root, true)
-        } else if root.join("memory").is_dir() {
+        } else if self.source.exists(&root.join("memory")) {
             (root.join("memory"), false)
         } else {
             return Err(Reason::Unsupported);
@@ -304,16 +300,11 @@ impl Scanner {
                 count(errs, "cgroup", Reason::Malformed, 1);
                 break;
             }
-            let mut children = 0;
-            if let Ok(entries) = std::fs::read_dir(&dir) {
-                for entry in entries.flatten() {
-                    if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                        children += 1;
-                        stack.push(entry.path());
-                    }
-                }
-            }
-            if v2 && children > 0 {
+            // A cgroup removed while walking simply has no children and no memory.stat.
+            let children = self.source.subdirs(&dir).unwrap_or_default();
+            let has_children = !children.is_empty();
+            stack.extend(children);
+            if v2 && has_children {
                 continue;
             }
             let stat = match self
@@ -368,26 +359,34 @@ impl Scanner {
     }
 
     /// One number from a settings file: absent is `None` (older kernel), bad is counted.
+    /// One setting file: absent is `None` (an older kernel), unreadable or unparseable is
+    /// counted against `collector`.
+    fn setting<T>(
+        &mut self,
+        path: &Path,
+        errs: &mut ErrorCounts,
+        collector: &'static str,
+        parse: fn(&str) -> Result<T, parse::ParseError>,
+    ) -> Option<T> {
+        let reason = match self.source.read_path(path, &mut self.buf) {
+            Ok(text) => match parse(text) {
+                Ok(v) => return Some(v),
+                Err(_) => Reason::Malformed,
+            },
+            Err(ReadError::Gone(_)) => return None,
+            Err(e) => e.system_reason(),
+        };
+        count(errs, collector, reason, 1);
+        None
+    }
+
     fn number(
         &mut self,
         path: &Path,
         errs: &mut ErrorCounts,
         collector: &'static str,
     ) -> Option<u64> {
-        match self.source.read_path(path, &mut self.buf) {
-            Ok(text) => match parse::parse_u64(text) {
-                Ok(n) => Some(n),
-                Err(_) => {
-                    count(errs, collector, Reason::Malformed, 1);
-                    None
-                }
-            },
-            Err(ReadError::Gone(_)) => None,
-            Err(e) => {
-                count(errs, collector, e.system_reason(), 1);
-                None
-            }
-        }
+        self.setting(path, errs, collector, parse::parse_u64)
     }
 
     fn choice(
@@ -396,25 +395,12 @@ impl Scanner {
         errs: &mut ErrorCounts,
         collector: &'static str,
     ) -> Option<String> {
-        match self.source.read_path(path, &mut self.buf) {
-            Ok(text) => match sysfs::selected(text) {
-                Ok(word) => Some(word),
-                Err(_) => {
-                    count(errs, collector, Reason::Malformed, 1);
-                    None
-                }
-            },
-            Err(ReadError::Gone(_)) => None,
-            Err(e) => {
-                count(errs, collector, e.system_reason(), 1);
-                None
-            }
-        }
+        self.setting(path, errs, collector, sysfs::selected)
     }
 
     fn read_sysctl(&mut self, errs: &mut ErrorCounts) -> Result<Sysctl, Reason> {
         let vm = self.source.procfs().join("sys/vm");
-        if !vm.is_dir() {
+        if !self.source.exists(&vm) {
             return Err(Reason::Unsupported);
         }
         let mut n = |file: &str| self.number(&vm.join(file), errs, "sysctl");
@@ -429,7 +415,7 @@ impl Scanner {
 
     fn read_thp(&mut self, errs: &mut ErrorCounts) -> Result<Thp, Reason> {
         let root = self.source.sysfs().join("kernel/mm/transparent_hugepage");
-        if !root.is_dir() {
+        if !self.source.exists(&root) {
             return Err(Reason::Unsupported);
         }
         let c = "thp";

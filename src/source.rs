@@ -120,7 +120,7 @@ impl Source {
         file: &str,
         buf: &'b mut Vec<u8>,
     ) -> Result<&'b str, ReadError> {
-        let mut path = self.procfs.join(itoa(pid));
+        let mut path = self.procfs.join(pid.to_string());
         path.push(file);
         read_text(&path, buf)
     }
@@ -130,18 +130,27 @@ impl Source {
         read_text(path, buf)
     }
 
-    /// Resolves the `/proc/PID/exe` link (needs the same rights as reading its memory map).
-    pub fn exe(&self, pid: u32) -> Result<PathBuf, ReadError> {
-        let path = self.procfs.join(itoa(pid)).join("exe");
-        std::fs::read_link(&path).map_err(|e| ReadError::new(&path, e))
-    }
-
     /// The numeric entries of `<procfs>`, unsorted.
     pub fn pids(&self) -> Result<Vec<u32>, ReadError> {
         let entries =
             std::fs::read_dir(&self.procfs).map_err(|e| ReadError::new(&self.procfs, e))?;
         Ok(entries
             .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+            .collect())
+    }
+
+    /// True when `path` exists: a kernel feature (a sysfs directory) is there.
+    pub fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    /// The subdirectories of `dir`, for walking the cgroup tree.
+    pub fn subdirs(&self, dir: &Path) -> Result<Vec<PathBuf>, ReadError> {
+        let entries = std::fs::read_dir(dir).map_err(|e| ReadError::new(dir, e))?;
+        Ok(entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
             .collect())
     }
 
@@ -154,10 +163,6 @@ impl Source {
         names.sort();
         Ok(names)
     }
-}
-
-fn itoa(pid: u32) -> String {
-    pid.to_string()
 }
 
 fn read_text<'b>(path: &Path, buf: &'b mut Vec<u8>) -> Result<&'b str, ReadError> {

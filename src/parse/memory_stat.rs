@@ -33,17 +33,15 @@ impl MemoryStat {
                     .map_err(|_| ParseError::Malformed("memory.stat value"))?,
             );
         }
-        match (anon, rss) {
-            (Some(a), _) => Ok(MemoryStat {
-                anon_bytes: a,
-                anon_huge_bytes: huge.unwrap_or(0),
-            }),
-            (None, Some(r)) => Ok(MemoryStat {
-                anon_bytes: r,
-                anon_huge_bytes: rss_huge.unwrap_or(0),
-            }),
-            _ => Err(ParseError::Missing("anon or rss")),
-        }
+        let (anon_bytes, huge) = match (anon, rss) {
+            (Some(a), _) => (a, huge),
+            (None, Some(r)) => (r, rss_huge),
+            _ => return Err(ParseError::Missing("anon or rss")),
+        };
+        Ok(MemoryStat {
+            anon_bytes,
+            anon_huge_bytes: huge.unwrap_or(0),
+        })
     }
 }
 
