@@ -8,6 +8,7 @@ use crate::parse::pressure::Pressure;
 use crate::parse::vmstat::Vmstat;
 use crate::sample::{CollectorRun, DeepRun, ErrorCounts, ProcessSample, Sample, Sysctl, Thp};
 use crate::signals::{self, ProcState, Signals};
+use crate::source::Reason;
 
 /// Sums over the processes of one group. Sizes in bytes.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -128,6 +129,13 @@ pub struct DeriveOptions {
 
 pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> Snapshot {
     let mut errors = prev.map(|p| p.errors.clone()).unwrap_or_default();
+    // Per-process reads fail routinely (processes exit, other users' files are denied), so
+    // their counters start at 0: rate() and alerts then work from the first scrape.
+    if sample.collectors.iter().any(|c| c.name == "processes") {
+        for reason in Reason::ALL {
+            errors.entry(("processes", reason)).or_insert(0);
+        }
+    }
     for (key, n) in &sample.errors {
         *errors.entry(*key).or_insert(0) += n;
     }
@@ -314,7 +322,6 @@ fn top_k(processes: &[ProcessSample], sigs: &[Signals], k: usize) -> Vec<Process
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::Reason;
 
     fn process(pid: u32, comm: &str, rss_mib: u64, oom_score: u64) -> ProcessSample {
         let mut p = tests_support::process(pid, comm);
@@ -381,6 +388,11 @@ mod tests {
         assert_eq!(second.scans, 2);
         assert_eq!(second.errors[&("processes", Reason::Vanished)], 3);
         assert_eq!(second.errors[&("meminfo", Reason::Malformed)], 1);
+        // Counters of the processes collector exist from the start, at 0.
+        assert_eq!(second.errors[&("processes", Reason::Denied)], 0);
+        assert_eq!(second.errors.len(), Reason::ALL.len() + 1);
+        let without = derive(None, Sample::default(), DeriveOptions { top_k: 1 });
+        assert!(without.errors.is_empty(), "{:?}", without.errors);
     }
 
     #[test]

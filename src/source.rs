@@ -22,6 +22,14 @@ pub enum Reason {
 }
 
 impl Reason {
+    pub const ALL: [Reason; 5] = [
+        Reason::Vanished,
+        Reason::Denied,
+        Reason::Malformed,
+        Reason::Unsupported,
+        Reason::Io,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::Vanished => "vanished",

@@ -4,10 +4,11 @@
 
 mod common;
 
+use common::repro::{build, Repro};
 use common::*;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const MIB: f64 = 1048576.0;
@@ -19,81 +20,6 @@ const ARGS: &[&str] = &[
     "--collector.processes.deep-interval=0s",
     "--collector.processes.deep-min-size=0",
 ];
-
-/// Builds a reproducer from tests/reproducers once per test binary run.
-fn build(name: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers");
-    // The file name is the process's comm, which the series are looked up by.
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("repro-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(name);
-    if out.exists() {
-        return out;
-    }
-    let status = if name == "goheap" {
-        let mut go = tool("go");
-        go.args(["build", "-o"])
-            .arg(&out)
-            .arg(src.join("goheap.go"))
-            .env("CGO_ENABLED", "0")
-            .env("GOFLAGS", "-mod=mod");
-        go.status()
-    } else {
-        // Without -fno-builtin-* the optimiser deletes the unused malloc/free pairs.
-        let mut cc = tool("cc");
-        cc.args([
-            "-O1",
-            "-fno-builtin-malloc",
-            "-fno-builtin-free",
-            "-pthread",
-            "-o",
-        ])
-        .arg(&out)
-        .arg(src.join(format!("{name}.c")));
-        cc.status()
-    };
-    assert!(status.unwrap().success(), "building reproducer {name}");
-    out
-}
-
-/// A running reproducer; its first stdout line is "ready ...". Killed when dropped.
-struct Repro {
-    child: Child,
-    ready: String,
-    out: BufReader<std::process::ChildStdout>,
-}
-
-impl Repro {
-    fn start(name: &str, args: &[&str], env: &[(&str, &str)]) -> Repro {
-        let mut child = Command::new(build(name))
-            .args(args)
-            .envs(env.iter().copied())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start reproducer");
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut ready = String::new();
-        out.read_line(&mut ready).unwrap();
-        assert!(ready.starts_with("ready"), "{name}: {ready:?}");
-        Repro { child, ready, out }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn series(&self, metric: &str, comm: &str) -> String {
-        format!("{metric}{{pid=\"{}\",comm=\"{comm}\"}}", self.pid())
-    }
-}
-
-impl Drop for Repro {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Polls the exporter until `f` gives a value, or fails with the last exposition.
 fn wait_for<T>(d: &Daemon, limit: Duration, what: &str, mut f: impl FnMut(&str) -> Option<T>) -> T {

@@ -2,6 +2,9 @@
 //! real external checkers (promtool, the Python OpenMetrics parser).
 #![allow(dead_code)]
 
+pub mod dashboards;
+pub mod repro;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,82 @@
+//! The reproducer programs of `tests/reproducers`: built once per test binary, run as
+//! real processes that show one phenomenon each.
+
+use super::tool;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// Builds a reproducer from tests/reproducers once per test binary run.
+pub fn build(name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers");
+    // The file name is the process's comm, which the series are looked up by.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("repro-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(name);
+    if out.exists() {
+        return out;
+    }
+    let status = if name == "goheap" {
+        let mut go = tool("go");
+        go.args(["build", "-o"])
+            .arg(&out)
+            .arg(src.join("goheap.go"))
+            .env("CGO_ENABLED", "0")
+            .env("GOFLAGS", "-mod=mod");
+        go.status()
+    } else {
+        // Without -fno-builtin-* the optimiser deletes the unused malloc/free pairs.
+        let mut cc = tool("cc");
+        cc.args([
+            "-O1",
+            "-fno-builtin-malloc",
+            "-fno-builtin-free",
+            "-pthread",
+            "-o",
+        ])
+        .arg(&out)
+        .arg(src.join(format!("{name}.c")));
+        cc.status()
+    };
+    assert!(status.unwrap().success(), "building reproducer {name}");
+    out
+}
+
+/// A running reproducer; its first stdout line is "ready ...". Killed when dropped.
+pub struct Repro {
+    pub child: Child,
+    pub ready: String,
+    pub out: BufReader<std::process::ChildStdout>,
+}
+
+impl Repro {
+    pub fn start(name: &str, args: &[&str], env: &[(&str, &str)]) -> Repro {
+        let mut child = Command::new(build(name))
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start reproducer");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut ready = String::new();
+        out.read_line(&mut ready).unwrap();
+        assert!(ready.starts_with("ready"), "{name}: {ready:?}");
+        Repro { child, ready, out }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn series(&self, metric: &str, comm: &str) -> String {
+        format!("{metric}{{pid=\"{}\",comm=\"{comm}\"}}", self.pid())
+    }
+}
+
+impl Drop for Repro {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,404 @@
+//! Lints the shipped Grafana dashboards with the rules of grafana/dashboard-linter (which
+//! cannot be installed here), plus the conventions of DESIGN.md section 3:
+//! - template-datasource-rule: one `datasource` variable of type datasource, Prometheus;
+//! - template-job-rule, template-instance-rule: `job` and `instance` query variables on
+//!   `${datasource}`, multi-select, "All" meaning `.+`;
+//! - panel-datasource-rule: every panel and target uses `${datasource}`, no hard-coded uid;
+//! - panel-title-description-rule, panel-units-rule: a title, a description and a valid unit;
+//! - target-promql-rule: every query parses as PromQL;
+//! - target-job-rule, target-instance-rule: every selector has `job=~"$job"` and
+//!   `instance=~"$instance"`;
+//! - target-rate-interval-rule: `rate`/`irate` use `$__rate_interval` (`increase` may also
+//!   use `$__range`);
+//! - target-counter-agg-rule: a `_total` counter only inside `rate`, `irate` or `increase`.
+//!
+//! The linter is itself tested on panels that break each rule, so a rule that lets
+//! everything pass fails here.
+
+mod common;
+
+use common::dashboards::{self, data_panels, exprs, label_values, substitute, variables};
+use common::tool;
+use promql_parser::label::MatchOp;
+use promql_parser::parser::{self, Expr, VectorSelector};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+// Stand-ins for Grafana's interval variables, so the parsed AST shows which was used.
+const RATE_INTERVAL: Duration = Duration::from_secs(7777);
+const RANGE: Duration = Duration::from_secs(8888);
+
+/// Units Grafana knows (a subset of its value formats: the ones that fit this exporter).
+const UNITS: &[&str] = &[
+    "none",
+    "short",
+    "percent",
+    "percentunit",
+    "bytes",
+    "decbytes",
+    "Bps",
+    "binBps",
+    "s",
+    "ms",
+    "ops",
+    "cps",
+    "dateTimeAsIso",
+    "dateTimeFromNow",
+];
+
+fn parse(expr: &str) -> Result<Expr, String> {
+    let vars = [
+        ("__rate_interval", "7777s"),
+        ("__range", "8888s"),
+        ("__interval", "9999s"),
+    ];
+    parser::parse(&substitute(expr, &vars))
+}
+
+/// Walks the AST; `f` sees each vector selector with the function call (if any) whose
+/// range argument it is, and the range.
+fn selectors(e: &Expr, f: &mut impl FnMut(&VectorSelector, Option<(&str, Duration)>)) {
+    match e {
+        Expr::Aggregate(a) => {
+            selectors(&a.expr, f);
+            if let Some(p) = &a.param {
+                selectors(p, f);
+            }
+        }
+        Expr::Unary(u) => selectors(&u.expr, f),
+        Expr::Binary(b) => {
+            selectors(&b.lhs, f);
+            selectors(&b.rhs, f);
+        }
+        Expr::Paren(p) => selectors(&p.expr, f),
+        Expr::Subquery(s) => selectors(&s.expr, f),
+        Expr::VectorSelector(vs) => f(vs, None),
+        Expr::MatrixSelector(ms) => f(&ms.vs, Some(("", ms.range))),
+        Expr::Call(c) => {
+            for arg in &c.args.args {
+                match arg.as_ref() {
+                    Expr::MatrixSelector(ms) => f(&ms.vs, Some((c.func.name, ms.range))),
+                    other => selectors(other, f),
+                }
+            }
+        }
+        Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => {}
+    }
+}
+
+fn has_matcher(vs: &VectorSelector, label: &str, value: &str) -> bool {
+    vs.matchers
+        .matchers
+        .iter()
+        .any(|m| m.name == label && m.value == value && matches!(m.op, MatchOp::Re(_)))
+}
+
+/// Every problem the lint finds in one query.
+fn lint_expr(expr: &str) -> Vec<String> {
+    let ast = match parse(expr) {
+        Ok(ast) => ast,
+        Err(e) => return vec![format!("does not parse: {e}")],
+    };
+    let mut problems = Vec::new();
+    selectors(&ast, &mut |vs, call| {
+        let name = vs.name.clone().unwrap_or_default();
+        for (label, var) in [("job", "$job"), ("instance", "$instance")] {
+            if !has_matcher(vs, label, var) {
+                problems.push(format!("{name}: no {label}=~\"{var}\" matcher"));
+            }
+        }
+        match call {
+            Some((f @ ("rate" | "irate"), range)) if range != RATE_INTERVAL => {
+                problems.push(format!("{f}({name}) does not use $__rate_interval"))
+            }
+            Some(("increase", range)) if range != RATE_INTERVAL && range != RANGE => problems.push(
+                format!("increase({name}) uses neither $__rate_interval nor $__range"),
+            ),
+            _ => {}
+        }
+        let counted = matches!(call, Some(("rate" | "irate" | "increase", _)));
+        if name.ends_with("_total") && !counted {
+            problems.push(format!("counter {name} not inside rate, irate or increase"));
+        }
+    });
+    problems
+}
+
+fn uses_datasource_variable(v: &Value) -> bool {
+    v["uid"] == "${datasource}" || v["uid"] == "$datasource"
+}
+
+/// Every problem the lint finds in one dashboard.
+fn lint(d: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    let title = d["title"].as_str().unwrap_or("?").to_string();
+    let mut say = |what: String| problems.push(format!("{title}: {what}"));
+
+    let vars = variables(d);
+    let sources: Vec<&Value> = vars.iter().filter(|v| v["type"] == "datasource").collect();
+    match sources.as_slice() {
+        [ds] if ds["name"] == "datasource" && ds["query"] == "prometheus" => {}
+        _ => {
+            say("needs exactly one `datasource` variable of type datasource for Prometheus".into())
+        }
+    }
+    for (name, label) in [("job", "Job"), ("instance", "Instance")] {
+        match vars.iter().find(|v| v["name"] == name) {
+            None => say(format!("no `{name}` variable")),
+            Some(v) => {
+                if v["type"] != "query" || !uses_datasource_variable(&v["datasource"]) {
+                    say(format!("`{name}` must be a query on ${{datasource}}"));
+                }
+                if v["multi"] != true || v["allValue"] != ".+" || v["label"] != label {
+                    say(format!(
+                        "`{name}` must be multi-select, allValue .+, labelled {label}"
+                    ));
+                }
+            }
+        }
+    }
+    for v in vars.iter().filter(|v| v["type"] == "query") {
+        let q = v["query"].as_str().unwrap_or("");
+        match label_values(q) {
+            Some((selector, _)) if parse(&selector).is_ok() => {}
+            _ => say(format!("variable {}: bad query {q:?}", v["name"])),
+        }
+    }
+
+    let mut ids = BTreeSet::new();
+    let mut cells = BTreeSet::new();
+    for p in dashboards::panels(d) {
+        let pt = p["title"].as_str().unwrap_or("");
+        if !ids.insert(p["id"].as_u64()) {
+            say(format!("panel {pt:?}: duplicate id"));
+        }
+        let g = &p["gridPos"];
+        let (x, y, w, h) = (
+            g["x"].as_u64().unwrap_or(99),
+            g["y"].as_u64().unwrap_or(0),
+            g["w"].as_u64().unwrap_or(0),
+            g["h"].as_u64().unwrap_or(0),
+        );
+        if w == 0 || h == 0 || x + w > 24 {
+            say(format!(
+                "panel {pt:?}: gridPos {g} outside the 24-column grid"
+            ));
+        }
+        for cx in x..x + w {
+            for cy in y..y + h {
+                if !cells.insert((cx, cy)) {
+                    say(format!("panel {pt:?} overlaps another panel"));
+                }
+            }
+        }
+    }
+
+    for p in data_panels(d) {
+        let pt = p["title"].as_str().unwrap_or("").to_string();
+        if pt.is_empty() {
+            say("a panel has no title".into());
+        }
+        if p["description"].as_str().unwrap_or("").len() < 20 {
+            say(format!(
+                "panel {pt:?}: no description telling how to read it"
+            ));
+        }
+        let unit = p["fieldConfig"]["defaults"]["unit"].as_str().unwrap_or("");
+        if !UNITS.contains(&unit) {
+            say(format!("panel {pt:?}: no or unknown unit {unit:?}"));
+        }
+        if !uses_datasource_variable(&p["datasource"]) {
+            say(format!("panel {pt:?}: datasource is not ${{datasource}}"));
+        }
+        let targets = p["targets"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        if targets.is_empty() {
+            say(format!("panel {pt:?}: no queries"));
+        }
+        for t in targets {
+            if !uses_datasource_variable(&t["datasource"]) {
+                say(format!(
+                    "panel {pt:?}: a target's datasource is not ${{datasource}}"
+                ));
+            }
+        }
+        for e in exprs(p) {
+            for problem in lint_expr(&e) {
+                say(format!("panel {pt:?}: {problem} in {e}"));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn shipped_dashboards_pass_the_lint() {
+    let mut problems = Vec::new();
+    let mut uids = BTreeSet::new();
+    for file in dashboards::FILES {
+        let d = dashboards::load(file);
+        assert!(uids.insert(d["uid"].to_string()), "{file}: duplicate uid");
+        assert!(
+            data_panels(&d).len() >= 10,
+            "{file}: only {} panels",
+            data_panels(&d).len()
+        );
+        problems.extend(lint(&d));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_lint_rejects_each_broken_rule() {
+    let good = dashboards::load("membloat-host.json");
+    assert!(lint(&good).is_empty());
+    let first = good["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|p| p["type"] != "row")
+        .unwrap();
+    let with_panel = |f: &dyn Fn(&mut Value)| {
+        let mut d = good.clone();
+        f(&mut d["panels"][first]);
+        lint(&d)
+    };
+    let with_expr = |e: &str| {
+        let e = e.to_string();
+        with_panel(&move |p| p["targets"][0]["expr"] = json!(e))
+    };
+    let sel = r#"job=~"$job",instance=~"$instance""#;
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        (
+            "no job matcher",
+            with_expr(r#"membloat_memory_free_bytes{instance=~"$instance"}"#),
+        ),
+        (
+            "job by equality",
+            with_expr(r#"membloat_memory_free_bytes{job="$job",instance=~"$instance"}"#),
+        ),
+        (
+            "no instance matcher",
+            with_expr(r#"membloat_memory_free_bytes{job=~"$job"}"#),
+        ),
+        (
+            "fixed rate window",
+            with_expr(&format!(
+                "rate(membloat_vmstat_oom_kill_total{{{sel}}}[5m])"
+            )),
+        ),
+        (
+            "bare counter",
+            with_expr(&format!("membloat_vmstat_oom_kill_total{{{sel}}}")),
+        ),
+        (
+            "counter in sum",
+            with_expr(&format!("sum(membloat_vmstat_oom_kill_total{{{sel}}})")),
+        ),
+        ("unparseable", with_expr("rate(membloat_x{")),
+        (
+            "no unit",
+            with_panel(&|p| p["fieldConfig"]["defaults"]["unit"] = json!("")),
+        ),
+        (
+            "bad unit",
+            with_panel(&|p| p["fieldConfig"]["defaults"]["unit"] = json!("MiB")),
+        ),
+        (
+            "no description",
+            with_panel(&|p| p["description"] = json!("")),
+        ),
+        (
+            "hard-coded uid",
+            with_panel(&|p| p["datasource"]["uid"] = json!("P1809F7CD0C75ACF3")),
+        ),
+        (
+            "target uid",
+            with_panel(&|p| p["targets"][0]["datasource"]["uid"] = json!("prom")),
+        ),
+        (
+            "overlap",
+            with_panel(&|p| p["gridPos"] = json!({"x": 0, "y": 0, "w": 24, "h": 30})),
+        ),
+    ];
+    for (what, problems) in cases {
+        assert!(!problems.is_empty(), "the lint let {what:?} pass");
+    }
+
+    let mut single = good.clone();
+    single["templating"]["list"][1]["multi"] = json!(false);
+    assert!(!lint(&single).is_empty(), "single-select job passed");
+    let mut no_ds = good.clone();
+    no_ds["templating"]["list"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|v| v["type"] != "datasource");
+    assert!(
+        !lint(&no_ds).is_empty(),
+        "missing datasource variable passed"
+    );
+}
+
+/// The committed JSON is what the jsonnet source renders (./grafana/render.sh).
+#[test]
+fn committed_json_matches_the_jsonnet_source() {
+    let out = tempfile::tempdir().unwrap();
+    let status = tool("jsonnet")
+        .arg("-m")
+        .arg(out.path())
+        .arg(dashboards::dir().join("dashboards.jsonnet"))
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "jsonnet failed");
+    for file in dashboards::FILES {
+        let rendered: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.path().join(file)).unwrap()).unwrap();
+        assert!(
+            rendered == dashboards::load(file),
+            "grafana/{file} differs from dashboards.jsonnet: run ./grafana/render.sh"
+        );
+    }
+}
+
+/// Every metric a dashboard or rule names is exported (README catalogue) or recorded.
+#[test]
+fn dashboards_and_rules_name_only_real_metrics() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let rules = std::fs::read_to_string(root.join("deploy/prometheus/membloat.rules.yml")).unwrap();
+    let recorded: BTreeSet<&str> = rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- record: "))
+        .collect();
+    let known = |name: &str| {
+        recorded.contains(name)
+            || readme.contains(&format!("`{name}`"))
+            || readme.contains(&format!("`{name}{{"))
+            || name.starts_with("membloat_vmstat_")
+            || name.starts_with("membloat_mthp_")
+            || name == "up"
+    };
+    let mut unknown = BTreeSet::new();
+    let mut check = |expr: &str| {
+        let ast = parse(expr).unwrap_or_else(|e| panic!("{expr}: {e}"));
+        selectors(&ast, &mut |vs, _| {
+            let name = vs.name.clone().unwrap_or_default();
+            if !known(&name) {
+                unknown.insert(name);
+            }
+        });
+    };
+    for file in dashboards::FILES {
+        for p in data_panels(&dashboards::load(file)) {
+            exprs(p).iter().for_each(|e| check(e));
+        }
+    }
+    let parsed: serde_yaml_ng::Value = serde_yaml_ng::from_str(&rules).unwrap();
+    for group in parsed["groups"].as_sequence().unwrap() {
+        for rule in group["rules"].as_sequence().unwrap() {
+            check(rule["expr"].as_str().unwrap());
+        }
+    }
+    assert!(unknown.is_empty(), "not exported or recorded: {unknown:?}");
+}
