@@ -1,0 +1,260 @@
+//! End to end with a real Prometheus (Debian's package): it scrapes the exporter every
+//! second and evaluates the shipped rules; then every dashboard query, every variable
+//! query and every recording rule is run through its HTTP API with the dashboard
+//! variables substituted, and each must parse and return at least one series.
+//!
+//! A hoarding and an arena reproducer run meanwhile so the deep-tier series exist.
+
+mod common;
+
+use common::dashboards::{self, data_panels, exprs, label_values, substitute, variables};
+use common::repro::Repro;
+use common::*;
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// A Prometheus server started by the test; killed (by its PID) when dropped.
+struct Prometheus {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    fn start(target: &str, rules: &Path) -> Prometheus {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+                 rule_files:\n  - {}\n\
+                 scrape_configs:\n  - job_name: membloat\n    static_configs:\n      - targets: [\"{target}\"]\n",
+                rules.display()
+            ),
+        )
+        .unwrap();
+        let port = free_port();
+        let child = tool("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--log.level=warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start prometheus");
+        Prometheus {
+            child,
+            port,
+            _dir: dir,
+        }
+    }
+
+    /// GET on the HTTP API; HTTP/1.0 so the body is sent plain, not chunked.
+    fn api(&self, path_and_query: &str) -> Option<Value> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+        write!(
+            s,
+            "GET {path_and_query} HTTP/1.0\r\nHost: localhost\r\n\r\n"
+        )
+        .ok()?;
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).ok()?;
+        let raw = String::from_utf8_lossy(&raw);
+        let (_, body) = raw.split_once("\r\n\r\n")?;
+        serde_json::from_str(body).ok()
+    }
+
+    /// An instant query: the result vector, or the error Prometheus gave.
+    fn query(&self, q: &str) -> Result<Vec<Value>, String> {
+        let v = self
+            .api(&format!("/api/v1/query?query={}", encode(q)))
+            .ok_or("no answer")?;
+        if v["status"] != "success" {
+            return Err(format!("{}: {}", v["errorType"], v["error"]));
+        }
+        Ok(v["data"]["result"].as_array().cloned().unwrap_or_default())
+    }
+
+    fn wait_until(&self, limit: Duration, what: &str, mut ok: impl FnMut(&Self) -> bool) {
+        let start = Instant::now();
+        while !ok(self) {
+            assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Percent-encodes a query parameter.
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[test]
+fn every_dashboard_query_and_recording_rule_returns_data_from_a_real_prometheus() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rules = root.join("deploy/prometheus/membloat.rules.yml");
+    let _hoard = Repro::start("hoard", &["3", "1", "0"], &[]);
+    let _arenas = Repro::start("arenas", &[], &[]);
+    let exporter = Daemon::start(&[
+        "--scan.interval=1s",
+        "--collector.processes.deep-interval=1s",
+    ]);
+    let instance = format!("127.0.0.1:{}", exporter.port);
+    let prom = Prometheus::start(&instance, &rules);
+    prom.wait_until(Duration::from_secs(30), "first scrape", |p| {
+        p.query(r#"up{job="membloat"} == 1"#)
+            .is_ok_and(|r| !r.is_empty())
+    });
+    // Enough samples for every rate window below (10 s) and for the recording rules.
+    prom.wait_until(Duration::from_secs(60), "deep-tier data and rules", |p| {
+        let ready = |q: &str| p.query(q).is_ok_and(|r| !r.is_empty());
+        ready(r#"count_over_time(membloat_scans_total{job="membloat"}[1m]) >= 8"#)
+            && ready("membloat_process_hoarded_bytes > 0")
+            && ready("instance:membloat_hoarded_bytes:sum > 0")
+            && ready("instance:membloat_swap_in_pages:rate5m")
+    });
+
+    let vars = [
+        ("datasource", "prometheus"),
+        ("job", "membloat"),
+        ("instance", instance.as_str()),
+        ("group", ".+"),
+        ("__rate_interval", "10s"),
+        ("__range", "1m"),
+        ("__interval", "1s"),
+    ];
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for file in dashboards::FILES {
+        let d = dashboards::load(file);
+        for v in variables(&d).iter().filter(|v| v["type"] == "query") {
+            let (selector, label) = label_values(v["query"].as_str().unwrap()).unwrap();
+            let selector = substitute(&selector, &vars);
+            let got = prom.api(&format!(
+                "/api/v1/label/{label}/values?match[]={}",
+                encode(&selector)
+            ));
+            let values = got
+                .as_ref()
+                .and_then(|g| g["data"].as_array())
+                .cloned()
+                .unwrap_or_default();
+            let expected = match label.as_str() {
+                "job" => Some("membloat"),
+                "instance" => Some(instance.as_str()),
+                _ => None,
+            };
+            let found = match expected {
+                Some(e) => values.iter().any(|x| x == e),
+                None => !values.is_empty(),
+            };
+            ran += 1;
+            if !found {
+                failures.push(format!("{file} variable {}: {values:?}", v["name"]));
+            }
+        }
+        for p in data_panels(&d) {
+            for e in exprs(p) {
+                let q = substitute(&e, &vars);
+                ran += 1;
+                match prom.query(&q) {
+                    Ok(r) if !r.is_empty() => {}
+                    Ok(_) => failures.push(format!("{file} {:?}: no series: {q}", p["title"])),
+                    Err(err) => failures.push(format!("{file} {:?}: {err}: {q}", p["title"])),
+                }
+            }
+        }
+    }
+
+    let parsed: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(&rules).unwrap()).unwrap();
+    for group in parsed["groups"].as_sequence().unwrap() {
+        for rule in group["rules"].as_sequence().unwrap() {
+            let expr = rule["expr"].as_str().unwrap();
+            ran += 1;
+            let result = prom.query(expr);
+            match (rule["record"].as_str(), result) {
+                // A recording rule: its expression and the series Prometheus recorded.
+                (Some(record), Ok(r)) if !r.is_empty() => {
+                    if prom.query(record).map(|r| r.is_empty()).unwrap_or(true) {
+                        failures.push(format!("recording rule {record}: nothing recorded"));
+                    }
+                }
+                (Some(record), Ok(_)) => failures.push(format!("{record}: no series: {expr}")),
+                // An alert: it must evaluate (it is expected not to fire here).
+                (None, Ok(_)) => {}
+                (_, Err(err)) => failures.push(format!("rule {expr}: {err}")),
+            }
+        }
+    }
+
+    // Prometheus loaded every rule and evaluated it without error.
+    let loaded = prom.api("/api/v1/rules").expect("rules API");
+    let mut rules_seen = 0;
+    for g in loaded["data"]["groups"].as_array().unwrap() {
+        for r in g["rules"].as_array().unwrap() {
+            rules_seen += 1;
+            if r["health"] != "ok" {
+                failures.push(format!(
+                    "rule {} health {} {}",
+                    r["name"], r["health"], r["lastError"]
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "{ran} queries run against Prometheus, {rules_seen} rules loaded, {} failed",
+        failures.len()
+    );
+    assert!(rules_seen >= 26, "only {rules_seen} rules loaded");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The Prometheus binary this test runs really scraped this exporter: a value read from
+/// the exporter directly equals what Prometheus stored for the same scrape.
+#[test]
+fn prometheus_stores_what_the_exporter_serves() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exporter = Daemon::start(&["--scan.interval=1s"]);
+    let instance = format!("127.0.0.1:{}", exporter.port);
+    let prom = Prometheus::start(
+        &instance,
+        &root.join("deploy/prometheus/membloat.rules.yml"),
+    );
+    prom.wait_until(Duration::from_secs(30), "first scrape", |p| {
+        p.query("membloat_memory_total_bytes")
+            .is_ok_and(|r| !r.is_empty())
+    });
+    let total = value(&exporter.metrics(), "membloat_memory_total_bytes").unwrap();
+    let stored = prom.query("membloat_memory_total_bytes").unwrap();
+    let stored: f64 = stored[0]["value"][1].as_str().unwrap().parse().unwrap();
+    assert_eq!(stored, total);
+    assert_eq!(
+        prom.query(r#"up{job="membloat"}"#).unwrap()[0]["metric"]["instance"],
+        instance.as_str()
+    );
+}
