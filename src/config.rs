@@ -81,6 +81,8 @@ pub struct Config {
     pub max_requests: usize,
     pub max_connections: usize,
     pub read_header_timeout: Duration,
+    /// `--web.config.file`: TLS and basic auth (exporter-toolkit format).
+    pub web_config_file: Option<PathBuf>,
     pub procfs: PathBuf,
     pub sysfs: PathBuf,
     pub scan_interval: Duration,
@@ -162,11 +164,14 @@ fn command() -> Command {
             .default_value("40").value_parser(value_parser!(u32).range(1..))
             .help("Maximum concurrent metrics requests; more get 503"))
         .arg(Arg::new("web.max-connections").long("web.max-connections").value_name("N")
-            .default_value("64").value_parser(value_parser!(u32).range(1..))
+            .default_value("256").value_parser(value_parser!(u32).range(1..))
             .help("Maximum open HTTP connections; more are closed at once"))
         .arg(Arg::new("web.read-header-timeout").long("web.read-header-timeout").value_name("DURATION")
             .default_value("10s").value_parser(positive_duration)
             .help("Time a client has to send request headers"))
+        .arg(Arg::new("web.config.file").long("web.config.file").value_name("FILE")
+            .value_parser(value_parser!(PathBuf))
+            .help("Web configuration (exporter-toolkit format) enabling TLS and basic auth; read at start"))
         .arg(Arg::new("path.procfs").long("path.procfs").value_name("PATH")
             .default_value("/proc").value_parser(value_parser!(PathBuf))
             .help("procfs mountpoint"))
@@ -286,6 +291,7 @@ impl Config {
             max_requests: count("web.max-requests"),
             max_connections: count("web.max-connections"),
             read_header_timeout: duration("web.read-header-timeout"),
+            web_config_file: m.get_one::<PathBuf>("web.config.file").cloned(),
             procfs: path("path.procfs"),
             sysfs: path("path.sysfs"),
             scan_interval: duration("scan.interval"),

@@ -12,6 +12,8 @@ use crate::expose;
 use crate::http;
 use crate::sample::{Grouping, Scanner};
 use crate::source::{Reason, Source};
+use crate::webconfig::WebConfig;
+use std::path::Path;
 
 /// The latest scan, encoded once in both formats so a scrape only copies bytes.
 pub struct Published {
@@ -156,6 +158,17 @@ pub fn run(cfg: Config) -> i32 {
             return 1;
         }
     };
+    let web = match &cfg.web_config_file {
+        None => WebConfig::parse("", Path::new(".")).map_err(|e| e.to_string()),
+        Some(path) => WebConfig::load(path).map_err(|e| format!("--web.config.file {e}")),
+    };
+    let web = match web {
+        Ok(w) => w,
+        Err(e) => {
+            crate::log!(Error, "{e}");
+            return 1;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(2)
@@ -192,8 +205,9 @@ pub fn run(cfg: Config) -> i32 {
             max_connections: cfg.max_connections,
             read_header_timeout: cfg.read_header_timeout,
         };
-        let router = http::router(shared, &cfg.telemetry_path, &limits);
-        http::serve(listener, router, limits, shutdown_signal()).await;
+        let guard = http::Guard::new(web.users, &web.headers);
+        let router = http::router(shared, &cfg.telemetry_path, &limits, guard);
+        http::serve(listener, router, limits, web.tls, shutdown_signal()).await;
         crate::log!(Info, "shutting down");
         0
     });

@@ -2,25 +2,39 @@
 //! encoded; nothing here reads `/proc`.
 //!
 //! Served through hyper directly rather than `axum::serve`, which sets no header-read
-//! timeout: here every connection has one, HTTP/1.1 only, with a cap on open connections.
+//! timeout: here every connection has one (covering the TLS handshake too), HTTP/1.1
+//! only, with a cap on open connections, 16 KiB of request head and no request bodies
+//! beyond 4 KiB. `--web.config.file` adds TLS and bcrypt basic auth (`webconfig`).
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
+use axum::extract::Request;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use base64::Engine;
+use hyper::body::{Frame, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::{rustls, TlsAcceptor};
 
 use crate::daemon::Shared;
 use crate::expose;
+use crate::webconfig::Users;
+
+/// Largest request body accepted; scrapes have none.
+const MAX_BODY_BYTES: u64 = 4096;
 
 /// Limits of the HTTP server.
 #[derive(Debug, Clone)]
@@ -33,31 +47,183 @@ pub struct Limits {
 #[derive(Clone)]
 struct AppState {
     shared: Arc<Shared>,
-    in_flight: Arc<Semaphore>,
     telemetry_path: Arc<str>,
 }
 
-pub fn router(shared: Arc<Shared>, telemetry_path: &str, limits: &Limits) -> Router {
+/// Scrapes in flight: from the request's arrival (before authentication) until its
+/// response body is sent.
+#[derive(Clone)]
+struct InFlight {
+    permits: Arc<Semaphore>,
+    telemetry_path: Arc<str>,
+}
+
+/// What `--web.config.file` asks of every request.
+#[derive(Clone, Default)]
+pub struct Guard {
+    /// Basic auth users; checks run one at a time so bcrypt cannot exhaust the CPU.
+    users: Option<Arc<(Users, Mutex<()>)>>,
+    headers: Arc<Vec<(HeaderName, HeaderValue)>>,
+}
+
+impl Guard {
+    pub fn new(users: Option<Users>, headers: &[(String, String)]) -> Guard {
+        let headers = headers
+            .iter()
+            .filter_map(|(k, v)| {
+                Some((
+                    HeaderName::try_from(k).ok()?,
+                    HeaderValue::try_from(v).ok()?,
+                ))
+            })
+            .collect();
+        Guard {
+            users: users.map(|u| Arc::new((u, Mutex::new(())))),
+            headers: Arc::new(headers),
+        }
+    }
+}
+
+pub fn router(shared: Arc<Shared>, telemetry_path: &str, limits: &Limits, guard: Guard) -> Router {
     let state = AppState {
         shared,
-        in_flight: Arc::new(Semaphore::new(limits.max_requests)),
         telemetry_path: telemetry_path.into(),
     };
+    let in_flight = InFlight {
+        permits: Arc::new(Semaphore::new(limits.max_requests)),
+        telemetry_path: telemetry_path.into(),
+    };
+    // The later layer is the outer one: the in-flight cap comes before authentication,
+    // so a flood of scrapes is refused at once instead of queueing on bcrypt.
     Router::new()
         .route("/", get(landing))
         .route(telemetry_path, get(metrics))
         .route("/healthz", get(healthz))
         .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(guard, check_request))
+        .layer(axum::middleware::from_fn_with_state(
+            in_flight,
+            limit_in_flight,
+        ))
 }
 
-async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Response {
-    let Ok(_permit) = app.in_flight.try_acquire() else {
+/// 503 at once beyond `--web.max-requests` concurrent scrapes of the telemetry path.
+async fn limit_in_flight(
+    axum::extract::State(in_flight): axum::extract::State<InFlight>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.uri().path() != &*in_flight.telemetry_path {
+        return next.run(request).await;
+    }
+    let Ok(permit) = in_flight.permits.clone().try_acquire_owned() else {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             "too many concurrent scrapes\n",
         )
             .into_response();
     };
+    let (parts, body) = next.run(request).await.into_parts();
+    Response::from_parts(
+        parts,
+        Body::new(Held {
+            body,
+            _permit: permit,
+        }),
+    )
+}
+
+/// A response body that holds an in-flight permit until it is sent or dropped.
+struct Held {
+    body: Body,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl hyper::body::Body for Held {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// Rejects oversized bodies (413) and missing or wrong credentials (401), and adds the
+/// configured response headers.
+async fn check_request(
+    axum::extract::State(guard): axum::extract::State<Guard>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let mut response = if body_too_large(request.headers()) {
+        (StatusCode::PAYLOAD_TOO_LARGE, "request body too large\n").into_response()
+    } else if !authorized(&guard, request.headers()).await {
+        (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Basic")],
+            "Unauthorized\n",
+        )
+            .into_response()
+    } else {
+        next.run(request).await
+    };
+    for (name, value) in guard.headers.iter() {
+        response.headers_mut().insert(name.clone(), value.clone());
+    }
+    response
+}
+
+fn body_too_large(headers: &HeaderMap) -> bool {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .map(|v| v.to_str().ok().and_then(|s| s.parse::<u64>().ok()));
+    match declared {
+        Some(Some(n)) => n > MAX_BODY_BYTES,
+        Some(None) => true,
+        None => headers.contains_key(header::TRANSFER_ENCODING),
+    }
+}
+
+async fn authorized(guard: &Guard, headers: &HeaderMap) -> bool {
+    let Some(users) = &guard.users else {
+        return true;
+    };
+    let Some((user, password)) = basic_credentials(headers) else {
+        return false;
+    };
+    let _one_at_a_time = users.1.lock().await;
+    let users = users.clone();
+    tokio::task::spawn_blocking(move || users.0.check(&user, &password))
+        .await
+        .unwrap_or(false)
+}
+
+/// `Authorization: Basic base64(user:password)`.
+fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, encoded) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let (user, password) = std::str::from_utf8(&decoded).ok()?.split_once(':')?;
+    Some((user.to_string(), password.to_string()))
+}
+
+async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Response {
     let latest = app.shared.latest();
     let accept = headers
         .get(header::ACCEPT)
@@ -95,11 +261,13 @@ async fn landing(State(app): State<AppState>) -> Html<String> {
 }
 
 /// Accepts connections until `shutdown` resolves. Connections past the cap are closed at
-/// once; each connection gets the header-read timeout.
+/// once; each connection gets the header-read timeout, which also bounds the TLS
+/// handshake.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: Limits,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl Future<Output = ()>,
 ) {
     let open = Arc::new(Semaphore::new(limits.max_connections));
@@ -109,6 +277,7 @@ pub async fn serve(
         .header_read_timeout(limits.read_header_timeout)
         .max_buf_size(16 * 1024);
     let builder = Arc::new(builder);
+    let tls = tls.map(TlsAcceptor::from);
     tokio::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -129,11 +298,30 @@ pub async fn serve(
         };
         let service = TowerToHyperService::new(router.clone());
         let builder = builder.clone();
+        let tls = tls.clone();
+        let handshake_timeout = limits.read_header_timeout;
         tokio::spawn(async move {
-            let _ = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            match tls {
+                None => connection(&builder, stream, service).await,
+                Some(acceptor) => {
+                    let handshake =
+                        tokio::time::timeout(handshake_timeout, acceptor.accept(stream));
+                    if let Ok(Ok(stream)) = handshake.await {
+                        connection(&builder, stream, service).await;
+                    }
+                }
+            }
             drop(permit);
         });
     }
+}
+
+async fn connection<I>(
+    builder: &hyper::server::conn::http1::Builder,
+    io: I,
+    service: TowerToHyperService<Router>,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let _ = builder.serve_connection(TokioIo::new(io), service).await;
 }

@@ -15,3 +15,4 @@ pub mod parse;
 pub mod sample;
 pub mod signals;
 pub mod source;
+pub mod webconfig;

@@ -1,0 +1,459 @@
+//! The HTTP server under abuse, and `--web.config.file` (TLS, client certificates, bcrypt
+//! basic auth) checked with real clients: curl and openssl, and promtool for the file.
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const FAST: &[&str] = &["--scan.interval=200ms"];
+
+/// A throwaway CA, a server certificate for 127.0.0.1 and a client certificate, made with
+/// the openssl command line.
+struct Pki {
+    dir: tempfile::TempDir,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| {
+            let out = tool("openssl")
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        run(&[
+            &["req", "-x509"],
+            &ec[..],
+            &[
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.crt",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=membloat test CA",
+            ],
+        ]
+        .concat());
+        std::fs::write(
+            dir.path().join("server.ext"),
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("client.ext"),
+            "extendedKeyUsage=clientAuth\n",
+        )
+        .unwrap();
+        for who in ["server", "client"] {
+            run(&[
+                &["req"],
+                &ec[..],
+                &[
+                    "-keyout",
+                    &format!("{who}.key"),
+                    "-out",
+                    &format!("{who}.csr"),
+                    "-subj",
+                    &format!("/CN={who}"),
+                ],
+            ]
+            .concat());
+            run(&[
+                "x509",
+                "-req",
+                "-in",
+                &format!("{who}.csr"),
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                &format!("{who}.ext"),
+                "-out",
+                &format!("{who}.crt"),
+            ]);
+        }
+        Pki { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Writes a web config beside the certificates (relative paths resolve against it).
+    fn config(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+/// curl's view of a request: (exit code, HTTP status, response headers).
+fn curl(port: u16, pki: &Pki, extra: &[&str]) -> (i32, u16, String) {
+    let headers = pki.path(&format!("headers-{}", std::process::id()));
+    let out = tool("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "10",
+        ])
+        .arg("--cacert")
+        .arg(pki.path("ca.crt"))
+        .arg("-D")
+        .arg(&headers)
+        .args(extra)
+        .arg(format!("https://127.0.0.1:{port}/metrics"))
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    let head = std::fs::read_to_string(&headers).unwrap_or_default();
+    (out.status.code().unwrap_or(-1), status, head)
+}
+
+fn hash(password: &str) -> String {
+    bcrypt::hash(password, 10).unwrap()
+}
+
+/// Starts the exporter on a web config and waits until it accepts TCP connections.
+fn start(config: &Path, extra: &[&str]) -> Daemon {
+    let mut cmd = Command::new(bin());
+    cmd.arg(format!("--web.config.file={}", config.display()))
+        .args(FAST)
+        .args(extra);
+    let port = free_port();
+    cmd.arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let child = cmd.spawn().unwrap();
+    let d = Daemon { child, port };
+    d.wait_until(Duration::from_secs(10), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    d
+}
+
+#[test]
+fn tls_with_basic_auth_as_curl_sees_it() {
+    let pki = Pki::new();
+    let config = pki.config(
+        "web.yml",
+        &format!(
+            "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n\
+             http_server_config:\n  headers:\n    Strict-Transport-Security: max-age=31536000\n\
+             basic_auth_users:\n  prometheus: '{}'\n",
+            hash("scrape-secret")
+        ),
+    );
+    let out = tool("promtool")
+        .args(["check", "web-config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check web-config rejected it"
+    );
+    let d = start(&config, &[]);
+
+    let (_, status, head) = curl(d.port, &pki, &[]);
+    assert_eq!(status, 401, "no credentials");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("www-authenticate: basic"),
+        "{head}"
+    );
+    assert_eq!(curl(d.port, &pki, &["-u", "prometheus:wrong"]).1, 401);
+    assert_eq!(curl(d.port, &pki, &["-u", "nobody:scrape-secret"]).1, 401);
+    let (code, status, head) = curl(d.port, &pki, &["-u", "prometheus:scrape-secret"]);
+    assert_eq!((code, status), (0, 200), "good credentials");
+    assert!(
+        head.contains("strict-transport-security: max-age=31536000"),
+        "{head}"
+    );
+
+    // Plain HTTP to the TLS port gets no HTTP answer.
+    assert_eq!(get(d.port, "/metrics", &[]).status, 0);
+    let (code, _, _) = {
+        let out = tool("curl")
+            .args(["-s", "--max-time", "5"])
+            .arg(format!("http://127.0.0.1:{}/metrics", d.port))
+            .output()
+            .unwrap();
+        (out.status.code().unwrap_or(-1), 0, ())
+    };
+    assert_ne!(code, 0, "plain HTTP succeeded on the TLS port");
+    // TLS 1.1 is refused by the server even when the client offers it.
+    let out = tool("openssl")
+        .args(["s_client", "-tls1_1", "-connect"])
+        .arg(format!("127.0.0.1:{}", d.port))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a TLS 1.1 handshake succeeded");
+}
+
+#[test]
+fn min_version_tls13_and_client_certificates() {
+    let pki = Pki::new();
+    let config = pki.config(
+        "web.yml",
+        "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  min_version: TLS13\n\
+         \x20 client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n",
+    );
+    let d = start(&config, &[]);
+    let (crt, key) = (pki.path("client.crt"), pki.path("client.key"));
+    let cert = [
+        "--cert",
+        crt.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+    ];
+    let (code, status, _) = curl(d.port, &pki, &cert);
+    assert_eq!((code, status), (0, 200), "client certificate over TLS 1.3");
+    assert_ne!(
+        curl(d.port, &pki, &[]).0,
+        0,
+        "no client certificate was accepted"
+    );
+    let mut tls12 = vec!["--tls-max", "1.2"];
+    tls12.extend_from_slice(&cert);
+    assert_ne!(
+        curl(d.port, &pki, &tls12).0,
+        0,
+        "TLS 1.2 accepted with min_version TLS13"
+    );
+    // A certificate the CA did not sign is refused.
+    let other = Pki::new();
+    let (crt, key) = (other.path("client.crt"), other.path("client.key"));
+    let foreign = [
+        "--cert",
+        crt.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+    ];
+    assert_ne!(
+        curl(d.port, &pki, &foreign).0,
+        0,
+        "foreign client certificate accepted"
+    );
+}
+
+#[test]
+fn bad_web_configs_exit_1_naming_the_problem() {
+    let pki = Pki::new();
+    for (text, expected) in [
+        ("basic_auth_users:\n  alice: plaintext\n", "alice: not a bcrypt hash"),
+        ("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  cipher_suite: []\n", "cipher_suite"),
+        ("tls_server_config:\n  cert_file: missing.crt\n  key_file: server.key\n", "missing.crt"),
+        ("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  min_version: TLS10\n", "TLS10"),
+    ] {
+        let config = pki.config("bad.yml", text);
+        let out = run(&[&format!("--web.config.file={}", config.display()), "--web.listen-address=127.0.0.1:0"]);
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expected) && err.contains("--web.config.file"), "{text}: {err}");
+    }
+}
+
+/// Unknown users cost one bcrypt check like known ones, and checks run one at a time.
+#[test]
+fn auth_checks_take_the_same_time_for_unknown_users_and_run_one_at_a_time() {
+    let pki = Pki::new();
+    let config = pki.config(
+        "web.yml",
+        &format!(
+            "basic_auth_users:\n  prometheus: '{}'\n",
+            bcrypt::hash("pw", 12).unwrap()
+        ),
+    );
+    let d = start(&config, &["--web.max-requests=100"]);
+    let auth = |user: &str| {
+        use base64::Engine;
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:bad"));
+        let started = Instant::now();
+        let r = get(
+            d.port,
+            "/metrics",
+            &[("Authorization", &format!("Basic {token}"))],
+        );
+        assert_eq!(r.status, 401);
+        started.elapsed()
+    };
+    let min = |f: &dyn Fn() -> Duration| (0..3).map(|_| f()).min().unwrap();
+    let known = min(&|| auth("prometheus"));
+    let unknown = min(&|| auth("mallory"));
+    eprintln!("wrong password {known:?}, unknown user {unknown:?}");
+    assert!(
+        unknown * 2 > known && known * 2 > unknown,
+        "known {known:?} vs unknown {unknown:?}"
+    );
+
+    // Eight wrong guesses at once take at least six single checks: they are serialised.
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| auth("prometheus"));
+        }
+    });
+    let eight = started.elapsed();
+    eprintln!("8 concurrent checks {eight:?}");
+    assert!(
+        eight >= known * 6,
+        "8 checks in {eight:?}, one takes {known:?}"
+    );
+}
+
+/// 100 connections that never finish their request headers are closed after the timeout,
+/// and scrapes succeed meanwhile.
+#[test]
+fn half_sent_requests_are_closed_after_the_timeout_while_scrapes_succeed() {
+    let d = Daemon::start(&["--scan.interval=200ms", "--web.read-header-timeout=2s"]);
+    let opened = Instant::now();
+    let mut slow: Vec<TcpStream> = (0..100)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", d.port)).unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                .unwrap();
+            s
+        })
+        .collect();
+    for _ in 0..5 {
+        let started = Instant::now();
+        assert_eq!(d.get("/metrics").status, 200);
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
+    let mut closed_after = Vec::new();
+    for s in &mut slow {
+        s.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+        let mut buf = [0u8; 512];
+        // EOF, an error status then EOF, or a reset: all mean the server let go.
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => continue,
+            }
+        }
+        closed_after.push(opened.elapsed());
+    }
+    let last = *closed_after.iter().max().unwrap();
+    let first = *closed_after.iter().min().unwrap();
+    eprintln!("half-sent requests closed between {first:?} and {last:?}");
+    assert!(
+        first >= Duration::from_millis(1500),
+        "closed before the timeout"
+    );
+    assert!(last < Duration::from_secs(6), "still open after {last:?}");
+    assert_eq!(d.get("/metrics").status, 200);
+}
+
+/// Beyond --web.max-requests, scrapes get 503 at once; when they end, the next succeeds.
+/// Authentication (one bcrypt check at a time) keeps the first two in flight.
+#[test]
+fn scrapes_beyond_the_limit_get_503_and_the_server_recovers() {
+    let pki = Pki::new();
+    let config = pki.config(
+        "web.yml",
+        &format!(
+            "basic_auth_users:\n  prometheus: '{}'\n",
+            bcrypt::hash("pw", 12).unwrap()
+        ),
+    );
+    let d = start(&config, &["--web.max-requests=2"]);
+    let auth = [("Authorization", "Basic cHJvbWV0aGV1czpwdw==")]; // prometheus:pw
+    let statuses: Vec<u16> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| s.spawn(|| get(d.port, "/metrics", &auth).status))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let ok = statuses.iter().filter(|&&s| s == 200).count();
+    let refused = statuses.iter().filter(|&&s| s == 503).count();
+    eprintln!("8 concurrent scrapes with max-requests=2: {ok} x 200, {refused} x 503");
+    assert_eq!(ok + refused, 8, "{statuses:?}");
+    assert!((1..=4).contains(&ok), "{statuses:?}");
+    assert!(refused >= 4, "{statuses:?}");
+    assert_eq!(get(d.port, "/metrics", &auth).status, 200, "no recovery");
+}
+
+#[test]
+fn request_limits_and_methods() {
+    let d = Daemon::start(FAST);
+    let big = request(d.port, "GET", "/metrics", &[("Content-Length", "100000")]);
+    assert_eq!(big.status, 413);
+    let head = "x".repeat(20_000);
+    let r = get(d.port, "/metrics", &[("X-Filler", &head)]);
+    assert!(
+        r.status == 431 || r.status == 0,
+        "a 20 KB header was accepted: {}",
+        r.status
+    );
+    assert_eq!(request(d.port, "DELETE", "/metrics", &[]).status, 405);
+    assert_eq!(request(d.port, "POST", "/healthz", &[]).status, 405);
+    assert_eq!(d.get("/metrics/extra").status, 404);
+    assert_eq!(request(d.port, "HEAD", "/metrics", &[]).status, 200);
+    // HTTP/2 prior knowledge is not spoken.
+    let mut s = TcpStream::connect(("127.0.0.1", d.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(!answer.starts_with("HTTP/2"), "{answer}");
+    assert_eq!(d.get("/metrics").status, 200);
+}
+
+/// The example in deploy/, beside a certificate and key as it says: promtool accepts it
+/// and the exporter serves it with the documented example password.
+#[test]
+fn shipped_example_web_config_passes_promtool_and_works() {
+    let pki = Pki::new();
+    std::fs::copy(pki.path("server.crt"), pki.path("tls.crt")).unwrap();
+    std::fs::copy(pki.path("server.key"), pki.path("tls.key")).unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/web-config.yml");
+    let config = pki.path("web-config.yml");
+    std::fs::copy(example, &config).unwrap();
+    let out = tool("promtool")
+        .args(["check", "web-config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = start(&config, &[]);
+    assert_eq!(curl(d.port, &pki, &["-u", "prometheus:change-me"]).1, 200);
+    assert_eq!(curl(d.port, &pki, &[]).1, 401);
+}
