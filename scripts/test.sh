@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite. On a fresh Debian machine it first installs what the tests
 # run for real: Prometheus and promtool (Debian's prometheus package), amtool
-# (prometheus-alertmanager), jsonnet (renders the dashboards), the Python prometheus-client
-# (its strict OpenMetrics parser), and the C and Go compilers that build the reproducer
-# programs. Needs root or sudo only for that first install. The khugepaged regrowth test
+# (prometheus-alertmanager), jsonnet (renders the dashboards), systemd-analyze, strace,
+# openssl and curl, the C and Go compilers that build the reproducer programs, and from
+# PyPI prometheus-client (its strict OpenMetrics parser), kubernetes-validate and yamllint. Needs root or sudo only for that first install. The khugepaged regrowth test
 # changes khugepaged settings (and restores them), so it needs root; CI runs as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +14,10 @@ missing=()
 command -v promtool >/dev/null || missing+=(prometheus)
 command -v amtool >/dev/null || missing+=(prometheus-alertmanager)
 command -v jsonnet >/dev/null || missing+=(jsonnet)
+command -v systemd-analyze >/dev/null || missing+=(systemd)
+command -v strace >/dev/null || missing+=(strace)
+command -v openssl >/dev/null || missing+=(openssl)
+command -v curl >/dev/null || missing+=(curl ca-certificates)
 command -v python3 >/dev/null || missing+=(python3 python3-pip)
 command -v setpriv >/dev/null || missing+=(util-linux)
 command -v cc >/dev/null || missing+=(gcc libc6-dev)
@@ -23,10 +27,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-if ! python3 -c 'import prometheus_client.openmetrics.parser' 2>/dev/null; then
-  echo "installing the Python prometheus-client" >&2
-  python3 -m pip install -q prometheus-client 2>/dev/null \
-    || python3 -m pip install -q --break-system-packages prometheus-client
+pip_missing=()
+python3 -c 'import prometheus_client.openmetrics.parser' 2>/dev/null || pip_missing+=(prometheus-client)
+command -v kubernetes-validate >/dev/null || pip_missing+=(kubernetes-validate)
+command -v yamllint >/dev/null || pip_missing+=(yamllint)
+if [ ${#pip_missing[@]} -gt 0 ]; then
+  echo "installing ${pip_missing[*]} from PyPI" >&2
+  python3 -m pip install -q "${pip_missing[@]}" 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages "${pip_missing[@]}"
 fi
 
 cargo test --all-targets "$@"

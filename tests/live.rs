@@ -185,43 +185,6 @@ fn scrapes_are_served_while_a_scan_is_stuck_in_a_slow_read() {
 }
 
 #[test]
-fn without_ptrace_rights_coverage_is_partial_counted_and_scrapes_succeed() {
-    // As root, drop to nobody with no capabilities; as a normal user, that is already so.
-    let cmd = if is_root() {
-        let mut c = tool("setpriv");
-        c.args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-            "--",
-            bin(),
-        ]);
-        c
-    } else {
-        Command::new(bin())
-    };
-    let d = Daemon::start_with(cmd, FAST);
-    let text = d.metrics();
-    promtool_check(&text);
-    let denied = value(
-        &text,
-        "membloat_scan_errors_total{collector=\"processes\",reason=\"permission_denied\"}",
-    );
-    assert!(denied.unwrap_or(0.0) >= 1.0, "no denial counted:\n{text}");
-    assert!(value(&text, "membloat_processes_scanned").unwrap() >= 2.0);
-    // Its own process is fully readable: Pss comes from smaps_rollup.
-    let own = format!(
-        "membloat_process_pss_bytes{{pid=\"{}\",comm=\"membloat_export\"}}",
-        d.pid()
-    );
-    assert!(
-        value(&text, &own).unwrap() > 0.0,
-        "own smaps_rollup missing"
-    );
-}
-
-#[test]
 fn bad_flags_exit_2_with_one_line_naming_the_flag() {
     for (flag, named) in [
         ("--web.listen-adress=:1", "--web.listen-adress"),

@@ -1,0 +1,277 @@
+//! The deployment files: the systemd unit scored by `systemd-analyze security`, the
+//! Kubernetes manifests validated offline (kubernetes-validate, yamllint, promtool) and
+//! checked against each other, and the DaemonSet's own arguments run for real.
+
+mod common;
+
+use common::*;
+use serde_yaml_ng::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn deploy(p: &str) -> PathBuf {
+    root().join("deploy").join(p)
+}
+
+fn yaml(p: &Path) -> Value {
+    serde_yaml_ng::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn ok(out: Output, what: &str) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{what} failed:\n{text}");
+    text
+}
+
+#[test]
+fn systemd_unit_scores_at_most_2_5_and_verifies_clean() {
+    let unit = deploy("systemd/membloat_exporter.service");
+    let out = tool("systemd-analyze")
+        .args(["security", "--offline=true", "--no-pager"])
+        .arg(&unit)
+        .output()
+        .unwrap();
+    let text = ok(out, "systemd-analyze security");
+    let score: f64 = text
+        .lines()
+        .find_map(|l| {
+            l.split("Overall exposure level for membloat_exporter.service: ")
+                .nth(1)
+        })
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no score in:\n{text}"));
+    eprintln!("systemd-analyze security exposure: {score}");
+    assert!(score <= 2.5, "exposure {score} > 2.5");
+
+    // `verify` with the binary where the unit expects it: unknown keys and bad values
+    // are reported as warnings, which must not appear.
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("membloat_exporter.service");
+    let text = std::fs::read_to_string(&unit).unwrap();
+    std::fs::write(
+        &copy,
+        text.replace("/usr/local/bin/membloat_exporter", bin()),
+    )
+    .unwrap();
+    let out = tool("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    let said = ok(out, "systemd-analyze verify");
+    assert!(said.trim().is_empty(), "systemd-analyze verify:\n{said}");
+
+    let directives: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    let has = |d: &str| directives.iter().any(|l| l.trim() == d);
+    assert!(has("DynamicUser=yes"));
+    assert!(has("AmbientCapabilities=CAP_SYS_PTRACE"));
+    assert!(has("CapabilityBoundingSet=CAP_SYS_PTRACE"));
+    assert!(has("ProtectSystem=strict"));
+    for forbidden in ["ProtectProc=", "ProcSubset=", "PrivateUsers="] {
+        assert!(
+            !directives.iter().any(|l| l.starts_with(forbidden)),
+            "{forbidden} hides the processes the exporter reads"
+        );
+    }
+    let env = std::fs::read_to_string(deploy("systemd/membloat_exporter.env")).unwrap();
+    assert!(env.lines().any(|l| l.starts_with("ARGS=")));
+    assert!(text.contains("ExecStart=/usr/local/bin/membloat_exporter $ARGS"));
+}
+
+#[test]
+fn kubernetes_manifests_validate_offline() {
+    let files = [
+        "daemonset.yaml",
+        "service.yaml",
+        "servicemonitor.yaml",
+        "prometheusrule.yaml",
+    ];
+    let out = tool("kubernetes-validate")
+        .arg("--strict")
+        .args(files.iter().map(|f| deploy(&format!("kubernetes/{f}"))))
+        .output()
+        .unwrap();
+    let text = ok(out, "kubernetes-validate --strict");
+    for kind in ["daemonset/membloat-exporter", "service/membloat"] {
+        assert!(
+            text.contains(&format!("passed for resource {kind}")),
+            "{text}"
+        );
+    }
+    // The operator's custom resources have no schema in kubernetes-validate; they are
+    // checked against the resources they refer to below.
+    let out = tool("yamllint")
+        .arg("-s")
+        .arg("-c")
+        .arg(root().join(".yamllint.yml"))
+        .arg(root().join("deploy"))
+        .arg(root().join("grafana/provisioning.yml"))
+        .output()
+        .unwrap();
+    ok(out, "yamllint -s");
+}
+
+#[test]
+fn kubernetes_resources_agree_with_each_other_and_the_rules() {
+    let ds = yaml(&deploy("kubernetes/daemonset.yaml"));
+    let svc = yaml(&deploy("kubernetes/service.yaml"));
+    let sm = yaml(&deploy("kubernetes/servicemonitor.yaml"));
+    let pr = yaml(&deploy("kubernetes/prometheusrule.yaml"));
+    let pod = &ds["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+
+    assert_eq!(pod["hostPID"], Value::Bool(true));
+    let args: Vec<&str> = container["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(args.contains(&"--path.procfs=/host/proc") && args.contains(&"--path.sysfs=/host/sys"));
+    for (volume, host, mount) in [
+        ("proc", "/proc", "/host/proc"),
+        ("sys", "/sys", "/host/sys"),
+    ] {
+        let v = pod["volumes"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"].as_str() == Some(volume))
+            .unwrap();
+        assert_eq!(v["hostPath"]["path"].as_str(), Some(host));
+        let m = container["volumeMounts"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"].as_str() == Some(volume))
+            .unwrap();
+        assert_eq!(m["mountPath"].as_str(), Some(mount));
+        assert_eq!(
+            m["readOnly"],
+            Value::Bool(true),
+            "{volume} must be read-only"
+        );
+    }
+    let sc = &container["securityContext"];
+    assert_eq!(sc["readOnlyRootFilesystem"], Value::Bool(true));
+    assert_eq!(sc["allowPrivilegeEscalation"], Value::Bool(false));
+    let caps = |k: &str| -> Vec<String> {
+        sc["capabilities"][k]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(caps("drop"), ["ALL"]);
+    assert_eq!(caps("add"), ["SYS_PTRACE"]);
+    for probe in ["readinessProbe", "livenessProbe"] {
+        assert_eq!(
+            container[probe]["httpGet"]["path"].as_str(),
+            Some("/healthz")
+        );
+    }
+
+    // Service -> pods, ServiceMonitor -> Service, by labels and port name.
+    let pod_labels = &ds["spec"]["template"]["metadata"]["labels"];
+    for (k, v) in svc["spec"]["selector"].as_mapping().unwrap() {
+        assert_eq!(
+            &pod_labels[k.as_str().unwrap()],
+            v,
+            "Service selects no pod"
+        );
+    }
+    for (k, v) in sm["spec"]["selector"]["matchLabels"].as_mapping().unwrap() {
+        assert_eq!(
+            &svc["metadata"]["labels"][k.as_str().unwrap()],
+            v,
+            "ServiceMonitor selects no Service"
+        );
+    }
+    let port = sm["spec"]["endpoints"][0]["port"].as_str().unwrap();
+    assert_eq!(svc["spec"]["ports"][0]["name"].as_str(), Some(port));
+    assert_eq!(container["ports"][0]["name"].as_str(), Some("metrics"));
+    // The Service's name is the job label MembloatExporterDown matches.
+    let rules = yaml(&deploy("prometheus/membloat.rules.yml"));
+    assert_eq!(svc["metadata"]["name"].as_str(), Some("membloat"));
+    assert!(serde_yaml_ng::to_string(&rules)
+        .unwrap()
+        .contains("up{job=\"membloat\"}"));
+
+    // The PrometheusRule holds exactly the rules of deploy/prometheus, and promtool
+    // accepts its groups.
+    assert_eq!(pr["spec"], rules, "run deploy/kubernetes/render.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let groups = dir.path().join("groups.yml");
+    std::fs::write(&groups, serde_yaml_ng::to_string(&pr["spec"]).unwrap()).unwrap();
+    let out = tool("promtool")
+        .args(["check", "rules", "--lint=all", "--lint-fatal"])
+        .arg(&groups)
+        .output()
+        .unwrap();
+    ok(out, "promtool check rules on the PrometheusRule");
+
+    // render.sh reproduces the committed file byte for byte.
+    let copy = dir.path().join("deploy");
+    std::fs::create_dir_all(copy.join("kubernetes")).unwrap();
+    std::fs::create_dir_all(copy.join("prometheus")).unwrap();
+    std::fs::copy(
+        deploy("kubernetes/render.sh"),
+        copy.join("kubernetes/render.sh"),
+    )
+    .unwrap();
+    std::fs::copy(
+        deploy("prometheus/membloat.rules.yml"),
+        copy.join("prometheus/membloat.rules.yml"),
+    )
+    .unwrap();
+    assert!(Command::new("bash")
+        .arg(copy.join("kubernetes/render.sh"))
+        .status()
+        .unwrap()
+        .success());
+    assert_eq!(
+        std::fs::read(copy.join("kubernetes/prometheusrule.yaml")).unwrap(),
+        std::fs::read(deploy("kubernetes/prometheusrule.yaml")).unwrap(),
+        "prometheusrule.yaml is stale: run deploy/kubernetes/render.sh"
+    );
+}
+
+/// The DaemonSet's arguments, with /host/proc and /host/sys pointing at this machine's,
+/// start the real exporter, and its probes answer.
+#[test]
+fn daemonset_arguments_run_the_exporter_and_probes_answer() {
+    let ds = yaml(&deploy("kubernetes/daemonset.yaml"));
+    let host = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/proc", host.path().join("proc")).unwrap();
+    std::os::unix::fs::symlink("/sys", host.path().join("sys")).unwrap();
+    let args: Vec<String> = ds["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            a.as_str()
+                .unwrap()
+                .replace("/host", host.path().to_str().unwrap())
+        })
+        .filter(|a| !a.starts_with("--web.listen-address"))
+        .collect();
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut cmd = Command::new(bin());
+    cmd.stderr(Stdio::null());
+    let d = Daemon::start_with(cmd, &refs);
+    let text = d.metrics();
+    promtool_check(&text);
+    assert!(value(&text, "membloat_processes_scanned").unwrap() >= 1.0);
+    d.wait_until(Duration::from_secs(5), || d.get("/healthz").status == 200);
+}
