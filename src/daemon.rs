@@ -13,7 +13,6 @@ use crate::http;
 use crate::sample::{Grouping, Scanner};
 use crate::source::{Reason, Source};
 use crate::webconfig::WebConfig;
-use std::path::Path;
 
 /// The latest scan, encoded once in both formats so a scrape only copies bytes.
 pub struct Published {
@@ -159,7 +158,7 @@ pub fn run(cfg: Config) -> i32 {
         }
     };
     let web = match &cfg.web_config_file {
-        None => WebConfig::parse("", Path::new(".")).map_err(|e| e.to_string()),
+        None => Ok(WebConfig::none()),
         Some(path) => WebConfig::load(path).map_err(|e| format!("--web.config.file {e}")),
     };
     let web = match web {

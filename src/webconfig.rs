@@ -114,6 +114,15 @@ const SETTABLE_HEADERS: [&str; 5] = [
 ];
 
 impl WebConfig {
+    /// No file: plain HTTP without authentication.
+    pub fn none() -> WebConfig {
+        WebConfig {
+            tls: None,
+            users: None,
+            headers: Vec::new(),
+        }
+    }
+
     pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
         let fail = |message: String| WebConfigError::Invalid {
             path: path.to_path_buf(),
@@ -126,15 +135,10 @@ impl WebConfig {
 
     /// Parses and validates the file's text; relative paths are resolved against `base`.
     pub fn parse(text: &str, base: &Path) -> Result<WebConfig, String> {
-        let file: FileFormat = if text.trim().is_empty() {
-            FileFormat {
-                tls_server_config: None,
-                http_server_config: None,
-                basic_auth_users: None,
-            }
-        } else {
-            serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?
-        };
+        if text.trim().is_empty() {
+            return Ok(WebConfig::none());
+        }
+        let file: FileFormat = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
         let tls = file
             .tls_server_config
             .map(|t| tls_config(t, base))

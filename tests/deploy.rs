@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use serde_yaml_ng::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn root() -> &'static Path {
@@ -22,16 +22,6 @@ fn yaml(p: &Path) -> Value {
     serde_yaml_ng::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
-fn ok(out: Output, what: &str) -> String {
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{what} failed:\n{text}");
-    text
-}
-
 #[test]
 fn systemd_unit_scores_at_most_2_5_and_verifies_clean() {
     let unit = deploy("systemd/membloat_exporter.service");
@@ -40,7 +30,7 @@ fn systemd_unit_scores_at_most_2_5_and_verifies_clean() {
         .arg(&unit)
         .output()
         .unwrap();
-    let text = ok(out, "systemd-analyze security");
+    let text = succeeded(out, "systemd-analyze security");
     let score: f64 = text
         .lines()
         .find_map(|l| {
@@ -68,7 +58,7 @@ fn systemd_unit_scores_at_most_2_5_and_verifies_clean() {
         .arg(&copy)
         .output()
         .unwrap();
-    let said = ok(out, "systemd-analyze verify");
+    let said = succeeded(out, "systemd-analyze verify");
     assert!(said.trim().is_empty(), "systemd-analyze verify:\n{said}");
 
     let directives: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
@@ -101,7 +91,7 @@ fn kubernetes_manifests_validate_offline() {
         .args(files.iter().map(|f| deploy(&format!("kubernetes/{f}"))))
         .output()
         .unwrap();
-    let text = ok(out, "kubernetes-validate --strict");
+    let text = succeeded(out, "kubernetes-validate --strict");
     for kind in ["daemonset/membloat-exporter", "service/membloat"] {
         assert!(
             text.contains(&format!("passed for resource {kind}")),
@@ -118,7 +108,7 @@ fn kubernetes_manifests_validate_offline() {
         .arg(root().join("grafana/provisioning.yml"))
         .output()
         .unwrap();
-    ok(out, "yamllint -s");
+    succeeded(out, "yamllint -s");
 }
 
 #[test]
@@ -219,7 +209,7 @@ fn kubernetes_resources_agree_with_each_other_and_the_rules() {
         .arg(&groups)
         .output()
         .unwrap();
-    ok(out, "promtool check rules on the PrometheusRule");
+    succeeded(out, "promtool check rules on the PrometheusRule");
 
     // render.sh reproduces the committed file byte for byte.
     let copy = dir.path().join("deploy");

@@ -3,26 +3,15 @@
 
 mod common;
 
-use common::tool;
+use common::{succeeded, tool};
 use serde_yaml_ng::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 fn deploy(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("deploy")
         .join(path)
-}
-
-fn ok(out: Output, what: &str) -> String {
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{what} failed:\n{text}");
-    text
 }
 
 fn yaml(path: &Path) -> Value {
@@ -47,7 +36,7 @@ fn promtool_accepts_the_rules_with_lint_fatal() {
         .arg(deploy("prometheus/membloat.rules.yml"))
         .output()
         .unwrap();
-    let text = ok(out, "promtool check rules");
+    let text = succeeded(out, "promtool check rules");
     assert!(text.contains("SUCCESS"), "{text}");
 }
 
@@ -58,7 +47,7 @@ fn promtool_rule_tests_pass() {
         .current_dir(deploy("prometheus"))
         .output()
         .unwrap();
-    ok(out, "promtool test rules");
+    succeeded(out, "promtool test rules");
 }
 
 /// Each alert has a test case where it fires and one where it does not.
@@ -136,7 +125,7 @@ fn example_prometheus_config_is_valid() {
         .arg(deploy("prometheus/prometheus.yml"))
         .output()
         .unwrap();
-    let text = ok(out, "promtool check config");
+    let text = succeeded(out, "promtool check config");
     assert!(text.contains("1 rule files found"), "{text}");
 }
 
@@ -148,7 +137,7 @@ fn alertmanager_config_is_valid_and_routes_by_severity() {
         .arg(&config)
         .output()
         .unwrap();
-    ok(out, "amtool check-config");
+    succeeded(out, "amtool check-config");
     for (severity, receiver) in [("critical", "pager"), ("warning", "team"), ("info", "info")] {
         let out = tool("amtool")
             .args(["config", "routes", "test"])

@@ -188,6 +188,17 @@ pub fn tool(name: &str) -> Command {
     Command::new(name)
 }
 
+/// Asserts a checker succeeded; returns its stdout and stderr for further checks.
+pub fn succeeded(out: Output, what: &str) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{what} failed:\n{text}");
+    text
+}
+
 /// Pipes `input` to a command and returns its output.
 pub fn pipe(mut cmd: Command, input: &str) -> Output {
     let mut child = cmd
