@@ -107,7 +107,7 @@ impl Pipeline {
             .unwrap_or(0);
         if denied > 0 && !self.warned_denied {
             self.warned_denied = true;
-            crate::log!(Warn, "{denied} processes' smaps_rollup could not be read (permission denied): reading other users' memory maps needs CAP_SYS_PTRACE; partial coverage is counted in membloat_scan_errors_total");
+            crate::log!(Warn, "permission denied reading smaps_rollup of {denied} process(es): reading other users' memory maps needs CAP_SYS_PTRACE; partial coverage is counted in membloat_scan_errors_total");
         }
         let snapshot = Arc::new(derive(self.last.as_deref(), sample, self.options));
         self.last = Some(snapshot.clone());
