@@ -6,20 +6,12 @@ mod common;
 
 use common::*;
 use serde_yaml_ng::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn deploy(p: &str) -> PathBuf {
-    root().join("deploy").join(p)
-}
-
-fn yaml(p: &Path) -> Value {
-    serde_yaml_ng::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
 #[test]
@@ -192,7 +184,7 @@ fn kubernetes_resources_agree_with_each_other_and_the_rules() {
     assert_eq!(svc["spec"]["ports"][0]["name"].as_str(), Some(port));
     assert_eq!(container["ports"][0]["name"].as_str(), Some("metrics"));
     // The Service's name is the job label MembloatExporterDown matches.
-    let rules = yaml(&deploy("prometheus/membloat.rules.yml"));
+    let rules = yaml(&rules_file());
     assert_eq!(svc["metadata"]["name"].as_str(), Some("membloat"));
     assert!(serde_yaml_ng::to_string(&rules)
         .unwrap()
@@ -204,12 +196,7 @@ fn kubernetes_resources_agree_with_each_other_and_the_rules() {
     let dir = tempfile::tempdir().unwrap();
     let groups = dir.path().join("groups.yml");
     std::fs::write(&groups, serde_yaml_ng::to_string(&pr["spec"]).unwrap()).unwrap();
-    let out = tool("promtool")
-        .args(["check", "rules", "--lint=all", "--lint-fatal"])
-        .arg(&groups)
-        .output()
-        .unwrap();
-    succeeded(out, "promtool check rules on the PrometheusRule");
+    promtool_ok(&["check", "rules", "--lint=all", "--lint-fatal"], &groups);
 
     // render.sh reproduces the committed file byte for byte.
     let copy = dir.path().join("deploy");

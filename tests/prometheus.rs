@@ -115,8 +115,7 @@ fn encode(s: &str) -> String {
 
 #[test]
 fn every_dashboard_query_and_recording_rule_returns_data_from_a_real_prometheus() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let rules = root.join("deploy/prometheus/membloat.rules.yml");
+    let rules = rules_file();
     let _hoard = Repro::start("hoard", &["3", "1", "0"], &[]);
     let _arenas = Repro::start("arenas", &[], &[]);
     let exporter = Daemon::start(&[
@@ -190,25 +189,21 @@ fn every_dashboard_query_and_recording_rule_returns_data_from_a_real_prometheus(
         }
     }
 
-    let parsed: serde_yaml_ng::Value =
-        serde_yaml_ng::from_str(&std::fs::read_to_string(&rules).unwrap()).unwrap();
-    for group in parsed["groups"].as_sequence().unwrap() {
-        for rule in group["rules"].as_sequence().unwrap() {
-            let expr = rule["expr"].as_str().unwrap();
-            ran += 1;
-            let result = prom.query(expr);
-            match (rule["record"].as_str(), result) {
-                // A recording rule: its expression and the series Prometheus recorded.
-                (Some(record), Ok(r)) if !r.is_empty() => {
-                    if prom.query(record).map(|r| r.is_empty()).unwrap_or(true) {
-                        failures.push(format!("recording rule {record}: nothing recorded"));
-                    }
+    for rule in common::rules() {
+        let expr = rule["expr"].as_str().unwrap();
+        ran += 1;
+        let result = prom.query(expr);
+        match (rule["record"].as_str(), result) {
+            // A recording rule: its expression and the series Prometheus recorded.
+            (Some(record), Ok(r)) if !r.is_empty() => {
+                if prom.query(record).map(|r| r.is_empty()).unwrap_or(true) {
+                    failures.push(format!("recording rule {record}: nothing recorded"));
                 }
-                (Some(record), Ok(_)) => failures.push(format!("{record}: no series: {expr}")),
-                // An alert: it must evaluate (it is expected not to fire here).
-                (None, Ok(_)) => {}
-                (_, Err(err)) => failures.push(format!("rule {expr}: {err}")),
             }
+            (Some(record), Ok(_)) => failures.push(format!("{record}: no series: {expr}")),
+            // An alert: it must evaluate (it is expected not to fire here).
+            (None, Ok(_)) => {}
+            (_, Err(err)) => failures.push(format!("rule {expr}: {err}")),
         }
     }
 
@@ -238,13 +233,9 @@ fn every_dashboard_query_and_recording_rule_returns_data_from_a_real_prometheus(
 /// the exporter directly equals what Prometheus stored for the same scrape.
 #[test]
 fn prometheus_stores_what_the_exporter_serves() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let exporter = Daemon::start(&["--scan.interval=1s"]);
     let instance = format!("127.0.0.1:{}", exporter.port);
-    let prom = Prometheus::start(
-        &instance,
-        &root.join("deploy/prometheus/membloat.rules.yml"),
-    );
+    let prom = Prometheus::start(&instance, &rules_file());
     prom.wait_until(Duration::from_secs(30), "first scrape", |p| {
         p.query("membloat_memory_total_bytes")
             .is_ok_and(|r| !r.is_empty())

@@ -3,40 +3,24 @@
 
 mod common;
 
-use common::{succeeded, tool};
+use common::*;
 use serde_yaml_ng::Value;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-
-fn deploy(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("deploy")
-        .join(path)
-}
-
-fn yaml(path: &Path) -> Value {
-    serde_yaml_ng::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+use std::path::Path;
 
 fn alerts() -> Vec<Value> {
-    let rules = yaml(&deploy("prometheus/membloat.rules.yml"));
-    rules["groups"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .flat_map(|g| g["rules"].as_sequence().unwrap().clone())
+    rules()
+        .into_iter()
         .filter(|r| r.get("alert").is_some())
         .collect()
 }
 
 #[test]
 fn promtool_accepts_the_rules_with_lint_fatal() {
-    let out = tool("promtool")
-        .args(["check", "rules", "--lint=all", "--lint-fatal"])
-        .arg(deploy("prometheus/membloat.rules.yml"))
-        .output()
-        .unwrap();
-    let text = succeeded(out, "promtool check rules");
+    let text = promtool_ok(
+        &["check", "rules", "--lint=all", "--lint-fatal"],
+        &rules_file(),
+    );
     assert!(text.contains("SUCCESS"), "{text}");
 }
 
@@ -120,12 +104,7 @@ fn every_alert_follows_the_conventions_and_has_a_runbook() {
 
 #[test]
 fn example_prometheus_config_is_valid() {
-    let out = tool("promtool")
-        .args(["check", "config"])
-        .arg(deploy("prometheus/prometheus.yml"))
-        .output()
-        .unwrap();
-    let text = succeeded(out, "promtool check config");
+    let text = promtool_ok(&["check", "config"], &deploy("prometheus/prometheus.yml"));
     assert!(text.contains("1 rule files found"), "{text}");
 }
 

@@ -190,15 +190,7 @@ fn tls_with_basic_auth_as_curl_sees_it() {
             hash("scrape-secret")
         ),
     );
-    let out = tool("promtool")
-        .args(["check", "web-config"])
-        .arg(&config)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check web-config rejected it"
-    );
+    promtool_ok(&["check", "web-config"], &config);
     let d = start(&config, &[]);
 
     let (_, status, head) = curl(d.port, &pki, &[]);
@@ -438,17 +430,7 @@ fn shipped_example_web_config_passes_promtool_and_works() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/web-config.yml");
     let config = pki.path("web-config.yml");
     std::fs::copy(example, &config).unwrap();
-    let out = tool("promtool")
-        .args(["check", "web-config"])
-        .arg(&config)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    promtool_ok(&["check", "web-config"], &config);
     let d = start(&config, &[]);
     assert_eq!(curl(d.port, &pki, &["-u", "prometheus:change-me"]).1, 200);
     assert_eq!(curl(d.port, &pki, &[]).1, 401);

@@ -188,6 +188,39 @@ pub fn tool(name: &str) -> Command {
     Command::new(name)
 }
 
+/// A file under `deploy/`.
+pub fn deploy(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy")
+        .join(path)
+}
+
+pub fn yaml(path: &Path) -> serde_yaml_ng::Value {
+    serde_yaml_ng::from_str(&std::fs::read_to_string(path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The shipped rules file.
+pub fn rules_file() -> PathBuf {
+    deploy("prometheus/membloat.rules.yml")
+}
+
+/// Every rule of the shipped rules file, recording and alerting, in file order.
+pub fn rules() -> Vec<serde_yaml_ng::Value> {
+    yaml(&rules_file())["groups"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_sequence().unwrap().clone())
+        .collect()
+}
+
+/// `promtool ARGS PATH`, asserted to succeed; returns what it printed.
+pub fn promtool_ok(args: &[&str], path: &Path) -> String {
+    let out = tool("promtool").args(args).arg(path).output().unwrap();
+    succeeded(out, &format!("promtool {}", args.join(" ")))
+}
+
 /// Asserts a checker succeeded; returns its stdout and stderr for further checks.
 pub fn succeeded(out: Output, what: &str) -> String {
     let text = format!(
