@@ -74,6 +74,27 @@ pub struct DeepConfig {
     pub min_bytes: u64,
 }
 
+/// How the processes collector reads `/proc/PID`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadConfig {
+    /// Re-read an unchanged process's smaps_rollup every this many scans (1: every scan).
+    pub rollup_refresh: u64,
+    /// Reader threads.
+    pub readers: usize,
+    /// A read of one process that takes longer is left behind for this scan.
+    pub timeout: Duration,
+}
+
+impl Default for ReadConfig {
+    fn default() -> Self {
+        ReadConfig {
+            rollup_refresh: 10,
+            readers: 2,
+            timeout: Duration::from_secs(5),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub listen_address: String,
@@ -90,6 +111,7 @@ pub struct Config {
     pub top_k: usize,
     pub group_by: GroupBy,
     pub deep: DeepConfig,
+    pub reading: ReadConfig,
     pub log_level: LogLevel,
     pub once: bool,
     pub once_interval: Duration,
@@ -199,6 +221,15 @@ fn command() -> Command {
         .arg(Arg::new("collector.processes.deep-min-size").long("collector.processes.deep-min-size").value_name("SIZE")
             .default_value("64MiB").value_parser(parse_size)
             .help("Deep-read a process when its RssAnon reaches SIZE, or its unbacked address space (VmSize - VmRSS) 8 x SIZE"))
+        .arg(Arg::new("collector.processes.rollup-refresh").long("collector.processes.rollup-refresh").value_name("N")
+            .default_value("10").value_parser(value_parser!(u64).range(1..))
+            .help("Re-read smaps_rollup of a process whose memory in status (VmRSS, RssAnon, VmSwap, VmPTE) did not change every N scans, staggered; 1 reads it every scan"))
+        .arg(Arg::new("collector.processes.readers").long("collector.processes.readers").value_name("N")
+            .default_value("2").value_parser(value_parser!(u64).range(1..=64))
+            .help("Threads that read /proc/PID files; a thread stuck in one process's read is replaced (up to 4 more)"))
+        .arg(Arg::new("collector.processes.read-timeout").long("collector.processes.read-timeout").value_name("DURATION")
+            .default_value("5s").value_parser(positive_duration)
+            .help("A scan stops waiting for a process whose read has taken this long, counts it (reason=\"timeout\") and skips its smaps_rollup until the read returns"))
         .arg(Arg::new("log.level").long("log.level").value_name("LEVEL")
             .default_value("info").value_parser(["error", "warn", "info", "debug"])
             .help("Only log messages with the given severity or above"))
@@ -316,6 +347,16 @@ impl Config {
                     .get_one::<u64>("collector.processes.deep-min-size")
                     .copied()
                     .unwrap_or(64 << 20),
+            },
+            reading: ReadConfig {
+                rollup_refresh: m
+                    .get_one::<u64>("collector.processes.rollup-refresh")
+                    .copied()
+                    .unwrap_or(10),
+                readers: m
+                    .get_one::<u64>("collector.processes.readers")
+                    .map_or(2, |&n| n as usize),
+                timeout: duration("collector.processes.read-timeout"),
             },
             log_level,
             once: m.get_flag("once"),

@@ -91,6 +91,7 @@ impl Pipeline {
                 cfg.collectors,
                 grouping,
                 cfg.deep,
+                cfg.reading,
             ),
             last: None,
             options: DeriveOptions { top_k: cfg.top_k },

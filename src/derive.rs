@@ -6,7 +6,9 @@ use std::time::UNIX_EPOCH;
 use crate::parse::meminfo::Meminfo;
 use crate::parse::pressure::Pressure;
 use crate::parse::vmstat::Vmstat;
-use crate::sample::{CollectorRun, DeepRun, ErrorCounts, ProcessSample, Sample, Sysctl, Thp};
+use crate::sample::{
+    CollectorRun, DeepRun, ErrorCounts, ProcessSample, ReadStats, Sample, Sysctl, Thp,
+};
 use crate::signals::{self, ProcState, Signals};
 use crate::source::Reason;
 
@@ -116,6 +118,7 @@ pub struct Snapshot {
     /// Top-K by RSS, by oom_score, by hoarded and by regrown bytes, united, in pid order.
     pub top: Vec<ProcessReport>,
     pub deep: Option<DeepRun>,
+    pub reads: Option<ReadStats>,
     pub cgroups: Option<Vec<(String, crate::parse::memory_stat::MemoryStat)>>,
     /// What is remembered of each live process, by (pid, start ticks).
     pub states: HashMap<(u32, u64), ProcState>,
@@ -195,6 +198,7 @@ pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> S
         top: top_k(&sample.processes, &sigs, opts.top_k),
         processes_scanned,
         deep: sample.deep,
+        reads: sample.reads,
         cgroups: sample.cgroups,
         states,
         collectors: sample.collectors,

@@ -181,6 +181,17 @@ fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
         MetricType::Gauge,
         rows(|c| Num::F(c.duration_seconds)),
     )?;
+    if let Some(r) = &s.reads {
+        f.gauge("scan_rollup_reads", "Processes whose smaps_rollup the latest scan read; the others had the same statm as in the scan before and are re-read every --collector.processes.rollup-refresh scans.", None, Some(Num::U(r.rollups_read)))?;
+        f.gauge("scan_stalled_processes", "Processes the latest scan left behind because their read outlasted --collector.processes.read-timeout.", None, Some(Num::U(r.stalled)))?;
+        f.gauge(
+            "scan_slowest_process_read",
+            "Longest time the files of one process took to read in the latest scan.",
+            seconds(),
+            Some(Num::F(r.slowest_seconds)),
+        )?;
+        f.gauge("scan_reader_threads", "Threads reading /proc/PID files, stuck ones included (--collector.processes.readers, up to 4 more).", None, Some(Num::U(r.threads)))?;
+    }
     if let Some(d) = &s.deep {
         f.gauge("deep_scan_candidates", "Processes that met the deep-tier thresholds (--collector.processes.deep-min-size) in the latest scan.", None, Some(Num::U(d.candidates)))?;
         f.gauge(

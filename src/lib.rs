@@ -12,6 +12,7 @@ pub mod http;
 pub mod log;
 pub mod matcher;
 pub mod parse;
+pub mod pool;
 pub mod sample;
 pub mod signals;
 pub mod source;

@@ -4,14 +4,18 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::{Collectors, DeepConfig, GroupBy};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::config::{Collectors, DeepConfig, GroupBy, ReadConfig};
 use crate::matcher::{Candidate, Matchers};
 use crate::parse::memory_stat::MemoryStat;
 use crate::parse::{
     self, cgroup, meminfo::Meminfo, pressure::Pressure, smaps, smaps::SmapsSummary,
     smaps_rollup::SmapsRollup, stat::Stat, status::Status, sysfs, vmstat::Vmstat,
 };
-use crate::source::{ReadError, Reason, Source};
+use crate::pool::Pool;
+use crate::source::{Buffer, Buffers, ReadError, Reason, Source};
 
 /// `/proc/sys/vm` settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -133,6 +137,8 @@ pub struct Sample {
     pub collectors: Vec<CollectorRun>,
     pub errors: ErrorCounts,
     pub deep: Option<DeepRun>,
+    /// How the processes were read, when the processes collector ran.
+    pub reads: Option<ReadStats>,
     /// Memory cgroups with anonymous memory, by path under the hierarchy root.
     pub cgroups: Option<Vec<(String, MemoryStat)>>,
     /// Online CPUs: glibc allows 8 arenas per CPU.
@@ -163,18 +169,85 @@ impl Grouping {
     }
 }
 
-/// Reads samples; owns the reusable buffers and the values fixed at boot.
+/// What the processes collector did in one scan beyond reading each process.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReadStats {
+    /// Processes whose `smaps_rollup` this scan read; the others were unchanged.
+    pub rollups_read: u64,
+    /// Processes left behind because their read outlasted the read timeout.
+    pub stalled: u64,
+    /// The longest time the files of one process took.
+    pub slowest_seconds: f64,
+    /// Reader threads alive, stuck ones included.
+    pub threads: u64,
+}
+
+/// What a scan remembers of a process for the next one: enough to tell whether its memory
+/// changed, and the values it kept when it did not re-read them.
+#[derive(Debug, Clone)]
+struct Known {
+    pid: u32,
+    start_ticks: u64,
+    /// `statm` size, resident and shared pages: when they are unchanged, so is the memory
+    /// that status, smaps_rollup and oom_score report.
+    statm: Option<[u64; 3]>,
+    status: Status,
+    comm: String,
+    oom_score_adj: i64,
+    oom_score: u64,
+    rollup: Option<SmapsRollup>,
+    group: Option<String>,
+}
+
+/// Everything a reader thread needs for one scan.
+struct ReadContext {
+    source: Source,
+    grouping: Arc<Grouping>,
+    clk_tck: f64,
+    boot_time_seconds: Option<f64>,
+    rollup_refresh: u64,
+    scan: u64,
+    /// The previous scan's processes, by pid.
+    known: Arc<Vec<Known>>,
+    /// Pids a reader from an earlier scan is still stuck on: their smaps_rollup and
+    /// cmdline are not touched again until it comes back.
+    stuck: Vec<u32>,
+}
+
+/// One process as a reader thread saw it.
+struct ProcessRead {
+    /// `Ok(None)`: a kernel thread.
+    outcome: Result<Option<(ProcessSample, Known)>, Reason>,
+    malformed: u64,
+    /// Why smaps_rollup could not be read while the rest could.
+    rollup_error: Option<Reason>,
+    rollup_read: bool,
+    seconds: f64,
+}
+
+/// One deep-tier read.
+enum DeepRead {
+    Done(Result<SmapsSummary, Reason>, u64),
+    /// Left for a later scan by the CPU budget.
+    Deferred,
+}
+
+/// Reads samples; owns the reusable buffers, the reader threads and the values fixed at
+/// boot.
 pub struct Scanner {
     source: Source,
     collectors: Collectors,
-    grouping: Grouping,
+    grouping: Arc<Grouping>,
     clk_tck: f64,
     boot_time_seconds: Option<f64>,
     deep: DeepConfig,
-    /// When each process's smaps was last read, by (pid, start ticks).
-    deep_read_at: HashMap<(u32, u64), Instant>,
-    buf: Vec<u8>,
-    aux: Vec<u8>,
+    reading: ReadConfig,
+    /// When each process's smaps was last read, and its memory then, by (pid, start ticks).
+    deep_read_at: HashMap<(u32, u64), (Instant, DeepMemory)>,
+    known: Arc<Vec<Known>>,
+    scans: u64,
+    pool: Pool,
+    buf: Buffer,
 }
 
 impl Scanner {
@@ -183,8 +256,9 @@ impl Scanner {
         collectors: Collectors,
         grouping: Grouping,
         deep: DeepConfig,
+        reading: ReadConfig,
     ) -> Self {
-        let mut buf = Vec::with_capacity(8192);
+        let mut buf = Buffer::default();
         let boot_time_seconds = source.read_proc("stat", &mut buf).ok().and_then(|text| {
             text.lines()
                 .find_map(|l| l.strip_prefix("btime "))
@@ -200,13 +274,17 @@ impl Scanner {
         Scanner {
             source,
             collectors,
-            grouping,
+            grouping: Arc::new(grouping),
             clk_tck,
             boot_time_seconds,
             deep,
+            reading,
             deep_read_at: HashMap::new(),
+            known: Arc::new(Vec::new()),
+            scans: 0,
+            // Readers stuck in a read are replaced, up to four of them.
+            pool: Pool::new(reading.readers, reading.readers + 4),
             buf,
-            aux: Vec::with_capacity(4096),
         }
     }
 
@@ -262,11 +340,14 @@ impl Scanner {
             });
         }
         if c.processes {
-            if let Some(list) = self.timed(&mut s, "processes", |me, errs| me.read_processes(errs))
-            {
+            let mut stats = ReadStats::default();
+            if let Some(list) = self.timed(&mut s, "processes", |me, errs| {
+                me.read_processes(errs, &mut stats)
+            }) {
                 s.processes = list;
                 s.deep = Some(self.read_deep(&mut s.processes, &mut s.errors));
             }
+            s.reads = Some(stats);
         }
         if c.cgroup {
             s.cgroups = self.timed(&mut s, "cgroup", |me, errs| me.read_cgroups(errs));
@@ -469,119 +550,62 @@ impl Scanner {
         Ok(thp)
     }
 
-    fn read_processes(&mut self, errs: &mut ErrorCounts) -> Result<Vec<ProcessSample>, Reason> {
+    fn read_processes(
+        &mut self,
+        errs: &mut ErrorCounts,
+        stats: &mut ReadStats,
+    ) -> Result<Vec<ProcessSample>, Reason> {
         let mut pids = self.source.pids().map_err(|e| e.system_reason())?;
         pids.sort_unstable();
-        let mut out = Vec::with_capacity(pids.len());
-        for pid in pids {
-            match self.read_process(pid, errs) {
-                Ok(Some(p)) => out.push(p),
+        let ctx = Arc::new(ReadContext {
+            source: self.source.clone(),
+            grouping: self.grouping.clone(),
+            clk_tck: self.clk_tck,
+            boot_time_seconds: self.boot_time_seconds,
+            rollup_refresh: self.reading.rollup_refresh.max(1),
+            scan: self.scans,
+            known: self.known.clone(),
+            stuck: self.pool.stuck_pids(),
+        });
+        self.scans += 1;
+        let batch = self.pool.run(
+            pids,
+            self.reading.timeout,
+            Arc::new(move |bufs: &mut Buffers, pid, _| read_process(&ctx, bufs, pid)),
+        );
+        let mut out = Vec::with_capacity(batch.results.len());
+        let mut known = Vec::with_capacity(batch.results.len());
+        for read in batch.results.into_iter().flatten() {
+            count(errs, "processes", Reason::Malformed, read.malformed);
+            if let Some(reason) = read.rollup_error {
+                count(errs, "processes", reason, 1);
+            }
+            stats.rollups_read += read.rollup_read as u64;
+            stats.slowest_seconds = stats.slowest_seconds.max(read.seconds);
+            match read.outcome {
+                Ok(Some((p, k))) => {
+                    out.push(p);
+                    known.push(k);
+                }
                 Ok(None) => {}
                 Err(reason) => count(errs, "processes", reason, 1),
             }
         }
+        let left = batch.stalled.len() + batch.unread;
+        stats.stalled = left as u64;
+        count(errs, "processes", Reason::Timeout, left as u64);
+        // What was known of a stalled process is kept for when its reader comes back.
+        for pid in batch.stalled {
+            if let Ok(i) = self.known.binary_search_by_key(&pid, |k| k.pid) {
+                known.push(self.known[i].clone());
+            }
+        }
+        known.sort_unstable_by_key(|k| k.pid);
+        self.known = Arc::new(known);
+        stats.threads = self.pool.threads() as u64;
         Ok(out)
     }
 
-    /// One process. `Ok(None)` for a kernel thread (no memory of its own).
-    fn read_process(
-        &mut self,
-        pid: u32,
-        errs: &mut ErrorCounts,
-    ) -> Result<Option<ProcessSample>, Reason> {
-        let reason = |e: ReadError| e.process_reason();
-        let stat = Stat::parse(
-            self.source
-                .read_pid(pid, "stat", &mut self.buf)
-                .map_err(reason)?,
-        )
-        .map_err(|_| Reason::Malformed)?;
-        let status = Status::parse(
-            self.source
-                .read_pid(pid, "status", &mut self.buf)
-                .map_err(reason)?,
-        )
-        .map_err(|_| Reason::Malformed)?;
-        if status.vm_rss_bytes.is_none() {
-            return Ok(None);
-        }
-        count(errs, "processes", Reason::Malformed, status.rejected as u64);
-        let rollup = match self.source.read_pid(pid, "smaps_rollup", &mut self.buf) {
-            Ok(text) => match SmapsRollup::parse(text) {
-                Ok(r) => r,
-                Err(_) => {
-                    count(errs, "processes", Reason::Malformed, 1);
-                    None
-                }
-            },
-            Err(ReadError::Gone(_)) => return Err(Reason::Vanished),
-            // Another user's process without CAP_SYS_PTRACE: keep what status showed.
-            Err(e) => {
-                count(errs, "processes", e.process_reason(), 1);
-                None
-            }
-        };
-        if let Some(r) = &rollup {
-            count(errs, "processes", Reason::Malformed, r.rejected as u64);
-        }
-        let oom_score = parse::parse_u64(
-            self.source
-                .read_pid(pid, "oom_score", &mut self.buf)
-                .map_err(reason)?,
-        )
-        .map_err(|_| Reason::Malformed)?;
-        let oom_score_adj = parse::parse_i64(
-            self.source
-                .read_pid(pid, "oom_score_adj", &mut self.buf)
-                .map_err(reason)?,
-        )
-        .ok()
-        .filter(|adj| (-1000..=1000).contains(adj))
-        .ok_or(Reason::Malformed)?;
-        let group = match &self.grouping {
-            Grouping::Comm => Some(stat.comm.clone()),
-            Grouping::Cgroup => {
-                let text = self
-                    .source
-                    .read_pid(pid, "cgroup", &mut self.buf)
-                    .map_err(reason)?;
-                Some(cgroup::memory_cgroup(text).unwrap_or("").to_string())
-            }
-            Grouping::Matcher(m) => {
-                let cmdline = if m.needs_cmdline() {
-                    self.source
-                        .read_pid(pid, "cmdline", &mut self.aux)
-                        .map_err(reason)?
-                } else {
-                    ""
-                };
-                m.group(&Candidate {
-                    comm: &stat.comm,
-                    cmdline,
-                })
-            }
-        };
-        let ticks = (stat.utime_ticks + stat.stime_ticks) as f64;
-        Ok(Some(ProcessSample {
-            pid,
-            start_ticks: stat.start_ticks,
-            start_time_seconds: self
-                .boot_time_seconds
-                .map(|boot| boot + stat.start_ticks as f64 / self.clk_tck),
-            cpu_seconds: ticks / self.clk_tck,
-            comm: stat.comm,
-            state: stat.state,
-            status,
-            rollup,
-            oom_score: Some(oom_score),
-            oom_score_adj: Some(oom_score_adj),
-            group,
-            smaps: None,
-        }))
-    }
-}
-
-impl Scanner {
     fn is_candidate(&self, p: &ProcessSample) -> bool {
         let st = &p.status;
         let anon = st.rss_anon_bytes.unwrap_or(0);
@@ -596,50 +620,289 @@ impl Scanner {
     /// first, until the CPU budget of this scan is spent.
     fn read_deep(&mut self, processes: &mut [ProcessSample], errs: &mut ErrorCounts) -> DeepRun {
         let started = Instant::now();
-        let cpu_start = thread_cpu();
         let mut run = DeepRun::default();
+        let stuck = self.pool.stuck_pids();
         let mut due: Vec<(Option<Instant>, u64, usize)> = Vec::new();
         for (i, p) in processes.iter().enumerate() {
             if !self.is_candidate(p) {
                 continue;
             }
             run.candidates += 1;
+            let memory = deep_memory(&p.status);
             let last = self.deep_read_at.get(&p.key()).copied();
-            if last.is_none_or(|t| started.duration_since(t) >= self.deep.interval) {
-                due.push((last, u64::MAX - p.status.rss_anon_bytes.unwrap_or(0), i));
+            // A process whose address space and memory did not move since its last deep
+            // read has the same heaps, arenas and commit: it is read again only after ten
+            // intervals, which catches what moves without them.
+            let is_due = last.is_none_or(|(t, before)| {
+                let age = started.duration_since(t);
+                age >= self.deep.interval && (before != memory || age >= self.deep.interval * 10)
+            });
+            if is_due && !stuck.contains(&p.pid) {
+                let anon = p.status.rss_anon_bytes.unwrap_or(0);
+                due.push((last.map(|l| l.0), u64::MAX - anon, i));
             }
         }
         // Never read first, then the longest unread; larger processes first among equals.
         due.sort_unstable();
-        for (n, &(_, _, i)) in due.iter().enumerate() {
-            if n > 0 && thread_cpu().saturating_sub(cpu_start) >= self.deep.budget {
-                run.deferred = (due.len() - n) as u64;
-                break;
-            }
+        let spent = Arc::new(AtomicU64::new(0));
+        let budget = self.deep.budget.as_nanos() as u64;
+        let (source, counter) = (self.source.clone(), spent.clone());
+        let batch = self.pool.run(
+            due.iter().map(|&(_, _, i)| processes[i].pid).collect(),
+            self.reading.timeout,
+            Arc::new(move |bufs: &mut Buffers, pid, n| {
+                // One process is always read; the others while the budget lasts.
+                if n > 0 && counter.load(Ordering::Acquire) >= budget {
+                    return DeepRead::Deferred;
+                }
+                let cpu = thread_cpu();
+                let read = read_smaps(&source, &mut bufs.main, pid);
+                let used = thread_cpu().saturating_sub(cpu).as_nanos() as u64;
+                counter.fetch_add(used, Ordering::AcqRel);
+                read
+            }),
+        );
+        let now = Instant::now();
+        for (&(_, _, i), read) in due.iter().zip(batch.results) {
             let p = &mut processes[i];
-            match self.source.read_pid(p.pid, "smaps", &mut self.buf) {
-                Ok(text) => match smaps::summarize(text) {
-                    Ok((summary, rejected)) => {
-                        count(errs, "processes", Reason::Malformed, rejected as u64);
-                        p.smaps = Some(summary);
+            match read {
+                Some(DeepRead::Done(result, rejected)) => {
+                    count(errs, "processes", Reason::Malformed, rejected);
+                    match result {
+                        Ok(summary) => p.smaps = Some(summary),
+                        Err(reason) => count(errs, "processes", reason, 1),
                     }
-                    Err(_) => count(errs, "processes", Reason::Malformed, 1),
-                },
-                Err(e) => count(errs, "processes", e.process_reason(), 1),
+                    self.deep_read_at
+                        .insert(p.key(), (now, deep_memory(&p.status)));
+                    run.covered += 1;
+                }
+                Some(DeepRead::Deferred) => run.deferred += 1,
+                None => count(errs, "processes", Reason::Timeout, 1),
             }
-            self.deep_read_at.insert(p.key(), Instant::now());
-            run.covered += 1;
         }
         // Forget processes that are gone, so the map stays as large as the process table.
         let live: HashSet<(u32, u64)> = processes.iter().map(|p| p.key()).collect();
         self.deep_read_at.retain(|k, _| live.contains(k));
         run.duration_seconds = started.elapsed().as_secs_f64();
-        run.cpu_seconds = thread_cpu().saturating_sub(cpu_start).as_secs_f64();
+        run.cpu_seconds = Duration::from_nanos(spent.load(Ordering::Acquire)).as_secs_f64();
         run
     }
 }
 
-/// CPU time of the calling thread (the scan runs on one thread).
+/// What a deep read depends on: address space and resident, anonymous and swapped memory.
+type DeepMemory = [Option<u64>; 4];
+
+fn deep_memory(st: &Status) -> DeepMemory {
+    [
+        st.vm_size_bytes,
+        st.vm_rss_bytes,
+        st.rss_anon_bytes,
+        st.vm_swap_bytes,
+    ]
+}
+
+fn read_smaps(source: &Source, buf: &mut Buffer, pid: u32) -> DeepRead {
+    let summarized = source.read_smaps(pid, buf).map(smaps::summarize);
+    let read = match summarized {
+        // A process with more mappings than MAX_SMAPS_BYTES holds: a partial summary
+        // would understate it.
+        Ok(_) if buf.was_cut() => DeepRead::Done(Err(Reason::Malformed), 0),
+        Ok(Ok((summary, rejected))) => DeepRead::Done(Ok(summary), rejected as u64),
+        Ok(Err(_)) => DeepRead::Done(Err(Reason::Malformed), 0),
+        Err(e) => DeepRead::Done(Err(e.process_reason()), 0),
+    };
+    buf.shrink();
+    read
+}
+
+/// `size resident shared` pages, the first three fields of `/proc/PID/statm`.
+fn parse_statm(text: &str) -> Option<[u64; 3]> {
+    let mut fields = text.split_ascii_whitespace().map(|f| f.parse::<u64>().ok());
+    Some([fields.next()??, fields.next()??, fields.next()??])
+}
+
+/// One process, on a reader thread.
+fn read_process(ctx: &ReadContext, bufs: &mut Buffers, pid: u32) -> ProcessRead {
+    let started = Instant::now();
+    let mut read = ProcessRead {
+        outcome: Ok(None),
+        malformed: 0,
+        rollup_error: None,
+        rollup_read: false,
+        seconds: 0.0,
+    };
+    read.outcome = read_process_files(ctx, bufs, pid, &mut read);
+    read.seconds = started.elapsed().as_secs_f64();
+    read
+}
+
+/// `stat` (CPU time, identity), `statm` and `oom_score_adj` every scan. `status`,
+/// `smaps_rollup` and `oom_score` only when `statm` changed since the last scan (any page
+/// mapped, faulted in, reclaimed, swapped or collapsed into a huge page by khugepaged
+/// moves it), when the process is new, and every `rollup_refresh` scans, staggered by pid,
+/// for what moves without it (Pss as sharers come and go, a collapse in place, a swap-out
+/// matched by a fault). `cgroup` and `cmdline` for grouping when the process is new, its
+/// name changed, or on that same refresh. With `rollup_refresh` 1 every file is read every
+/// scan and `statm` is not needed.
+fn read_process_files(
+    ctx: &ReadContext,
+    bufs: &mut Buffers,
+    pid: u32,
+    read: &mut ProcessRead,
+) -> Result<Option<(ProcessSample, Known)>, Reason> {
+    let source = &ctx.source;
+    let reason = |e: ReadError| e.process_reason();
+    let stat = Stat::parse(
+        source
+            .read_pid(pid, "stat", &mut bufs.main)
+            .map_err(reason)?,
+    )
+    .map_err(|_| Reason::Malformed)?;
+    let known = ctx
+        .known
+        .binary_search_by_key(&pid, |k| k.pid)
+        .ok()
+        .map(|i| &ctx.known[i])
+        .filter(|k| k.start_ticks == stat.start_ticks);
+    let stuck = ctx.stuck.contains(&pid);
+    let refresh = (ctx.scan + pid as u64) % ctx.rollup_refresh == 0;
+    let statm = if ctx.rollup_refresh > 1 && known.is_some() {
+        let text = source
+            .read_pid(pid, "statm", &mut bufs.main)
+            .map_err(reason)?;
+        Some(parse_statm(text).ok_or(Reason::Malformed)?)
+    } else {
+        None
+    };
+    let unchanged = match known {
+        Some(k) => !refresh && statm.is_some() && k.statm == statm,
+        None => false,
+    };
+    let status = match known {
+        Some(k) if unchanged => k.status.clone(),
+        _ => {
+            let status = Status::parse(
+                source
+                    .read_pid(pid, "status", &mut bufs.main)
+                    .map_err(reason)?,
+            )
+            .map_err(|_| Reason::Malformed)?;
+            if status.vm_rss_bytes.is_none() {
+                return Ok(None);
+            }
+            read.malformed += status.rejected as u64;
+            status
+        }
+    };
+    // A new process has no statm yet: read it after status, so the next scan compares
+    // with what this one saw.
+    let statm = match statm {
+        Some(m) => Some(m),
+        None if ctx.rollup_refresh > 1 => source
+            .read_pid(pid, "statm", &mut bufs.main)
+            .ok()
+            .and_then(parse_statm),
+        None => None,
+    };
+    let reread = !stuck && (!unchanged || known.is_some_and(|k| k.rollup.is_none()));
+    let rollup = if reread {
+        read.rollup_read = true;
+        match source.read_pid(pid, "smaps_rollup", &mut bufs.main) {
+            Ok(text) => match SmapsRollup::parse(text) {
+                Ok(r) => r,
+                Err(_) => {
+                    read.malformed += 1;
+                    None
+                }
+            },
+            Err(ReadError::Gone(_)) => return Err(Reason::Vanished),
+            // Another user's process without CAP_SYS_PTRACE: keep what status showed.
+            Err(e) => {
+                read.rollup_error = Some(e.process_reason());
+                None
+            }
+        }
+    } else {
+        known.and_then(|k| k.rollup)
+    };
+    if let Some(r) = &rollup {
+        read.malformed += r.rejected as u64;
+    }
+    let oom_score_adj = parse::parse_i64(
+        source
+            .read_pid(pid, "oom_score_adj", &mut bufs.main)
+            .map_err(reason)?,
+    )
+    .ok()
+    .filter(|adj| (-1000..=1000).contains(adj))
+    .ok_or(Reason::Malformed)?;
+    // oom_score is a function of RSS, swap, page tables and oom_score_adj (and of RAM and
+    // swap size, which the refresh catches).
+    let oom_score = match known {
+        Some(k) if unchanged && k.oom_score_adj == oom_score_adj => k.oom_score,
+        _ => parse::parse_u64(
+            source
+                .read_pid(pid, "oom_score", &mut bufs.main)
+                .map_err(reason)?,
+        )
+        .map_err(|_| Reason::Malformed)?,
+    };
+    let regroup = known.is_none_or(|k| (refresh && !stuck) || k.comm != stat.comm);
+    let group = match (&*ctx.grouping, known) {
+        (Grouping::Comm, _) => Some(stat.comm.clone()),
+        (_, Some(k)) if !regroup => k.group.clone(),
+        (Grouping::Cgroup, _) => {
+            let text = source
+                .read_pid(pid, "cgroup", &mut bufs.main)
+                .map_err(reason)?;
+            Some(cgroup::memory_cgroup(text).unwrap_or("").to_string())
+        }
+        (Grouping::Matcher(m), _) => {
+            let cmdline = if m.needs_cmdline() && !stuck {
+                source
+                    .read_pid(pid, "cmdline", &mut bufs.aux)
+                    .map_err(reason)?
+            } else {
+                ""
+            };
+            m.group(&Candidate {
+                comm: &stat.comm,
+                cmdline,
+            })
+        }
+    };
+    let ticks = (stat.utime_ticks + stat.stime_ticks) as f64;
+    let remembered = Known {
+        pid,
+        start_ticks: stat.start_ticks,
+        statm,
+        status: status.clone(),
+        comm: stat.comm.clone(),
+        oom_score_adj,
+        oom_score,
+        rollup,
+        group: group.clone(),
+    };
+    let sample = ProcessSample {
+        pid,
+        start_ticks: stat.start_ticks,
+        start_time_seconds: ctx
+            .boot_time_seconds
+            .map(|boot| boot + stat.start_ticks as f64 / ctx.clk_tck),
+        cpu_seconds: ticks / ctx.clk_tck,
+        comm: stat.comm,
+        state: stat.state,
+        status,
+        rollup,
+        oom_score: Some(oom_score),
+        oom_score_adj: Some(oom_score_adj),
+        group,
+        smaps: None,
+    };
+    Ok(Some((sample, remembered)))
+}
+
+/// CPU time of the calling thread.
 fn thread_cpu() -> Duration {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
         .map(|t| Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32))
@@ -649,5 +912,126 @@ fn thread_cpu() -> Duration {
 fn count(errs: &mut ErrorCounts, collector: &'static str, reason: Reason, n: u64) {
     if n > 0 {
         *errs.entry((collector, reason)).or_insert(0) += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    const STATUS: &str = "Name:\tidle\nVmSize:\t    5744 kB\nVmHWM:\t    3000 kB\nVmRSS:\t    3000 kB\nRssAnon:\t    2000 kB\nRssFile:\t    1000 kB\nRssShmem:\t       0 kB\nVmSwap:\t       0 kB\nThreads:\t1\n";
+
+    fn rollup(pss_kib: u64) -> String {
+        format!("00-ff ---p 00000000 00:00 0 [rollup]\nRss: 3000 kB\nPss: {pss_kib} kB\nAnonymous: 2000 kB\nAnonHugePages: 0 kB\nSwap: 0 kB\n")
+    }
+
+    /// One process, pid 78, in a tree of its own.
+    fn tree() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("78");
+        std::fs::create_dir_all(&p).unwrap();
+        let stat = "78 (idle) S 1 78 78 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 4242 5881856 750 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+        for (f, text) in [
+            ("stat", stat.to_string()),
+            ("status", STATUS.to_string()),
+            ("statm", "1436 750 250 1 0 600 0\n".to_string()),
+            ("smaps_rollup", rollup(2500)),
+            ("oom_score", "666\n".to_string()),
+            ("oom_score_adj", "0\n".to_string()),
+        ] {
+            std::fs::write(p.join(f), text).unwrap();
+        }
+        (dir, p)
+    }
+
+    fn scanner(root: &Path, refresh: u64) -> Scanner {
+        let collectors = Collectors {
+            meminfo: false,
+            vmstat: false,
+            sysctl: false,
+            thp: false,
+            pressure: false,
+            processes: true,
+            cgroup: false,
+        };
+        let deep = DeepConfig {
+            interval: Duration::from_secs(3600),
+            budget: Duration::from_millis(200),
+            min_bytes: u64::MAX,
+        };
+        let reading = ReadConfig {
+            rollup_refresh: refresh,
+            ..ReadConfig::default()
+        };
+        Scanner::new(
+            Source::new(root, root),
+            collectors,
+            Grouping::Comm,
+            deep,
+            reading,
+        )
+    }
+
+    fn pss_and_reads(s: &mut Scanner) -> (Option<u64>, u64) {
+        let sample = s.scan();
+        let p = &sample.processes[0];
+        (
+            p.rollup.and_then(|r| r.pss_bytes.map(|b| b >> 10)),
+            sample.reads.unwrap().rollups_read,
+        )
+    }
+
+    #[test]
+    fn unchanged_statm_keeps_the_last_rollup_until_the_staggered_refresh() {
+        let (dir, p) = tree();
+        // pid 78 with a refresh of 3: scans 0 and 3 are its refresh scans.
+        let mut s = scanner(dir.path(), 3);
+        assert_eq!(pss_and_reads(&mut s), (Some(2500), 1), "new: read");
+        std::fs::write(p.join("smaps_rollup"), rollup(2600)).unwrap();
+        std::fs::write(p.join("oom_score"), "700\n").unwrap();
+        assert_eq!(
+            pss_and_reads(&mut s),
+            (Some(2500), 0),
+            "statm unchanged: kept"
+        );
+        assert_eq!(s.scan().processes[0].oom_score, Some(666));
+        // Scan 3 is the refresh.
+        assert_eq!(pss_and_reads(&mut s), (Some(2600), 1), "refreshed");
+        std::fs::write(p.join("smaps_rollup"), rollup(2700)).unwrap();
+        assert_eq!(pss_and_reads(&mut s), (Some(2600), 0));
+        // One more resident page: everything is read again at once.
+        std::fs::write(p.join("statm"), "1436 751 250 1 0 600 0\n").unwrap();
+        let sample = s.scan();
+        assert_eq!(sample.reads.unwrap().rollups_read, 1);
+        assert_eq!(sample.processes[0].oom_score, Some(700));
+        let pss = sample.processes[0].rollup.unwrap().pss_bytes;
+        assert_eq!(pss, Some(2700 << 10));
+        // A changed oom_score_adj alone makes oom_score be read again.
+        std::fs::write(p.join("oom_score_adj"), "500\n").unwrap();
+        std::fs::write(p.join("oom_score"), "1200\n").unwrap();
+        assert_eq!(s.scan().processes[0].oom_score, Some(1200));
+    }
+
+    #[test]
+    fn a_reused_pid_is_a_new_process() {
+        let (dir, p) = tree();
+        let mut s = scanner(dir.path(), 1000);
+        assert_eq!(pss_and_reads(&mut s).1, 1);
+        // Same pid, same statm, another start time: nothing is carried over.
+        let stat = std::fs::read_to_string(p.join("stat")).unwrap();
+        std::fs::write(p.join("stat"), stat.replace(" 4242 ", " 9999 ")).unwrap();
+        std::fs::write(p.join("smaps_rollup"), rollup(100)).unwrap();
+        assert_eq!(pss_and_reads(&mut s), (Some(100), 1));
+    }
+
+    #[test]
+    fn refresh_of_one_reads_every_file_every_scan_without_statm() {
+        let (dir, p) = tree();
+        std::fs::remove_file(p.join("statm")).unwrap();
+        let mut s = scanner(dir.path(), 1);
+        assert_eq!(pss_and_reads(&mut s), (Some(2500), 1));
+        std::fs::write(p.join("smaps_rollup"), rollup(2600)).unwrap();
+        assert_eq!(pss_and_reads(&mut s), (Some(2600), 1));
     }
 }

@@ -19,15 +19,19 @@ pub enum Reason {
     Unsupported,
     /// Any other I/O error.
     Io,
+    /// A read of a process that did not finish within `--collector.processes.read-timeout`
+    /// (its memory map lock held elsewhere, or a huge process): left for later.
+    Timeout,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 5] = [
+    pub const ALL: [Reason; 6] = [
         Reason::Vanished,
         Reason::Denied,
         Reason::Malformed,
         Reason::Unsupported,
         Reason::Io,
+        Reason::Timeout,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -37,6 +41,7 @@ impl Reason {
             Reason::Malformed => "malformed",
             Reason::Unsupported => "unsupported",
             Reason::Io => "io",
+            Reason::Timeout => "timeout",
         }
     }
 }
@@ -96,9 +101,64 @@ pub struct Source {
     sysfs: PathBuf,
 }
 
-/// Files under `/proc` larger than this are cut: no file the exporter reads is near it,
-/// and a hostile or broken file cannot make a scan allocate without bound.
-const MAX_FILE_BYTES: u64 = 1 << 20;
+/// Files larger than this are cut: no small file the exporter reads is near it, and a
+/// hostile or broken file cannot make a scan allocate without bound.
+const MAX_FILE_BYTES: usize = 1 << 20;
+
+/// `/proc/PID/smaps` is about 1.2 KiB per mapping: this holds 50,000 mappings.
+pub const MAX_SMAPS_BYTES: usize = 64 << 20;
+
+/// What a buffer starts with and shrinks back to: every small file fits.
+const START_BYTES: usize = 16 << 10;
+
+/// Files of a process that the kernel produces whole, in one `seq_file` show (or one
+/// `simple_read_from_buffer`): a read shorter than the space offered has returned the
+/// whole file, so the read that would return 0 is saved. `smaps`, `maps` and `cmdline` are
+/// produced in parts and are read until a read returns 0.
+const WHOLE_IN_ONE_READ: [&str; 7] = [
+    "stat",
+    "statm",
+    "status",
+    "smaps_rollup",
+    "oom_score",
+    "oom_score_adj",
+    "cgroup",
+];
+
+/// A reusable read buffer and path: a scan allocates nothing per file once warm.
+#[derive(Debug, Default)]
+pub struct Buffer {
+    /// Always zero-filled up to its length; `len` bytes of it are the file.
+    data: Vec<u8>,
+    len: usize,
+    path: PathBuf,
+    /// The last file was longer than the limit and was cut.
+    cut: bool,
+}
+
+impl Buffer {
+    /// True when the last file read was cut at the size limit.
+    pub fn was_cut(&self) -> bool {
+        self.cut
+    }
+
+    /// Gives back memory a large file (a deep-tier smaps) made the buffer take.
+    pub fn shrink(&mut self) {
+        if self.data.len() > START_BYTES {
+            self.data.truncate(START_BYTES);
+            self.data.shrink_to_fit();
+            self.len = self.len.min(START_BYTES);
+        }
+    }
+}
+
+/// The buffers of one reader thread.
+#[derive(Debug, Default)]
+pub struct Buffers {
+    pub main: Buffer,
+    /// For a second file while the first is still in use (`cmdline` beside `stat`).
+    pub aux: Buffer,
+}
 
 impl Source {
     pub fn new(procfs: impl Into<PathBuf>, sysfs: impl Into<PathBuf>) -> Self {
@@ -117,8 +177,9 @@ impl Source {
     }
 
     /// Reads `<procfs>/<rel>` as text into `buf` (replacing its content).
-    pub fn read_proc<'b>(&self, rel: &str, buf: &'b mut Vec<u8>) -> Result<&'b str, ReadError> {
-        read_text(&self.procfs.join(rel), buf)
+    pub fn read_proc<'b>(&self, rel: &str, buf: &'b mut Buffer) -> Result<&'b str, ReadError> {
+        set_path(&mut buf.path, &self.procfs, None, rel);
+        read_text(buf, false, MAX_FILE_BYTES)
     }
 
     /// Reads `<procfs>/<pid>/<file>` as text into `buf`.
@@ -126,16 +187,23 @@ impl Source {
         &self,
         pid: u32,
         file: &str,
-        buf: &'b mut Vec<u8>,
+        buf: &'b mut Buffer,
     ) -> Result<&'b str, ReadError> {
-        let mut path = self.procfs.join(pid.to_string());
-        path.push(file);
-        read_text(&path, buf)
+        set_path(&mut buf.path, &self.procfs, Some(pid), file);
+        read_text(buf, WHOLE_IN_ONE_READ.contains(&file), MAX_FILE_BYTES)
+    }
+
+    /// Reads `<procfs>/<pid>/smaps`, up to [`MAX_SMAPS_BYTES`].
+    pub fn read_smaps<'b>(&self, pid: u32, buf: &'b mut Buffer) -> Result<&'b str, ReadError> {
+        set_path(&mut buf.path, &self.procfs, Some(pid), "smaps");
+        read_text(buf, false, MAX_SMAPS_BYTES)
     }
 
     /// Reads an absolute path (under the sysfs root, from [`Source::sysfs`]) as text.
-    pub fn read_path<'b>(&self, path: &Path, buf: &'b mut Vec<u8>) -> Result<&'b str, ReadError> {
-        read_text(path, buf)
+    pub fn read_path<'b>(&self, path: &Path, buf: &'b mut Buffer) -> Result<&'b str, ReadError> {
+        buf.path.clear();
+        buf.path.push(path);
+        read_text(buf, false, MAX_FILE_BYTES)
     }
 
     /// The numeric entries of `<procfs>`, unsorted.
@@ -173,18 +241,74 @@ impl Source {
     }
 }
 
-fn read_text<'b>(path: &Path, buf: &'b mut Vec<u8>) -> Result<&'b str, ReadError> {
-    buf.clear();
-    File::open(path)
-        .and_then(|f| f.take(MAX_FILE_BYTES).read_to_end(buf))
-        .map_err(|e| ReadError::new(path, e))?;
+/// `<root>/<pid>/<file>` or `<root>/<file>`, written into `path` without allocating once
+/// it has grown to fit.
+fn set_path(path: &mut PathBuf, root: &Path, pid: Option<u32>, file: &str) {
+    let s = path.as_mut_os_string();
+    s.clear();
+    s.push(root.as_os_str());
+    s.push("/");
+    if let Some(pid) = pid {
+        let mut digits = [0u8; 10];
+        let mut i = digits.len();
+        let mut n = pid;
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        // ASCII digits are valid UTF-8.
+        s.push(std::str::from_utf8(&digits[i..]).unwrap_or("0"));
+        s.push("/");
+    }
+    s.push(file);
+}
+
+fn read_text(buf: &mut Buffer, whole_in_one: bool, max: usize) -> Result<&str, ReadError> {
+    let Buffer {
+        data,
+        len,
+        path,
+        cut,
+    } = buf;
+    *len = 0;
+    *cut = false;
+    let mut file = File::open(&*path).map_err(|e| ReadError::new(path, e))?;
+    if data.len() < START_BYTES {
+        data.resize(START_BYTES, 0);
+    }
+    loop {
+        if *len == data.len() {
+            if data.len() >= max {
+                *cut = true;
+                break;
+            }
+            let grown = (data.len() * 2).min(max);
+            data.resize(grown, 0);
+        }
+        let want = data.len() - *len;
+        let n = match file.read(&mut data[*len..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ReadError::new(path, e)),
+        };
+        *len += n;
+        if n == 0 || (whole_in_one && n < want) {
+            break;
+        }
+    }
     // /proc text is ASCII except for names a process gives itself; invalid UTF-8 there is
     // replaced rather than failing the whole file.
-    if std::str::from_utf8(buf).is_err() {
-        let lossy = String::from_utf8_lossy(buf).into_owned();
-        *buf = lossy.into_bytes();
+    if std::str::from_utf8(&data[..*len]).is_err() {
+        let lossy = String::from_utf8_lossy(&data[..*len]).into_owned();
+        data.clear();
+        data.extend_from_slice(lossy.as_bytes());
+        *len = data.len();
     }
-    Ok(std::str::from_utf8(buf).unwrap_or_default())
+    Ok(std::str::from_utf8(&data[..*len]).unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -195,7 +319,9 @@ mod tests {
     fn missing_file_is_gone_and_its_reason_depends_on_the_caller() {
         let dir = tempfile::tempdir().unwrap();
         let source = Source::new(dir.path(), dir.path());
-        let err = source.read_pid(1, "status", &mut Vec::new()).unwrap_err();
+        let err = source
+            .read_pid(1, "status", &mut Buffer::default())
+            .unwrap_err();
         assert!(matches!(err, ReadError::Gone(_)));
         assert_eq!(err.process_reason(), Reason::Vanished);
         assert_eq!(err.system_reason(), Reason::Unsupported);
@@ -206,8 +332,59 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("comm"), b"a\xffb\n").unwrap();
         let source = Source::new(dir.path(), dir.path());
-        let mut buf = Vec::new();
+        let mut buf = Buffer::default();
         assert_eq!(source.read_proc("comm", &mut buf).unwrap(), "a\u{fffd}b\n");
+        // The buffer is whole again for the next file.
+        std::fs::write(dir.path().join("x"), b"x\n").unwrap();
+        assert_eq!(source.read_proc("x", &mut buf).unwrap(), "x\n");
+    }
+
+    #[test]
+    fn files_larger_than_the_buffer_grow_it_and_large_ones_are_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("7")).unwrap();
+        let big: String = (0..30_000).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(dir.path().join("7/smaps"), &big).unwrap();
+        std::fs::write(dir.path().join("7/status"), &big).unwrap();
+        let source = Source::new(dir.path(), dir.path());
+        let mut buf = Buffer::default();
+        assert_eq!(source.read_smaps(7, &mut buf).unwrap(), big);
+        assert!(!buf.was_cut());
+        // A file read in one go still grows the buffer when a read fills it.
+        assert_eq!(source.read_pid(7, "status", &mut buf).unwrap(), big);
+        let huge = "y".repeat(MAX_FILE_BYTES + 10);
+        std::fs::write(dir.path().join("7/status"), &huge).unwrap();
+        assert_eq!(
+            source.read_pid(7, "status", &mut buf).unwrap().len(),
+            MAX_FILE_BYTES
+        );
+        assert!(buf.was_cut());
+        buf.shrink();
+        assert_eq!(source.read_pid(7, "smaps", &mut buf).unwrap(), big);
+    }
+
+    /// The one-read discipline against the real kernel: every file read in one read equals
+    /// the same file read until a read returns 0.
+    #[test]
+    fn one_read_gives_the_whole_file_on_the_real_proc() {
+        let source = Source::new("/proc", "/sys");
+        let mut buf = Buffer::default();
+        let pid = std::process::id();
+        for file in WHOLE_IN_ONE_READ {
+            let path = format!("/proc/{pid}/{file}");
+            let Ok(expected) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let got = source.read_pid(pid, file, &mut buf).unwrap();
+            // stat and status carry counters of this very thread that move between reads.
+            let keys = |t: &str| -> Vec<String> {
+                t.lines()
+                    .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+                    .collect()
+            };
+            assert_eq!(keys(got), keys(&expected), "{path}");
+            assert!(got.ends_with('\n'), "{path}");
+        }
     }
 
     #[test]

@@ -25,17 +25,18 @@ pub enum ParseError {
     Malformed(&'static str),
 }
 
-/// Splits `Key:   value` lines; lines without a colon are skipped.
+/// Splits `Key:   value` lines; lines without a colon are skipped. ASCII trimming only:
+/// these files are read for every process on every scan.
 pub(crate) fn key_values(text: &str) -> impl Iterator<Item = (&str, &str)> {
-    text.lines()
+    text.split('\n')
         .filter_map(|line| line.split_once(':'))
-        .map(|(k, v)| (k.trim(), v.trim()))
+        .map(|(k, v)| (k.trim_ascii(), v.trim_ascii()))
 }
 
 /// `"1234 kB"` (or a bare number) in kibibytes -> bytes; `None` when unparseable or when
 /// the byte count would not fit in a u64 (an absurd value).
 pub(crate) fn kib_to_bytes(value: &str) -> Option<u64> {
-    let number = value.strip_suffix("kB").unwrap_or(value).trim();
+    let number = value.strip_suffix("kB").unwrap_or(value).trim_ascii();
     number.parse::<u64>().ok()?.checked_mul(1024)
 }
 

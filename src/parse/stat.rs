@@ -28,27 +28,27 @@ impl Stat {
         }
         let comm = text[open + 1..close].to_string();
         // Field 3 is the first token after ")"; field N is token N - 3.
-        let fields: Vec<&str> = text[close + 1..].split_ascii_whitespace().collect();
-        let field = |n: usize, what: &'static str| -> Result<&str, ParseError> {
-            fields.get(n - 3).copied().ok_or(ParseError::Missing(what))
-        };
-        let number = |n: usize, what: &'static str| -> Result<u64, ParseError> {
-            field(n, what)?
+        let mut fields = text[close + 1..].split_ascii_whitespace();
+        let number = |field: Option<&str>, what: &'static str| -> Result<u64, ParseError> {
+            field
+                .ok_or(ParseError::Missing(what))?
                 .parse()
                 .map_err(|_| ParseError::Malformed(what))
         };
-        let state_field = field(3, "state")?;
-        let mut chars = state_field.chars();
+        let mut chars = fields.next().ok_or(ParseError::Missing("state"))?.chars();
         let state = match (chars.next(), chars.next()) {
             (Some(c), None) if c.is_ascii_alphabetic() => c,
             _ => return Err(ParseError::Malformed("state")),
         };
+        let utime_ticks = number(fields.nth(10), "utime")?; // field 14
+        let stime_ticks = number(fields.next(), "stime")?; // field 15
+        let start_ticks = number(fields.nth(6), "starttime")?; // field 22
         Ok(Stat {
             comm,
             state,
-            utime_ticks: number(14, "utime")?,
-            stime_ticks: number(15, "stime")?,
-            start_ticks: number(22, "starttime")?,
+            utime_ticks,
+            stime_ticks,
+            start_ticks,
         })
     }
 }

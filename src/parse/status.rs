@@ -12,6 +12,8 @@ pub struct Status {
     pub vm_hwm_bytes: Option<u64>,
     /// `VmSize`: virtual address space.
     pub vm_size_bytes: Option<u64>,
+    /// `VmPTE`: page tables; with VmRSS and VmSwap what `oom_score` is computed from.
+    pub vm_pte_bytes: Option<u64>,
     /// `VmSwap`: anonymous memory swapped out.
     pub vm_swap_bytes: Option<u64>,
     /// `RssAnon` (kernel 4.5+): resident anonymous memory.
@@ -44,6 +46,7 @@ impl Status {
                 "VmHWM" => &mut s.vm_hwm_bytes,
                 "VmSize" => &mut s.vm_size_bytes,
                 "VmSwap" => &mut s.vm_swap_bytes,
+                "VmPTE" => &mut s.vm_pte_bytes,
                 "RssAnon" => &mut s.rss_anon_bytes,
                 "RssFile" => &mut s.rss_file_bytes,
                 "RssShmem" => &mut s.rss_shmem_bytes,
@@ -88,7 +91,7 @@ mod tests {
     use super::*;
 
     // Excerpt captured on kernel 6.18: an idle `sleep 600`.
-    const SLEEP: &str = "Name:\tsleep\nUmask:\t0022\nState:\tS (sleeping)\nUid:\t1000\t1000\t1000\t1000\nVmPeak:\t    5744 kB\nVmSize:\t    5744 kB\nVmHWM:\t    1024 kB\nVmRSS:\t    1024 kB\nRssAnon:\t       0 kB\nRssFile:\t    1024 kB\nRssShmem:\t       0 kB\nVmSwap:\t       0 kB\nThreads:\t1\nTHP_enabled:\t1\n";
+    const SLEEP: &str = "Name:\tsleep\nUmask:\t0022\nState:\tS (sleeping)\nUid:\t1000\t1000\t1000\t1000\nVmPeak:\t    5744 kB\nVmSize:\t    5744 kB\nVmHWM:\t    1024 kB\nVmRSS:\t    1024 kB\nRssAnon:\t       0 kB\nRssFile:\t    1024 kB\nRssShmem:\t       0 kB\nVmPTE:\t      48 kB\nVmSwap:\t       0 kB\nThreads:\t1\nTHP_enabled:\t1\n";
 
     #[test]
     fn parses_sizes_in_bytes() {
@@ -96,6 +99,7 @@ mod tests {
         assert_eq!(s.vm_rss_bytes, Some(1024 * 1024));
         assert_eq!(s.vm_size_bytes, Some(5744 * 1024));
         assert_eq!(s.rss_anon_bytes, Some(0));
+        assert_eq!(s.vm_pte_bytes, Some(48 * 1024));
         assert_eq!(s.threads, Some(1));
         assert_eq!(s.thp_enabled, Some(true));
         assert_eq!(s.uid, Some(1000));

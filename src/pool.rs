@@ -1,0 +1,358 @@
+//! A bounded pool of reader threads, so one process whose files are slow to read cannot
+//! hold up the reading of the others.
+//!
+//! Reading `/proc/PID/smaps_rollup`, `smaps` or `cmdline` takes the process's mmap lock.
+//! It costs time in proportion to the memory mapped (about 8.5 us per resident MiB in
+//! 4 KiB pages), and it waits when a writer holds the lock, which on a process stuck in
+//! the kernel can last minutes. The read cannot be interrupted. So a batch of pids is
+//! shared by `size` workers that take the next pid from an atomic counter, and the caller
+//! waits for results only while some arrive: once none has come for `stall`, the workers
+//! still busy are left to finish in the background and their pids are reported as
+//! stalled. While a worker is stuck the pool starts a replacement, never holding more
+//! than `cap` threads, and the pid a stuck worker is reading can be excluded from the
+//! next batches ([`Pool::stuck_pids`]).
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::source::Buffers;
+
+/// What one worker is doing, seen by the pool.
+#[derive(Default)]
+struct WorkerState {
+    /// Set by the pool when it hands over a batch, cleared by the worker when done.
+    busy: AtomicBool,
+    /// The pid being read, 0 between reads.
+    pid: AtomicU32,
+    /// The batch it was last given.
+    batch: AtomicU64,
+}
+
+type Task = Box<dyn FnOnce(&mut Buffers, &WorkerState) + Send>;
+
+/// What a batch does with one pid: `work(buffers, pid, index in the batch)`.
+pub type Work<T> = Arc<dyn Fn(&mut Buffers, u32, usize) -> T + Send + Sync>;
+
+struct Worker {
+    tx: Sender<Task>,
+    state: Arc<WorkerState>,
+}
+
+/// The result of one batch.
+#[derive(Debug)]
+pub struct Batch<T> {
+    /// One slot per item, in the order given; `None` when the item was not read.
+    pub results: Vec<Option<T>>,
+    /// Pids whose read was still running when the batch gave up on them.
+    pub stalled: Vec<u32>,
+    /// Items no worker reached (every worker was stuck and no thread could be added).
+    pub unread: usize,
+}
+
+pub struct Pool {
+    size: usize,
+    cap: usize,
+    workers: Vec<Worker>,
+    /// Batches run so far: the id of the current one.
+    batches: u64,
+}
+
+struct Shared<T> {
+    pids: Vec<u32>,
+    next: AtomicUsize,
+    cancelled: AtomicBool,
+    tx: Sender<(usize, T)>,
+}
+
+impl Pool {
+    /// `size` workers per batch; at most `cap` threads alive counting stuck ones.
+    pub fn new(size: usize, cap: usize) -> Self {
+        let size = size.max(1);
+        Pool {
+            size,
+            cap: cap.max(size),
+            workers: Vec::new(),
+            batches: 0,
+        }
+    }
+
+    /// Threads alive (idle, working or stuck).
+    pub fn threads(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// Pids that a worker has been reading since an earlier batch gave up on it.
+    pub fn stuck_pids(&self) -> Vec<u32> {
+        self.workers
+            .iter()
+            .filter(|w| w.state.busy.load(Ordering::Acquire))
+            .map(|w| w.state.pid.load(Ordering::Acquire))
+            .filter(|&pid| pid != 0)
+            .collect()
+    }
+
+    fn spawn(&mut self) -> Option<usize> {
+        if self.workers.len() >= self.cap {
+            return None;
+        }
+        let (tx, rx) = mpsc::channel::<Task>();
+        let state = Arc::new(WorkerState::default());
+        let mine = state.clone();
+        std::thread::Builder::new()
+            .name("membloat-reader".into())
+            .spawn(move || {
+                let mut bufs = Buffers::default();
+                for task in rx {
+                    task(&mut bufs, &mine);
+                    mine.pid.store(0, Ordering::Release);
+                    mine.busy.store(false, Ordering::Release);
+                }
+            })
+            .ok()?;
+        self.workers.push(Worker { tx, state });
+        Some(self.workers.len() - 1)
+    }
+
+    /// An idle worker, marked busy; a new thread when none is idle and the cap allows.
+    fn take_idle(&mut self) -> Option<usize> {
+        // A worker of an earlier batch may still be on its way out of it (busy, but
+        // between reads): wait the moment that takes rather than start a thread for nothing.
+        let current = self.batches;
+        for _ in 0..10_000 {
+            let idle = self.workers.iter().position(|w| {
+                w.state
+                    .busy
+                    .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            });
+            if idle.is_some() {
+                return idle;
+            }
+            let leaving = self.workers.iter().any(|w| {
+                w.state.busy.load(Ordering::Acquire)
+                    && w.state.pid.load(Ordering::Acquire) == 0
+                    && w.state.batch.load(Ordering::Acquire) != current
+            });
+            if !leaving {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        let i = self.spawn()?;
+        self.workers[i].state.busy.store(true, Ordering::Release);
+        Some(i)
+    }
+
+    fn start<T: Send + 'static>(&mut self, shared: &Arc<Shared<T>>, work: &Work<T>) -> bool {
+        let Some(i) = self.take_idle() else {
+            return false;
+        };
+        self.workers[i]
+            .state
+            .batch
+            .store(self.batches, Ordering::Release);
+        let (shared, work) = (shared.clone(), work.clone());
+        let task: Task = Box::new(move |bufs, state| drain(&shared, &*work, bufs, state));
+        if self.workers[i].tx.send(task).is_err() {
+            // The thread is gone (it cannot panic out of a read, but be safe).
+            self.workers.remove(i);
+            return false;
+        }
+        true
+    }
+
+    /// Reads every pid with `work(buffers, pid, index)` on up to `size` workers. Returns
+    /// once every item is done, or once no item finished for `stall`.
+    pub fn run<T: Send + 'static>(
+        &mut self,
+        pids: Vec<u32>,
+        stall: Duration,
+        work: Work<T>,
+    ) -> Batch<T> {
+        self.batches += 1;
+        let n = pids.len();
+        let (tx, rx) = mpsc::channel();
+        let shared = Arc::new(Shared {
+            pids,
+            next: AtomicUsize::new(0),
+            cancelled: AtomicBool::new(false),
+            tx,
+        });
+        let mut results: Vec<Option<T>> = (0..n).map(|_| None).collect();
+        let mut started = 0;
+        while started < self.size.min(n) && self.start(&shared, &work) {
+            started += 1;
+        }
+        let mut done = 0;
+        let mut last_progress = Instant::now();
+        // The caller polls rather than waits on the channel: a waiting receiver would be
+        // woken (a context switch) by every single result.
+        let poll = stall.min(Duration::from_millis(1));
+        while done < n {
+            let before = done;
+            while let Ok((i, r)) = rx.try_recv() {
+                results[i] = Some(r);
+                done += 1;
+            }
+            if done == n {
+                break;
+            }
+            if done > before {
+                last_progress = Instant::now();
+            } else if last_progress.elapsed() >= stall {
+                // Every worker on this batch is inside one read for `stall`, or none
+                // could be started: add one for the items nobody has taken yet.
+                if shared.next.load(Ordering::Acquire) < n && self.start(&shared, &work) {
+                    last_progress = Instant::now();
+                    continue;
+                }
+                break;
+            }
+            std::thread::sleep(poll);
+        }
+        shared.cancelled.store(true, Ordering::Release);
+        // Late results that arrived between the last wait and the cancel.
+        while let Ok((i, r)) = rx.try_recv() {
+            if results[i].is_none() {
+                results[i] = Some(r);
+            }
+        }
+        let taken = shared.next.load(Ordering::Acquire).min(n);
+        let stalled = (0..taken)
+            .filter(|&i| results[i].is_none())
+            .map(|i| shared.pids[i])
+            .collect();
+        Batch {
+            results,
+            stalled,
+            unread: n - taken,
+        }
+    }
+}
+
+fn drain<T>(
+    shared: &Shared<T>,
+    work: &(dyn Fn(&mut Buffers, u32, usize) -> T + Send + Sync),
+    bufs: &mut Buffers,
+    state: &WorkerState,
+) {
+    while !shared.cancelled.load(Ordering::Acquire) {
+        let i = shared.next.fetch_add(1, Ordering::AcqRel);
+        let Some(&pid) = shared.pids.get(i) else {
+            return;
+        };
+        state.pid.store(pid, Ordering::Release);
+        let r = work(bufs, pid, i);
+        state.pid.store(0, Ordering::Release);
+        if shared.tx.send((i, r)).is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::Receiver;
+    use std::sync::Mutex;
+
+    fn pool_run(
+        pool: &mut Pool,
+        pids: Vec<u32>,
+        stall: Duration,
+        f: impl Fn(u32) -> u32 + Send + Sync + 'static,
+    ) -> Batch<u32> {
+        pool.run(pids, stall, Arc::new(move |_: &mut Buffers, pid, _| f(pid)))
+    }
+
+    #[test]
+    fn every_item_is_read_once_in_order_of_the_input() {
+        let mut pool = Pool::new(2, 4);
+        let batch = pool_run(
+            &mut pool,
+            (1..=1000).collect(),
+            Duration::from_secs(5),
+            |p| p * 2,
+        );
+        let got: Vec<u32> = batch.results.iter().map(|r| r.unwrap()).collect();
+        assert_eq!(got, (1..=1000).map(|p| p * 2).collect::<Vec<_>>());
+        assert!(batch.stalled.is_empty());
+        assert_eq!(batch.unread, 0);
+        assert_eq!(pool.threads(), 2);
+        // The same threads serve the next batch.
+        pool_run(&mut pool, vec![7], Duration::from_secs(5), |p| p);
+        assert_eq!(pool.threads(), 2);
+    }
+
+    /// A read that blocks until released stands for a smaps_rollup behind a held mmap lock.
+    fn blocker() -> (Arc<Mutex<Receiver<()>>>, Sender<()>) {
+        let (tx, rx) = mpsc::channel();
+        (Arc::new(Mutex::new(rx)), tx)
+    }
+
+    #[test]
+    fn a_stuck_read_is_left_behind_and_the_others_are_read() {
+        let (gate, release) = blocker();
+        let mut pool = Pool::new(2, 4);
+        let started = Instant::now();
+        let g = gate.clone();
+        let batch = pool_run(
+            &mut pool,
+            (1..=100).collect(),
+            Duration::from_millis(200),
+            move |pid| {
+                if pid == 13 {
+                    let _ = g.lock().unwrap().recv();
+                }
+                pid
+            },
+        );
+        let elapsed = started.elapsed();
+        assert_eq!(batch.stalled, vec![13]);
+        assert_eq!(batch.unread, 0);
+        let read = batch.results.iter().flatten().count();
+        assert_eq!(read, 99, "every other pid is read");
+        assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+        assert_eq!(pool.stuck_pids(), vec![13]);
+        // The next batch runs on a new thread beside the stuck one.
+        let batch = pool_run(&mut pool, vec![1, 2, 3], Duration::from_millis(200), |p| p);
+        assert_eq!(batch.results.iter().flatten().count(), 3);
+        assert!(pool.threads() <= 4);
+        release.send(()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !pool.stuck_pids().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(pool.stuck_pids().is_empty(), "the worker is free again");
+    }
+
+    #[test]
+    fn when_every_worker_is_stuck_a_new_one_takes_the_rest_up_to_the_cap() {
+        let (gate, release) = blocker();
+        let mut pool = Pool::new(2, 3);
+        let g = gate.clone();
+        let batch = pool_run(
+            &mut pool,
+            (1..=50).collect(),
+            Duration::from_millis(100),
+            move |pid| {
+                if pid <= 3 {
+                    let _ = g.lock().unwrap().recv();
+                }
+                pid
+            },
+        );
+        // Pids 1 and 2 block the first two workers, the third thread blocks on pid 3;
+        // the cap of 3 leaves the rest unread.
+        let mut stalled = batch.stalled.clone();
+        stalled.sort();
+        assert_eq!(stalled, vec![1, 2, 3]);
+        assert_eq!(batch.unread, 47);
+        assert_eq!(pool.threads(), 3);
+        for _ in 0..3 {
+            release.send(()).unwrap();
+        }
+    }
+}
