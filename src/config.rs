@@ -89,7 +89,7 @@ impl Default for ReadConfig {
     fn default() -> Self {
         ReadConfig {
             rollup_refresh: 10,
-            readers: 2,
+            readers: 1,
             timeout: Duration::from_secs(5),
         }
     }
@@ -225,7 +225,7 @@ fn command() -> Command {
             .default_value("10").value_parser(value_parser!(u64).range(1..))
             .help("Re-read smaps_rollup of a process whose memory in status (VmRSS, RssAnon, VmSwap, VmPTE) did not change every N scans, staggered; 1 reads it every scan"))
         .arg(Arg::new("collector.processes.readers").long("collector.processes.readers").value_name("N")
-            .default_value("2").value_parser(value_parser!(u64).range(1..=64))
+            .default_value("1").value_parser(value_parser!(u64).range(1..=64))
             .help("Threads that read /proc/PID files; a thread stuck in one process's read is replaced (up to 4 more)"))
         .arg(Arg::new("collector.processes.read-timeout").long("collector.processes.read-timeout").value_name("DURATION")
             .default_value("5s").value_parser(positive_duration)
@@ -355,7 +355,7 @@ impl Config {
                     .unwrap_or(10),
                 readers: m
                     .get_one::<u64>("collector.processes.readers")
-                    .map_or(2, |&n| n as usize),
+                    .map_or(1, |&n| n as usize),
                 timeout: duration("collector.processes.read-timeout"),
             },
             log_level,

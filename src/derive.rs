@@ -118,6 +118,8 @@ pub struct Snapshot {
     /// Top-K by RSS, by oom_score, by hoarded and by regrown bytes, united, in pid order.
     pub top: Vec<ProcessReport>,
     pub deep: Option<DeepRun>,
+    /// CPU time of the deep tier since start.
+    pub deep_cpu_seconds_total: f64,
     pub reads: Option<ReadStats>,
     pub cgroups: Option<Vec<(String, crate::parse::memory_stat::MemoryStat)>>,
     /// What is remembered of each live process, by (pid, start ticks).
@@ -197,6 +199,8 @@ pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> S
         groups: groups(&sample.processes, &sigs),
         top: top_k(&sample.processes, &sigs, opts.top_k),
         processes_scanned,
+        deep_cpu_seconds_total: prev.map_or(0.0, |p| p.deep_cpu_seconds_total)
+            + sample.deep.map_or(0.0, |d| d.cpu_seconds),
         deep: sample.deep,
         reads: sample.reads,
         cgroups: sample.cgroups,

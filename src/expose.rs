@@ -213,6 +213,12 @@ fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
             seconds(),
             Some(Num::F(d.cpu_seconds)),
         )?;
+        f.counter(
+            "deep_cpu",
+            "CPU time of the deep tier since the exporter started.",
+            seconds(),
+            Some(Num::F(s.deep_cpu_seconds_total)),
+        )?;
     }
     let errors: Vec<(Labels, Num)> = s
         .errors

@@ -34,12 +34,20 @@ pub struct Status {
 
 impl Status {
     pub fn parse(text: &str) -> Result<Self, ParseError> {
+        // Name, Uid, 8 sizes, THP_enabled and Threads: once all are seen (line 37 of 59
+        // on kernel 6.18) the signal, capability and CPU lines that follow are skipped.
+        const WANTED: u32 = 12;
         let mut s = Status::default();
         let mut seen_name = false;
+        let mut seen = 0;
         for (key, value) in key_values(text) {
+            if seen == WANTED {
+                break;
+            }
             let slot = match key {
                 "Name" => {
                     seen_name = true;
+                    seen += 1;
                     continue;
                 }
                 "VmRSS" => &mut s.vm_rss_bytes,
@@ -51,6 +59,7 @@ impl Status {
                 "RssFile" => &mut s.rss_file_bytes,
                 "RssShmem" => &mut s.rss_shmem_bytes,
                 "Threads" => {
+                    seen += 1;
                     match value.parse() {
                         Ok(n) => s.threads = Some(n),
                         Err(_) => s.rejected += 1,
@@ -58,6 +67,7 @@ impl Status {
                     continue;
                 }
                 "THP_enabled" => {
+                    seen += 1;
                     match value {
                         "0" => s.thp_enabled = Some(false),
                         "1" => s.thp_enabled = Some(true),
@@ -66,6 +76,7 @@ impl Status {
                     continue;
                 }
                 "Uid" => {
+                    seen += 1;
                     match value.split_ascii_whitespace().next().map(str::parse) {
                         Some(Ok(uid)) => s.uid = Some(uid),
                         _ => s.rejected += 1,
@@ -74,6 +85,7 @@ impl Status {
                 }
                 _ => continue,
             };
+            seen += 1;
             match kib_to_bytes(value) {
                 Some(bytes) => *slot = Some(bytes),
                 None => s.rejected += 1,
