@@ -2,9 +2,12 @@
 # Runs the whole test suite. On a fresh Debian machine it first installs what the tests
 # run for real: Prometheus and promtool (Debian's prometheus package), amtool
 # (prometheus-alertmanager), jsonnet (renders the dashboards), systemd-analyze, strace,
-# openssl and curl, the C and Go compilers that build the reproducer programs, and from
-# PyPI prometheus-client (its strict OpenMetrics parser), kubernetes-validate and yamllint. Needs root or sudo only for that first install. The khugepaged regrowth test
-# changes khugepaged settings (and restores them), so it needs root; CI runs as root.
+# openssl and curl, the C and Go compilers that build the reproducer programs,
+# prometheus-process-exporter and prometheus-node-exporter (the peers benches/compare runs
+# against, smoke-tested here), and from PyPI prometheus-client (its strict OpenMetrics
+# parser), kubernetes-validate and yamllint. Needs root or sudo only for that first
+# install. The khugepaged regrowth test changes khugepaged settings (and restores them), and
+# the comparison smoke test makes a PID namespace, so they need root; CI runs as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +25,8 @@ command -v python3 >/dev/null || missing+=(python3 python3-pip)
 command -v setpriv >/dev/null || missing+=(util-linux)
 command -v cc >/dev/null || missing+=(gcc libc6-dev)
 command -v go >/dev/null || missing+=(golang-go)
+command -v prometheus-process-exporter >/dev/null || missing+=(prometheus-process-exporter)
+command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-exporter)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}" >&2
   as_root apt-get update -qq

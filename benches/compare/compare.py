@@ -48,19 +48,21 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def build(work):
-    """The exporter in release mode, and the two C programs."""
-    subprocess.run(
-        ["cargo", "build", "--release", "--quiet", "--bin", "membloat_exporter"],
-        cwd=ROOT,
-        check=True,
-    )
+def build(work, exporter):
+    """The exporter in release mode (unless given), and the two C programs."""
+    if not exporter:
+        subprocess.run(
+            ["cargo", "build", "--release", "--quiet", "--bin", "membloat_exporter"],
+            cwd=ROOT,
+            check=True,
+        )
+        exporter = os.path.join(ROOT, "target", "release", "membloat_exporter")
     for name in ("floor", "idle"):
         subprocess.run(
             ["gcc", "-O2", "-Wall", "-o", os.path.join(work, name), os.path.join(HERE, f"{name}.c")],
             check=True,
         )
-    return os.path.join(ROOT, "target", "release", "membloat_exporter")
+    return exporter
 
 
 def cpu_ns(pid):
@@ -435,6 +437,7 @@ def main():
     ap.add_argument("--churn-seconds", type=int, default=60, help="0 skips the churn run")
     ap.add_argument("--churn-size", type=int, default=200)
     ap.add_argument("--json", help="write the raw figures here")
+    ap.add_argument("--exporter", help="this membloat_exporter binary instead of a release build")
     ap.add_argument("--in-namespace", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if not args.in_namespace:
@@ -445,7 +448,7 @@ def main():
         sys.exit(subprocess.run(cmd).returncode)
     work = tempfile.mkdtemp(prefix="membloat-compare-")
     try:
-        exe = build(work)
+        exe = build(work, args.exporter and os.path.abspath(args.exporter))
         results = [measure(exe, work, int(n), args) for n in args.procs.split(",")]
         churned = churn(exe, work, args) if args.churn_seconds > 0 else None
     finally:
