@@ -12,7 +12,7 @@ use crate::matcher::{Candidate, Matchers};
 use crate::parse::memory_stat::MemoryStat;
 use crate::parse::{
     self, cgroup, meminfo::Meminfo, pressure::Pressure, smaps, smaps::SmapsSummary,
-    smaps_rollup::SmapsRollup, stat::Stat, status::Status, sysfs, vmstat::Vmstat,
+    smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status, sysfs, vmstat::Vmstat,
 };
 use crate::pool::Pool;
 use crate::source::{Buffer, Buffers, ReadError, Reason, Source};
@@ -715,12 +715,6 @@ fn read_smaps(source: &Source, buf: &mut Buffer, pid: u32) -> DeepRead {
     read
 }
 
-/// `size resident shared` pages, the first three fields of `/proc/PID/statm`.
-fn parse_statm(text: &str) -> Option<[u64; 3]> {
-    let mut fields = text.split_ascii_whitespace().map(|f| f.parse::<u64>().ok());
-    Some([fields.next()??, fields.next()??, fields.next()??])
-}
-
 /// One process, on a reader thread.
 fn read_process(ctx: &ReadContext, bufs: &mut Buffers, pid: u32) -> ProcessRead {
     let started = Instant::now();
@@ -770,7 +764,7 @@ fn read_process_files(
         let text = source
             .read_pid(pid, "statm", &mut bufs.main)
             .map_err(reason)?;
-        Some(parse_statm(text).ok_or(Reason::Malformed)?)
+        Some(statm::parse(text).ok_or(Reason::Malformed)?)
     } else {
         None
     };
@@ -801,7 +795,7 @@ fn read_process_files(
         None if ctx.rollup_refresh > 1 => source
             .read_pid(pid, "statm", &mut bufs.main)
             .ok()
-            .and_then(parse_statm),
+            .and_then(statm::parse),
         None => None,
     };
     let reread = !stuck && (!unchanged || known.is_some_and(|k| k.rollup.is_none()));

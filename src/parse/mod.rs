@@ -12,6 +12,7 @@ pub mod pressure;
 pub mod smaps;
 pub mod smaps_rollup;
 pub mod stat;
+pub mod statm;
 pub mod status;
 pub mod sysfs;
 pub mod vmstat;
