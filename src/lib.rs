@@ -8,6 +8,7 @@ pub mod config;
 pub mod daemon;
 pub mod derive;
 pub mod expose;
+pub mod heap;
 pub mod http;
 pub mod log;
 pub mod matcher;

@@ -29,6 +29,76 @@ pub struct Vma {
     pub noreserve: bool,
     /// `THPeligible` (kernel 5.x+).
     pub thp_eligible: Option<bool>,
+    /// A file is mapped (inode not 0).
+    pub file_backed: bool,
+    /// What the mapped file is, when it tells the allocator or runtime.
+    pub library: Option<Library>,
+}
+
+/// Shared objects that tell a process's allocator or runtime, by file name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Library {
+    /// `libc.so.6`: glibc.
+    Glibc,
+    Jemalloc,
+    Tcmalloc,
+    Mimalloc,
+    /// `ld-musl-*.so.1`
+    Musl,
+    /// `libjvm.so` or the `java` executable.
+    Jvm,
+    /// `libpython3.*.so` or a `python3.*` executable (often linked statically).
+    Python,
+    /// `libnode.so.*` or the `node` executable.
+    Node,
+}
+
+impl Library {
+    /// Classifies a mapping's file name (the last path component; free text a process
+    /// controls, so it is only compared, never kept).
+    pub fn of(name: &str) -> Option<Library> {
+        let base = name.rsplit('/').next().unwrap_or(name);
+        let base = base.strip_suffix(" (deleted)").unwrap_or(base);
+        if base == "libc.so.6" || (base.starts_with("libc-2.") && base.ends_with(".so")) {
+            Some(Library::Glibc)
+        } else if base.starts_with("libjemalloc.so") {
+            Some(Library::Jemalloc)
+        } else if base.starts_with("libtcmalloc") && base.contains(".so") {
+            Some(Library::Tcmalloc)
+        } else if base.starts_with("libmimalloc") && base.contains(".so") {
+            Some(Library::Mimalloc)
+        } else if base.starts_with("ld-musl-") || base.starts_with("libc.musl-") {
+            Some(Library::Musl)
+        } else if base == "libjvm.so" || base == "java" {
+            Some(Library::Jvm)
+        } else if (base.starts_with("libpython3") && base.contains(".so")) || is_python(base) {
+            Some(Library::Python)
+        } else if base.starts_with("libnode.so") || base == "node" || base == "nodejs" {
+            Some(Library::Node)
+        } else {
+            None
+        }
+    }
+}
+
+/// `python`, `python3`, `python3.11`: an interpreter executable.
+fn is_python(base: &str) -> bool {
+    base.strip_prefix("python")
+        .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+}
+
+/// A set of [`Library`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Libraries(u16);
+
+impl Libraries {
+    pub fn insert(&mut self, l: Library) {
+        self.0 |= 1 << l as u16;
+    }
+
+    pub fn has(self, l: Library) -> bool {
+        self.0 & (1 << l as u16) != 0
+    }
 }
 
 impl Vma {
@@ -102,12 +172,15 @@ fn header(line: &str) -> Option<Vma> {
     if end < start {
         return None;
     }
+    let file_backed = inode != 0;
     Some(Vma {
         start,
         end,
         perms,
         anonymous: inode == 0 && name.is_empty(),
         brk_heap: name == "[heap]",
+        file_backed,
+        library: file_backed.then(|| Library::of(name)).flatten(),
         ..Vma::default()
     })
 }
@@ -128,12 +201,17 @@ pub struct SmapsSummary {
     /// Sum of `Size` over mappings charged to the commit limit (`ac`): the process's
     /// commit charge, touched or not.
     pub commit_bytes: u64,
+    /// Mapped files that tell the allocator or runtime.
+    pub libraries: Libraries,
 }
 
 impl SmapsSummary {
     pub fn from_vmas(vmas: &[Vma]) -> Self {
         let mut s = SmapsSummary::default();
         for (i, vma) in vmas.iter().enumerate() {
+            if let Some(l) = vma.library {
+                s.libraries.insert(l);
+            }
             if vma.accountable {
                 s.commit_bytes = s.commit_bytes.saturating_add(vma.end - vma.start);
             }
