@@ -79,6 +79,7 @@ fn sample(scan: u64) -> Sample {
                 oom_score_adj: Some(0),
                 group: Some(comm),
                 smaps: None,
+                heap: None,
             }
         })
         .collect();

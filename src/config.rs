@@ -72,6 +72,8 @@ pub struct DeepConfig {
     pub budget: Duration,
     /// A process is a candidate when RssAnon >= this, or VmSize - VmRSS >= 8 x this.
     pub min_bytes: u64,
+    /// Walk the glibc heaps of candidates through /proc/PID/mem and pagemap.
+    pub heap_walk: bool,
 }
 
 /// How the processes collector reads `/proc/PID`.
@@ -221,6 +223,12 @@ fn command() -> Command {
         .arg(Arg::new("collector.processes.deep-min-size").long("collector.processes.deep-min-size").value_name("SIZE")
             .default_value("64MiB").value_parser(parse_size)
             .help("Deep-read a process when its RssAnon reaches SIZE, or its unbacked address space (VmSize - VmRSS) 8 x SIZE"))
+        .arg(Arg::new("collector.processes.heap-walk").long("collector.processes.heap-walk")
+            .action(ArgAction::SetTrue).overrides_with("no-collector.processes.heap-walk")
+            .help("Measure what glibc holds free in the heaps of deep-read processes by reading their chunk headers (/proc/PID/mem) and page presence (/proc/PID/pagemap) (default: enabled)"))
+        .arg(Arg::new("no-collector.processes.heap-walk").long("no-collector.processes.heap-walk")
+            .action(ArgAction::SetTrue).overrides_with("collector.processes.heap-walk")
+            .help("Do not read process memory: hoarding stays a suspicion from /proc/PID/smaps"))
         .arg(Arg::new("collector.processes.rollup-refresh").long("collector.processes.rollup-refresh").value_name("N")
             .default_value("10").value_parser(value_parser!(u64).range(1..))
             .help("Re-read smaps_rollup of a process whose memory in status (VmRSS, RssAnon, VmSwap, VmPTE) did not change every N scans, staggered; 1 reads it every scan"))
@@ -347,6 +355,7 @@ impl Config {
                     .get_one::<u64>("collector.processes.deep-min-size")
                     .copied()
                     .unwrap_or(64 << 20),
+                heap_walk: !m.get_flag("no-collector.processes.heap-walk"),
             },
             reading: ReadConfig {
                 rollup_refresh: m

@@ -79,6 +79,8 @@ pub struct Pipeline {
     last: Option<Arc<Snapshot>>,
     options: DeriveOptions,
     warned_denied: bool,
+    /// The heap walk could not open some process's memory: warned once.
+    warned_walk: bool,
 }
 
 impl Pipeline {
@@ -96,6 +98,7 @@ impl Pipeline {
             last: None,
             options: DeriveOptions { top_k: cfg.top_k },
             warned_denied: false,
+            warned_walk: false,
         })
     }
 
@@ -109,6 +112,13 @@ impl Pipeline {
         if denied > 0 && !self.warned_denied {
             self.warned_denied = true;
             crate::log!(Warn, "permission denied reading smaps_rollup of {denied} process(es): reading other users' memory maps needs CAP_SYS_PTRACE; partial coverage is counted in membloat_scan_errors_total");
+        }
+        let unreadable = sample.deep.map_or(0, |d| {
+            d.heap_walks[crate::heap::Outcome::Unreadable as usize]
+        });
+        if unreadable > 0 && !self.warned_walk {
+            self.warned_walk = true;
+            crate::log!(Warn, "could not open /proc/PID/mem or pagemap of {unreadable} process(es) for the heap walk: other users' processes need CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; their hoarding stays suspected, counted in membloat_heap_walks_total{{outcome=\"unreadable\"}}");
         }
         let snapshot = Arc::new(derive(self.last.as_deref(), sample, self.options));
         self.last = Some(snapshot.clone());

@@ -3,13 +3,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::UNIX_EPOCH;
 
+use crate::heap::runtime::Identity;
 use crate::parse::meminfo::Meminfo;
 use crate::parse::pressure::Pressure;
 use crate::parse::vmstat::Vmstat;
 use crate::sample::{
     CollectorRun, DeepRun, ErrorCounts, ProcessSample, ReadStats, Sample, Sysctl, Thp,
 };
-use crate::signals::{self, ProcState, Signals};
+use crate::signals::{self, Method, ProcState, Signals};
 use crate::source::Reason;
 
 /// Sums over the processes of one group. Sizes in bytes.
@@ -28,8 +29,16 @@ pub struct GroupStats {
     pub anon_huge_bytes: u64,
     pub threads: u64,
     pub oom_score_max: u64,
-    /// Sums of the per-process signals over the processes that have them.
-    pub hoarded_bytes: u64,
+    /// Sums of the per-process signals over the processes that have them; hoarded bytes
+    /// by how they were reached (see [`Method`]).
+    pub hoarded_measured_bytes: u64,
+    pub hoarded_suspected_bytes: u64,
+    /// Free and resident free bytes in glibc heaps, over the processes the walk measured.
+    pub heap_free_bytes: u64,
+    pub heap_free_resident_bytes: u64,
+    pub heap_reclaimable_bytes: u64,
+    /// Processes whose heap the walk measured.
+    pub heap_measured_processes: u64,
     pub regrown_since_trough_bytes: u64,
     pub untouched_commit_bytes: u64,
     pub arena_heaps: u64,
@@ -38,7 +47,21 @@ pub struct GroupStats {
 
 impl GroupStats {
     fn add(&mut self, p: &ProcessSample, sig: &Signals) {
-        self.hoarded_bytes += sig.hoarded_bytes.unwrap_or(0);
+        let hoarded = sig.hoarded_bytes.unwrap_or(0);
+        match sig.hoard_method {
+            Some(Method::Measured) => self.hoarded_measured_bytes += hoarded,
+            _ => self.hoarded_suspected_bytes += hoarded,
+        }
+        if let Some(h) = &sig.heap {
+            self.heap_measured_processes += 1;
+            self.heap_free_bytes = self.heap_free_bytes.saturating_add(h.free_bytes());
+            self.heap_free_resident_bytes = self
+                .heap_free_resident_bytes
+                .saturating_add(h.free_resident_bytes());
+            self.heap_reclaimable_bytes = self
+                .heap_reclaimable_bytes
+                .saturating_add(h.reclaimable_bytes());
+        }
         self.regrown_since_trough_bytes += sig.regrown_since_trough_bytes;
         self.untouched_commit_bytes += sig.untouched_commit_bytes.unwrap_or(0);
         self.arena_heaps += sig.arena_heaps.unwrap_or(0);
@@ -93,6 +116,8 @@ pub struct ProcessReport {
     pub signals: Signals,
     /// 1 for the process the OOM killer would pick first (highest oom_score).
     pub oom_rank: u64,
+    /// Allocator and runtime, once a deep read has told them.
+    pub identity: Option<Identity>,
 }
 
 /// What a scrape encodes: the latest scan plus the running totals.
@@ -120,6 +145,8 @@ pub struct Snapshot {
     pub deep: Option<DeepRun>,
     /// CPU time of the deep tier since start.
     pub deep_cpu_seconds_total: f64,
+    /// Heap walks since start, indexed by [`crate::heap::Outcome`].
+    pub heap_walks_total: [u64; crate::heap::Outcome::ALL.len()],
     pub reads: Option<ReadStats>,
     pub cgroups: Option<Vec<(String, crate::parse::memory_stat::MemoryStat)>>,
     /// What is remembered of each live process, by (pid, start ticks).
@@ -197,10 +224,20 @@ pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> S
         errors,
         signals: system,
         groups: groups(&sample.processes, &sigs),
-        top: top_k(&sample.processes, &sigs, opts.top_k),
+        top: top_k(&sample.processes, &sigs, &states, opts.top_k),
         processes_scanned,
         deep_cpu_seconds_total: prev.map_or(0.0, |p| p.deep_cpu_seconds_total)
             + sample.deep.map_or(0.0, |d| d.cpu_seconds),
+        heap_walks_total: {
+            let mut t = prev.map_or([0; 5], |p| p.heap_walks_total);
+            for (sum, n) in t
+                .iter_mut()
+                .zip(sample.deep.map_or([0; 5], |d| d.heap_walks))
+            {
+                *sum = sum.saturating_add(n);
+            }
+            t
+        },
         deep: sample.deep,
         reads: sample.reads,
         cgroups: sample.cgroups,
@@ -282,7 +319,12 @@ fn groups(processes: &[ProcessSample], sigs: &[Signals]) -> Vec<GroupStats> {
 /// The union of the K largest by RSS, the K with the highest oom_score, and the K with the
 /// most suspected hoarded and regrown bytes (those above zero); ties go to the lower pid so
 /// the selection is stable between scans.
-fn top_k(processes: &[ProcessSample], sigs: &[Signals], k: usize) -> Vec<ProcessReport> {
+fn top_k(
+    processes: &[ProcessSample],
+    sigs: &[Signals],
+    states: &HashMap<(u32, u64), ProcState>,
+    k: usize,
+) -> Vec<ProcessReport> {
     // The OOM killer's order: highest oom_score first, larger RSS first among equals.
     let mut order: Vec<usize> = (0..processes.len()).collect();
     let rss = |i: usize| processes[i].status.vm_rss_bytes.unwrap_or(0);
@@ -323,6 +365,10 @@ fn top_k(processes: &[ProcessSample], sigs: &[Signals], k: usize) -> Vec<Process
             sample: processes[i].clone(),
             signals: sigs[i],
             oom_rank: rank[i],
+            identity: states
+                .get(&processes[i].key())
+                .and_then(|s| s.heap.as_ref())
+                .map(|h| h.identity.clone()),
         })
         .collect()
 }
@@ -478,6 +524,7 @@ pub(crate) mod tests_support {
             oom_score_adj: Some(0),
             group: Some(comm.into()),
             smaps: None,
+            heap: None,
         }
     }
 }

@@ -11,6 +11,9 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::derive::{GroupStats, ProcessReport, Snapshot};
+use crate::heap::walk::{HeapKind, HeapTotals};
+use crate::heap::Outcome;
+use crate::signals::Method;
 
 /// Every metric starts with this.
 pub const PREFIX: &str = "membloat";
@@ -219,6 +222,16 @@ fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
             seconds(),
             Some(Num::F(s.deep_cpu_seconds_total)),
         )?;
+        let walks: Vec<(Labels, Num)> = Outcome::ALL
+            .iter()
+            .map(|o| {
+                (
+                    vec![("outcome", o.as_str())],
+                    Num::U(s.heap_walks_total[*o as usize]),
+                )
+            })
+            .collect();
+        f.family("heap_walks", "Heap walks of deep-read processes by outcome: measured; not_glibc (another allocator: hoarding stays suspected); inconsistent (the heap changed under two tries, or is not glibc's); budget (more chunks than a walk may visit); unreadable (/proc/PID/mem or pagemap denied or gone).", None, MetricType::Counter, walks)?;
     }
     let errors: Vec<(Labels, Num)> = s
         .errors
@@ -546,7 +559,32 @@ fn encode_groups(f: &mut Families, groups: &[GroupStats]) -> fmt::Result {
         rows(|g| g.threads),
     )?;
     f.family("group_oom_score_max", "Highest oom_score in the group: the OOM killer picks the highest score first (/proc/PID/oom_score).", None, g, rows(|g| g.oom_score_max))?;
-    f.family("group_hoarded", "Sum of suspected allocator-hoarded heap memory over the group (deep tier; see membloat_process_hoarded_bytes).", bytes(), g, rows(|g| g.hoarded_bytes))?;
+    let hoarded: Vec<(Labels, Num)> = groups
+        .iter()
+        .flat_map(|g| {
+            Method::ALL.map(|m| {
+                let v = match m {
+                    Method::Measured => g.hoarded_measured_bytes,
+                    Method::Suspected => g.hoarded_suspected_bytes,
+                };
+                (
+                    vec![("group", g.name.as_str()), ("method", m.as_str())],
+                    Num::U(v),
+                )
+            })
+        })
+        .collect();
+    f.family("group_hoarded", "Sum over the group of heap memory the allocator holds free, by method: measured (resident free pages of glibc's heaps that malloc_trim(0) would give back, read by the heap walk) or suspected (inferred from smaps where no walk was possible). See membloat_process_hoarded_bytes.", bytes(), g, hoarded)?;
+    f.family(
+        "group_heap_measured_processes",
+        "Processes of the group whose glibc heaps the latest heap walk measured (deep tier).",
+        None,
+        g,
+        rows(|g| g.heap_measured_processes),
+    )?;
+    f.family("group_heap_free", "Sum over the measured processes of the group of free chunk bytes in glibc heaps, the top chunks included (heap walk).", bytes(), g, rows(|g| g.heap_free_bytes))?;
+    f.family("group_heap_free_resident", "Sum over the measured processes of the group of free glibc heap bytes in resident pages (heap walk, /proc/PID/pagemap).", bytes(), g, rows(|g| g.heap_free_resident_bytes))?;
+    f.family("group_heap_reclaimable", "Sum over the measured processes of the group of resident free heap pages malloc_trim(0) would give back (heap walk).", bytes(), g, rows(|g| g.heap_reclaimable_bytes))?;
     f.family("group_regrown_since_trough", "Sum over the group of anonymous memory that grew back in huge pages while the process was idle (khugepaged regrowth).", bytes(), g, rows(|g| g.regrown_since_trough_bytes))?;
     f.family(
         "group_untouched_commit",
@@ -709,7 +747,64 @@ fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result {
         rows(&|p| u(p.signals.heap_resident_bytes)),
     )?;
     f.family("process_heap_size", "Size of the brk heap plus glibc arena heaps; Size far above Rss means the heap was trimmed (deep tier).", bytes(), g, rows(&|p| u(p.signals.heap_size_bytes)))?;
-    f.family("process_hoarded", "Suspected allocator hoarding: heap memory kept near the peak while idle (heap >= 64 MiB and >= half of RssAnon, RSS >= 0.8 x peak, heap not trimmed). 0 when the deep tier saw no sign. A suspicion: /proc cannot tell free chunks from live data.", bytes(), g, rows(&|p| u(p.signals.hoarded_bytes)))?;
+    let hoarded: Vec<(Labels, Num)> = top
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let method = p.signals.hoard_method?.as_str();
+            let mut l = labels(i);
+            l.push(("method", method));
+            Some((l, Num::U(p.signals.hoarded_bytes?)))
+        })
+        .collect();
+    f.family("process_hoarded", "Heap memory the allocator holds free. method=\"measured\": resident pages of glibc's free chunks that malloc_trim(0) would give back, read by the heap walk (0 below 16 MiB). method=\"suspected\" (no walk possible: other allocator, walk off or failed): the heap's Rss when it is >= 64 MiB and >= half of RssAnon, RSS >= 0.8 x peak, heap not trimmed and the process idle; /proc alone cannot tell free chunks from live data.", bytes(), g, hoarded)?;
+    let per_heap = |get: fn(&HeapTotals) -> u64| -> Vec<(Labels, Num)> {
+        top.iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.signals.heap.map(|h| (i, h)))
+            .flat_map(|(i, h)| {
+                HeapKind::ALL.map(|k| {
+                    let mut l = labels(i);
+                    l.push(("heap", k.as_str()));
+                    (l, Num::U(get(h.of(k))))
+                })
+            })
+            .collect()
+    };
+    f.family("process_heap_free", "Free chunk bytes in the process's glibc heaps, the top chunk included, by heap (main: the brk heap; arena: other threads' heaps). Heap walk of /proc/PID/mem.", bytes(), g, per_heap(|t| t.free_bytes))?;
+    f.family("process_heap_free_resident", "The part of membloat_process_heap_free_bytes in resident pages: what the host loses (/proc/PID/pagemap).", bytes(), g, per_heap(|t| t.free_resident_bytes))?;
+    f.family("process_heap_reclaimable", "Resident pages wholly inside free chunks (past each chunk's header): what malloc_trim(0) would give back to the kernel. The hoarding figure when measured.", bytes(), g, per_heap(|t| t.reclaimable_bytes))?;
+    f.family(
+        "process_heap_top",
+        "The top chunks: free space at the end of the arenas' current heaps (heap walk).",
+        bytes(),
+        g,
+        per_heap(|t| t.top_bytes),
+    )?;
+    f.family(
+        "process_heap_chunks",
+        "Chunks the heap walk found, by heap.",
+        None,
+        g,
+        per_heap(|t| t.chunks),
+    )?;
+    if top.iter().any(|p| p.identity.is_some()) {
+        let mut metric = f.enc.encode_descriptor(
+            "process_allocator",
+            "The process's allocator (glibc, jemalloc, tcmalloc, mimalloc, musl, go, static) and runtime (native, go, jvm, python, node; version: Go's from the binary's build info), from its mappings and executable (deep tier).",
+            None,
+            MetricType::Info,
+        )?;
+        for (i, p) in top.iter().enumerate() {
+            if let Some(id) = &p.identity {
+                metric.encode_family(&labels(i))?.encode_info(&vec![
+                    ("allocator", id.allocator.as_str()),
+                    ("runtime", id.runtime.as_str()),
+                    ("version", id.version.as_str()),
+                ])?;
+            }
+        }
+    }
     f.family("process_arena_heaps", "glibc arena heaps in the process's maps (64 MiB-aligned anonymous MAP_NORESERVE heaps, deep tier).", None, g, rows(&|p| u(p.signals.arena_heaps)))?;
     f.family(
         "process_arena_reserved",
@@ -844,6 +939,7 @@ mod tests {
             sample: p,
             signals: Default::default(),
             oom_rank: 1,
+            identity: Some(crate::heap::runtime::identify(Default::default(), None)),
         };
         let snap = Snapshot {
             groups: vec![GroupStats {
@@ -868,6 +964,12 @@ mod tests {
         assert!(
             text.contains(
                 "membloat_process_resident_bytes{pid=\"7\",comm=\"x\\\"} 1\\nevil 9\\n#\"} 4096\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "membloat_process_allocator_info{allocator=\"static\",runtime=\"native\",version=\"\",pid=\"7\",comm=\"x\\\"} 1\\nevil 9\\n#\"} 1\n"
             ),
             "{text}"
         );

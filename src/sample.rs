@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::config::{Collectors, DeepConfig, GroupBy, ReadConfig};
+use crate::heap::{self, HeapReading};
 use crate::matcher::{Candidate, Matchers};
 use crate::parse::memory_stat::MemoryStat;
 use crate::parse::{
@@ -90,6 +91,8 @@ pub struct ProcessSample {
     pub group: Option<String>,
     /// This scan's deep read of `/proc/PID/smaps`, when the deep tier covered it.
     pub smaps: Option<SmapsSummary>,
+    /// This scan's allocator identity and heap walk, with the deep read.
+    pub heap: Option<HeapReading>,
 }
 
 impl ProcessSample {
@@ -110,6 +113,8 @@ pub struct DeepRun {
     pub deferred: u64,
     pub duration_seconds: f64,
     pub cpu_seconds: f64,
+    /// Heap walks by how they ended, indexed by [`heap::Outcome`].
+    pub heap_walks: [u64; heap::Outcome::ALL.len()],
 }
 
 /// How one collector did in a scan.
@@ -227,7 +232,7 @@ struct ProcessRead {
 
 /// One deep-tier read.
 enum DeepRead {
-    Done(Result<SmapsSummary, Reason>, u64),
+    Done(Result<Box<(SmapsSummary, HeapReading)>, Reason>, u64),
     /// Left for a later scan by the CPU budget.
     Deferred,
 }
@@ -647,6 +652,7 @@ impl Scanner {
         let spent = Arc::new(AtomicU64::new(0));
         let budget = self.deep.budget.as_nanos() as u64;
         let (source, counter) = (self.source.clone(), spent.clone());
+        let walk = self.deep.heap_walk;
         let batch = self.pool.run(
             due.iter().map(|&(_, _, i)| processes[i].pid).collect(),
             self.reading.timeout,
@@ -656,7 +662,7 @@ impl Scanner {
                     return DeepRead::Deferred;
                 }
                 let cpu = thread_cpu();
-                let read = read_smaps(&source, &mut bufs.main, pid);
+                let read = read_smaps(&source, &mut bufs.main, pid, walk);
                 let used = thread_cpu().saturating_sub(cpu).as_nanos() as u64;
                 counter.fetch_add(used, Ordering::AcqRel);
                 read
@@ -669,7 +675,16 @@ impl Scanner {
                 Some(DeepRead::Done(result, rejected)) => {
                     count(errs, "processes", Reason::Malformed, rejected);
                     match result {
-                        Ok(summary) => p.smaps = Some(summary),
+                        Ok(read) => {
+                            let (summary, heap) = *read;
+                            if let Some(walk) = &heap.walk {
+                                let outcome = walk.as_ref().err().copied();
+                                run.heap_walks
+                                    [outcome.unwrap_or(heap::Outcome::Measured) as usize] += 1;
+                            }
+                            p.smaps = Some(summary);
+                            p.heap = Some(heap);
+                        }
                         Err(reason) => count(errs, "processes", reason, 1),
                     }
                     self.deep_read_at
@@ -701,14 +716,23 @@ fn deep_memory(st: &Status) -> DeepMemory {
     ]
 }
 
-fn read_smaps(source: &Source, buf: &mut Buffer, pid: u32) -> DeepRead {
-    let summarized = source.read_smaps(pid, buf).map(smaps::summarize);
-    let read = match summarized {
+/// `smaps`, then the allocator and (when `walk`) the heap walk from its mappings.
+fn read_smaps(source: &Source, buf: &mut Buffer, pid: u32, walk: bool) -> DeepRead {
+    let read = match source.read_smaps(pid, buf).map(|_| ()) {
         // A process with more mappings than MAX_SMAPS_BYTES holds: a partial summary
         // would understate it.
-        Ok(_) if buf.was_cut() => DeepRead::Done(Err(Reason::Malformed), 0),
-        Ok(Ok((summary, rejected))) => DeepRead::Done(Ok(summary), rejected as u64),
-        Ok(Err(_)) => DeepRead::Done(Err(Reason::Malformed), 0),
+        Ok(()) if buf.was_cut() => DeepRead::Done(Err(Reason::Malformed), 0),
+        Ok(()) => {
+            let text = buf.text();
+            let (vmas, rejected) = smaps::parse(text);
+            if vmas.is_empty() && !text.trim().is_empty() {
+                DeepRead::Done(Err(Reason::Malformed), 0)
+            } else {
+                let summary = SmapsSummary::from_vmas(&vmas);
+                let heap = heap::read(source, pid, &vmas, walk);
+                DeepRead::Done(Ok(Box::new((summary, heap))), rejected as u64)
+            }
+        }
         Err(e) => DeepRead::Done(Err(e.process_reason()), 0),
     };
     buf.shrink();
@@ -892,6 +916,7 @@ fn read_process_files(
         oom_score_adj: Some(oom_score_adj),
         group,
         smaps: None,
+        heap: None,
     };
     Ok(Some((sample, remembered)))
 }
@@ -953,6 +978,7 @@ mod tests {
             interval: Duration::from_secs(3600),
             budget: Duration::from_millis(200),
             min_bytes: u64::MAX,
+            heap_walk: true,
         };
         let reading = ReadConfig {
             rollup_refresh: refresh,

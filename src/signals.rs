@@ -3,11 +3,16 @@
 //! The thresholds are the measured signatures of DESIGN.md section 1; each one is named
 //! here once.
 
+use crate::heap::{HeapMeasure, HeapReading};
 use crate::parse::smaps::SmapsSummary;
 use crate::sample::ProcessSample;
 
-/// Heap memory below this is never called hoarding.
+/// Heap memory below this is never suspected of hoarding (no heap walk).
 pub const HOARD_MIN_HEAP_BYTES: u64 = 64 << 20;
+/// Measured reclaimable heap memory below this is not called hoarding: small free lists
+/// come and go with a program's work, and glibc keeps its trim threshold's worth (128 KiB
+/// by default) on purpose.
+pub const HOARD_MIN_MEASURED_BYTES: u64 = 16 << 20;
 /// The heap must hold at least this share of the process's anonymous memory.
 pub const HOARD_MIN_HEAP_SHARE: f64 = 0.5;
 /// RSS must still be at least this share of the peak (VmHWM).
@@ -19,8 +24,28 @@ pub const IDLE_MAX_CPU_SHARE: f64 = 0.01;
 /// glibc creates at most this many arenas per online CPU (64-bit).
 pub const ARENAS_PER_CPU: u64 = 8;
 
+/// How a hoarding figure was reached: the `method` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Method {
+    /// Free chunks read from glibc's heap: what the allocator really holds.
+    Measured,
+    /// Inferred from smaps and status (no heap walk possible): a suspicion.
+    Suspected,
+}
+
+impl Method {
+    pub const ALL: [Method; 2] = [Method::Measured, Method::Suspected];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Measured => "measured",
+            Method::Suspected => "suspected",
+        }
+    }
+}
+
 /// What is remembered of a process between scans.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProcState {
     pub cpu_seconds: f64,
     pub rss_anon_bytes: u64,
@@ -34,6 +59,8 @@ pub struct ProcState {
     pub regrown_total_bytes: u64,
     /// The latest deep read, carried between deep reads.
     pub smaps: Option<SmapsSummary>,
+    /// The latest allocator identity and heap walk, carried likewise.
+    pub heap: Option<HeapReading>,
 }
 
 /// The signals of one process in one scan.
@@ -50,8 +77,12 @@ pub struct Signals {
     pub arena_reserved_bytes: Option<u64>,
     /// The arena count reached glibc's ceiling (8 x CPUs arenas, the main one not a heap).
     pub arena_at_ceiling: Option<bool>,
-    /// Suspected freed-but-kept heap memory; `Some(0)` when deep data says no.
+    /// Freed-but-kept heap memory; `Some(0)` when deep data says no.
     pub hoarded_bytes: Option<u64>,
+    /// Whether `hoarded_bytes` was measured by the heap walk or suspected.
+    pub hoard_method: Option<Method>,
+    /// The latest successful heap walk.
+    pub heap: Option<HeapMeasure>,
     /// Commit charge: Size of mappings charged to the commit limit (deep tier).
     pub commit_bytes: Option<u64>,
     /// Commit charge not backed by RAM or swap: can still become RSS, oom_score omits it.
@@ -75,6 +106,8 @@ pub fn step(
     let vm_size = st.vm_size_bytes.unwrap_or(0);
     let anon_huge = p.rollup.and_then(|r| r.anon_huge_pages_bytes);
     let smaps = p.smaps.or(prev.and_then(|s| s.smaps));
+    let heap = p.heap.as_ref().or(prev.and_then(|s| s.heap.as_ref()));
+    let measured = heap.and_then(|h| h.measured()).copied();
 
     let idle = prev.filter(|_| elapsed_seconds > 0.0).map(|s| {
         let used = p.cpu_seconds - s.cpu_seconds;
@@ -92,6 +125,7 @@ pub fn step(
         regrown_since_trough_bytes: 0,
         regrown_total_bytes: prev.map_or(0, |s| s.regrown_total_bytes),
         smaps,
+        heap: heap.cloned(),
     };
     if let (Some(s), Some(true), Some(huge)) = (prev, idle, anon_huge) {
         if vm_size == s.vm_size_bytes {
@@ -139,6 +173,18 @@ pub fn step(
             && retained.is_some_and(|r| r >= HOARD_MIN_RETAINED)
             && idle == Some(true);
         sig.hoarded_bytes = Some(if suspected { heap_rss } else { 0 });
+        sig.hoard_method = Some(Method::Suspected);
+    }
+    if let Some(m) = measured {
+        // Measured beats suspected: resident free pages glibc could give back, busy or idle.
+        let free = m.reclaimable_bytes();
+        sig.heap = Some(m);
+        sig.hoarded_bytes = Some(if free >= HOARD_MIN_MEASURED_BYTES {
+            free
+        } else {
+            0
+        });
+        sig.hoard_method = Some(Method::Measured);
     }
     (next, sig)
 }

@@ -56,8 +56,12 @@ fn systemd_unit_scores_at_most_2_5_and_verifies_clean() {
     let directives: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     let has = |d: &str| directives.iter().any(|l| l.trim() == d);
     assert!(has("DynamicUser=yes"));
-    assert!(has("AmbientCapabilities=CAP_SYS_PTRACE"));
-    assert!(has("CapabilityBoundingSet=CAP_SYS_PTRACE"));
+    assert!(has(
+        "AmbientCapabilities=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH"
+    ));
+    assert!(has(
+        "CapabilityBoundingSet=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH"
+    ));
     assert!(has("ProtectSystem=strict"));
     for forbidden in ["ProtectProc=", "ProcSubset=", "PrivateUsers="] {
         assert!(
@@ -156,7 +160,7 @@ fn kubernetes_resources_agree_with_each_other_and_the_rules() {
             .collect()
     };
     assert_eq!(caps("drop"), ["ALL"]);
-    assert_eq!(caps("add"), ["SYS_PTRACE"]);
+    assert_eq!(caps("add"), ["SYS_PTRACE", "DAC_READ_SEARCH"]);
     for probe in ["readinessProbe", "livenessProbe"] {
         assert_eq!(
             container[probe]["httpGet"]["path"].as_str(),

@@ -35,10 +35,12 @@ impl Drop for Sleeper {
 /// `--once` (two scans) over every process, as `setpriv` makes it: nobody, no groups, and
 /// exactly the capabilities in `caps` (e.g. "+sys_ptrace"), or unchanged as root.
 fn once_as(caps: Option<&str>) -> Output {
+    // Every process is deep-read, so the heap walk runs on the root-owned sleeper too.
     let args = [
         "--once",
         "--once.interval=0s",
         "--collector.processes.top-k=100000",
+        "--collector.processes.deep-min-size=0",
     ];
     match caps {
         None => Command::new(bin()).args(args).output().unwrap(),
@@ -78,6 +80,14 @@ fn text(out: &Output) -> String {
 const DENIED: &str =
     "membloat_scan_errors_total{collector=\"processes\",reason=\"permission_denied\"}";
 
+/// Chunks the heap walk found in the sleeper's brk heap: present only when it was measured.
+fn heap_chunks(text: &str, pid: u32) -> Option<f64> {
+    value(
+        text,
+        &format!("membloat_process_heap_chunks{{pid=\"{pid}\",comm=\"sleep\",heap=\"main\"}}"),
+    )
+}
+
 fn pss(text: &str, pid: u32) -> Option<f64> {
     value(
         text,
@@ -85,33 +95,68 @@ fn pss(text: &str, pid: u32) -> Option<f64> {
     )
 }
 
+const UNREADABLE: &str = "membloat_heap_walks_total{outcome=\"unreadable\"}";
+
+/// The deployments grant CAP_SYS_PTRACE (ptrace access: smaps_rollup, smaps, mem,
+/// pagemap) and CAP_DAC_READ_SEARCH (mem and pagemap are 0600/0400, their owner's alone):
+/// with both, nobody sees what root sees, heap walks included. With CAP_SYS_PTRACE alone,
+/// smaps is read but the walk cannot open mem: counted, warned once, hoarding suspected.
 #[test]
-fn nobody_with_only_cap_sys_ptrace_sees_what_root_sees() {
+fn nobody_with_the_two_read_capabilities_sees_what_root_sees() {
     if !is_root() {
-        eprintln!("SKIPPED: dropping to nobody with CAP_SYS_PTRACE needs root");
+        eprintln!("SKIPPED: dropping to nobody with capabilities needs root");
         return;
     }
     let sleeper = Sleeper::start();
-    let root = text(&once_as(None));
-    let ptrace = once_as(Some("+sys_ptrace"));
-    let ptrace_text = text(&ptrace);
-    promtool_check(&ptrace_text);
     let pid = sleeper.0.id();
+    let root = text(&once_as(None));
+    let both = text(&once_as(Some("+sys_ptrace,+dac_read_search")));
+    promtool_check(&both);
     assert!(
         pss(&root, pid).unwrap() > 0.0,
         "root cannot read sleep's smaps_rollup"
     );
     assert!(
-        pss(&ptrace_text, pid).unwrap() > 0.0,
-        "CAP_SYS_PTRACE alone did not give smaps_rollup of a root process"
+        pss(&both, pid).unwrap() > 0.0,
+        "the two capabilities did not give smaps_rollup of a root process"
+    );
+    assert!(
+        heap_chunks(&root, pid).unwrap() > 0.0,
+        "root did not walk sleep's heap"
+    );
+    assert_eq!(
+        heap_chunks(&both, pid),
+        heap_chunks(&root, pid),
+        "the two capabilities did not give the heap walk of a root process"
     );
     // Processes even root cannot read (a non-dumpable init in some sandboxes) are the only
     // denials, for both.
-    assert_eq!(value(&ptrace_text, DENIED), value(&root, DENIED));
+    assert_eq!(value(&both, DENIED), value(&root, DENIED));
     eprintln!(
-        "denied reads: root {:?}, nobody+CAP_SYS_PTRACE {:?}",
+        "denied reads: root {:?}, nobody with both capabilities {:?}; unreadable walks {:?}, {:?}",
         value(&root, DENIED),
-        value(&ptrace_text, DENIED)
+        value(&both, DENIED),
+        value(&root, UNREADABLE),
+        value(&both, UNREADABLE),
+    );
+
+    let ptrace_only = once_as(Some("+sys_ptrace"));
+    let ptrace_text = text(&ptrace_only);
+    assert!(
+        pss(&ptrace_text, pid).unwrap() > 0.0,
+        "CAP_SYS_PTRACE alone did not give smaps_rollup of a root process"
+    );
+    assert_eq!(
+        heap_chunks(&ptrace_text, pid),
+        None,
+        "walked without CAP_DAC_READ_SEARCH?"
+    );
+    assert!(value(&ptrace_text, UNREADABLE).unwrap() >= 1.0);
+    let stderr = String::from_utf8_lossy(&ptrace_only.stderr);
+    assert_eq!(
+        stderr.matches("CAP_DAC_READ_SEARCH").count(),
+        1,
+        "one warning over two scans:\n{stderr}"
     );
 }
 
@@ -135,6 +180,8 @@ fn without_cap_sys_ptrace_coverage_is_partial_counted_and_warned_once() {
             None,
             "read a root process without CAP_SYS_PTRACE"
         );
+        // No smaps, so no deep read and no heap walk of it; the scan goes on.
+        assert_eq!(heap_chunks(&text, pid), None);
     }
     // Still reported from status, stat and oom_score.
     assert!(
@@ -150,10 +197,9 @@ fn without_cap_sys_ptrace_coverage_is_partial_counted_and_warned_once() {
     assert_eq!(warnings, 1, "two scans, warnings:\n{stderr}");
 }
 
-/// `environ` holds secrets, `mem` the process's memory, `io` is not needed: the exporter
-/// never opens them, also with the deep tier reading every process's smaps.
-#[test]
-fn never_opens_environ_mem_or_io() {
+/// Runs `--once` over every process under strace and returns each `/proc` open: the path
+/// and its flags.
+fn traced_opens(extra: &[&str]) -> Vec<(String, String)> {
     let trace = tempfile::NamedTempFile::new().unwrap();
     let out = tool("strace")
         .args(["-f", "-qq", "-e", "trace=open,openat,openat2", "-o"])
@@ -166,29 +212,75 @@ fn never_opens_environ_mem_or_io() {
             "--collector.processes.deep-min-size=0",
             "--collector.processes.deep-interval=0s",
         ])
+        .args(extra)
         .output()
         .unwrap();
     text(&out);
     let log = std::fs::read_to_string(trace.path()).unwrap();
-    let opened: Vec<&str> = log
-        .lines()
-        .filter_map(|l| l.split('"').nth(1))
-        .filter(|p| p.starts_with("/proc/"))
-        .collect();
+    log.lines()
+        .filter_map(|l| {
+            let mut parts = l.split('"');
+            parts.next()?;
+            let path = parts.next()?;
+            let flags = parts.next()?.trim_start_matches(", ");
+            path.starts_with("/proc/")
+                .then(|| (path.to_string(), flags.to_string()))
+        })
+        .collect()
+}
+
+fn pid_of(path: &str) -> Option<&str> {
+    path.strip_prefix("/proc/")?.split('/').next()
+}
+
+/// `environ` holds secrets and `io` is not needed: never opened. `mem` and `pagemap` are
+/// opened read-only for the heap walk, and only for a process whose `smaps` was read just
+/// before (a deep-tier candidate); with `--no-collector.processes.heap-walk`, never.
+#[test]
+fn opens_mem_only_after_smaps_never_environ_or_io() {
+    let opened = traced_opens(&[]);
     // The trace saw the reads it should see.
-    for needed in ["/smaps_rollup", "/smaps", "/status", "/oom_score"] {
+    for needed in [
+        "/smaps_rollup",
+        "/smaps",
+        "/status",
+        "/oom_score",
+        "/mem",
+        "/pagemap",
+    ] {
         assert!(
-            opened.iter().any(|p| p.ends_with(needed)),
+            opened.iter().any(|(p, _)| p.ends_with(needed)),
             "strace saw no {needed}"
         );
     }
-    let forbidden: Vec<&&str> = opened
+    let forbidden: Vec<_> = opened
         .iter()
-        .filter(|p| p.ends_with("/environ") || p.ends_with("/mem") || p.ends_with("/io"))
+        .filter(|(p, _)| p.ends_with("/environ") || p.ends_with("/io"))
         .collect();
     assert!(forbidden.is_empty(), "opened {forbidden:?}");
+    let mut walked = 0;
+    for (i, (path, flags)) in opened.iter().enumerate() {
+        if !(path.ends_with("/mem") || path.ends_with("/pagemap")) {
+            continue;
+        }
+        walked += 1;
+        assert!(flags.starts_with("O_RDONLY"), "{path} opened {flags}");
+        let pid = pid_of(path).unwrap();
+        let smaps = format!("/proc/{pid}/smaps");
+        assert!(
+            opened[..i].iter().any(|(p, _)| *p == smaps),
+            "{path} opened without a deep read of {smaps} before it"
+        );
+    }
     eprintln!(
-        "{} /proc files opened, none of environ, mem, io",
+        "{} /proc files opened, {walked} of them mem or pagemap after smaps, none of environ, io",
         opened.len()
     );
+    let off = traced_opens(&["--no-collector.processes.heap-walk"]);
+    assert!(off.iter().any(|(p, _)| p.ends_with("/smaps")));
+    let memory: Vec<_> = off
+        .iter()
+        .filter(|(p, _)| p.ends_with("/mem") || p.ends_with("/pagemap"))
+        .collect();
+    assert!(memory.is_empty(), "heap walk off, yet opened {memory:?}");
 }

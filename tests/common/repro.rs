@@ -16,6 +16,10 @@ pub fn build(name: &str) -> PathBuf {
     if out.exists() {
         return out;
     }
+    // Built under a name of this thread's, then renamed: a test running the same
+    // reproducer in parallel never sees a half-written file.
+    let tmp = dir.join(format!("{name}.{:?}.tmp", std::thread::current().id()));
+    let (final_out, out) = (out, tmp);
     let status = if name == "goheap" {
         let mut go = tool("go");
         go.args(["build", "-o"])
@@ -39,7 +43,8 @@ pub fn build(name: &str) -> PathBuf {
         cc.status()
     };
     assert!(status.unwrap().success(), "building reproducer {name}");
-    out
+    std::fs::rename(&out, &final_out).unwrap();
+    final_out
 }
 
 /// A running reproducer; its first stdout line is "ready ...". Killed when dropped.
@@ -51,9 +56,33 @@ pub struct Repro {
 
 impl Repro {
     pub fn start(name: &str, args: &[&str], env: &[(&str, &str)]) -> Repro {
-        let mut child = Command::new(build(name))
-            .args(args)
-            .envs(env.iter().copied())
+        let mut cmd = Command::new(build(name));
+        cmd.args(args).envs(env.iter().copied());
+        Repro::spawn(name, cmd)
+    }
+
+    /// A reproducer run under another file name, so its comm (and group) is `alias`.
+    pub fn start_as(name: &str, alias: &str, args: &[&str]) -> Repro {
+        let built = build(name);
+        let path = built.with_file_name(alias);
+        if !path.exists() {
+            std::fs::copy(&built, &path).unwrap();
+        }
+        let mut cmd = Command::new(path);
+        cmd.args(args);
+        Repro::spawn(alias, cmd)
+    }
+
+    /// A Python reproducer from tests/reproducers, run by python3.
+    pub fn python(script: &str, args: &[&str]) -> Repro {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers");
+        let mut cmd = super::tool("python3");
+        cmd.arg(src.join(script)).args(args);
+        Repro::spawn(script, cmd)
+    }
+
+    pub fn spawn(name: &str, mut cmd: Command) -> Repro {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()

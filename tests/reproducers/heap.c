@@ -1,0 +1,71 @@
+/* glibc heaps with a known amount of free memory, to check the heap walk against glibc's
+ * own count (mallinfo2().fordblks, printed at the same moment).
+ * usage: heap MODE LIVE_MIB FREED_MIB [BLOCK_BYTES]
+ *   main:   allocate LIVE+FREED MiB in 64 KiB blocks (below the mmap threshold, so from the
+ *           brk heap), touch them, free FREED MiB of them spread among the live ones (the
+ *           live ones pin the freed memory: the heap cannot shrink);
+ *   thread: the same in a worker thread, so in its own arena's heaps; the thread exits
+ *           and its arena stays;
+ *   trim:   main, then malloc_trim(0): the free chunks stay, their pages are returned;
+ *   churn:  main, then allocates and frees small blocks in a tight loop forever, so the
+ *           heap's headers change while they are read.
+ * BLOCK_BYTES (default 65472) sets the block size; blocks above glibc's mmap threshold
+ * (128 KiB) need MALLOC_MMAP_THRESHOLD_ raised to come from the heap.
+ * Prints "ready FORDBLKS", then sleeps (or churns). Build with -fno-builtin-malloc
+ * -fno-builtin-free -pthread. */
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static size_t live_mib, freed_mib, block = 65536 - 64;
+
+static void *fill(void *unused) {
+    (void)unused;
+    size_t per_mib = (1 << 20) / (block + 16);
+    size_t n = (live_mib + freed_mib) * per_mib, nf = freed_mib * per_mib;
+    void **b = malloc(n * sizeof *b);
+    for (size_t i = 0; i < n; i++) {
+        b[i] = malloc(block);
+        memset(b[i], 1, block);
+    }
+    for (size_t i = 0; i < nf; i++) {
+        free(b[i * n / nf]);
+        b[i * n / nf] = 0;
+    }
+    return b;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4 && argc != 5) return 2;
+    if (argc == 5) block = strtoul(argv[4], 0, 10);
+    const char *mode = argv[1];
+    live_mib = strtoul(argv[2], 0, 10);
+    freed_mib = strtoul(argv[3], 0, 10);
+    if (strcmp(mode, "thread") == 0) {
+        pthread_t t;
+        pthread_create(&t, 0, fill, 0);
+        pthread_join(t, 0);
+    } else {
+        fill(0);
+    }
+    if (strcmp(mode, "trim") == 0) malloc_trim(0);
+    struct mallinfo2 mi = mallinfo2();
+    printf("ready %zu\n", mi.fordblks);
+    fflush(stdout);
+    if (strcmp(mode, "churn") == 0) {
+        /* A ring of 256 blocks of up to 16 KiB: at most 4 MiB moves between free and
+         * used, under 2 % of a 256 MiB free heap. */
+        static void *ring[256];
+        unsigned long i = 0, r = 1;
+        for (;;) {
+            r = r * 6364136223846793005UL + 1442695040888963407UL;
+            free(ring[i % 256]);
+            ring[i % 256] = malloc(16 + (r >> 33) % 16384);
+            i++;
+        }
+    }
+    for (;;) pause();
+}
