@@ -92,7 +92,7 @@ pub struct ProcessSample {
     /// This scan's deep read of `/proc/PID/smaps`, when the deep tier covered it.
     pub smaps: Option<SmapsSummary>,
     /// This scan's allocator identity and heap walk, with the deep read.
-    pub heap: Option<HeapReading>,
+    pub heap: Option<Arc<HeapReading>>,
 }
 
 impl ProcessSample {
@@ -683,7 +683,7 @@ impl Scanner {
                                     [outcome.unwrap_or(heap::Outcome::Measured) as usize] += 1;
                             }
                             p.smaps = Some(summary);
-                            p.heap = Some(heap);
+                            p.heap = Some(Arc::new(heap));
                         }
                         Err(reason) => count(errs, "processes", reason, 1),
                     }

@@ -3,6 +3,8 @@
 //! The thresholds are the measured signatures of DESIGN.md section 1; each one is named
 //! here once.
 
+use std::sync::Arc;
+
 use crate::heap::{HeapMeasure, HeapReading};
 use crate::parse::smaps::SmapsSummary;
 use crate::sample::ProcessSample;
@@ -60,7 +62,7 @@ pub struct ProcState {
     /// The latest deep read, carried between deep reads.
     pub smaps: Option<SmapsSummary>,
     /// The latest allocator identity and heap walk, carried likewise.
-    pub heap: Option<HeapReading>,
+    pub heap: Option<Arc<HeapReading>>,
 }
 
 /// The signals of one process in one scan.
