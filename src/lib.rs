@@ -7,6 +7,7 @@
 pub mod config;
 pub mod daemon;
 pub mod derive;
+pub mod explain;
 pub mod expose;
 pub mod heap;
 pub mod http;

@@ -23,6 +23,20 @@ pub const HOARD_MIN_RETAINED: f64 = 0.8;
 pub const HOARD_MIN_HEAP_DENSITY: f64 = 0.5;
 /// Idle: CPU time grew by less than this share of the elapsed time (plus one tick).
 pub const IDLE_MAX_CPU_SHARE: f64 = 0.01;
+/// Host thresholds that `explain` and the alert rules share (deploy/prometheus/
+/// membloat.rules.yml uses the same numbers; tests/rules.rs checks they agree).
+/// Memory is low below this share of MemTotal available (MembloatProcessLikelyOOMVictim).
+pub const LOW_MEMORY_RATIO: f64 = 0.10;
+/// A process at or above this oom_score is the likely victim (MembloatProcessLikelyOOMVictim).
+pub const OOM_LIKELY_VICTIM_SCORE: u64 = 900;
+/// Committed_AS / CommitLimit above this in overcommit mode 2 (MembloatCommitNearLimit).
+pub const COMMIT_NEAR_LIMIT_RATIO: f64 = 0.9;
+/// Share of time all tasks stalled on memory (PSI full) above this (MembloatMemoryStalls).
+pub const PRESSURE_STALLED_RATIO: f64 = 0.05;
+/// Hidden THP memory above this share of MemTotal (MembloatHiddenTHPMemoryLarge).
+pub const THP_HIDDEN_MAX_SHARE: f64 = 0.05;
+/// Untouched commit charge of one process worth naming (no alert: a gauge to watch).
+pub const UNTOUCHED_COMMIT_MIN_BYTES: u64 = 1 << 30;
 /// glibc creates at most this many arenas per online CPU (64-bit).
 pub const ARENAS_PER_CPU: u64 = 8;
 

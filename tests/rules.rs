@@ -133,3 +133,43 @@ fn alertmanager_config_is_valid_and_routes_by_severity() {
         assert_eq!(got.trim(), receiver, "severity={severity}");
     }
 }
+
+/// explain's findings and the alerts judge the same signals by the same numbers: each
+/// threshold in src/signals.rs appears in the rule that watches it.
+#[test]
+fn explain_thresholds_are_the_alerts_thresholds() {
+    use membloat_exporter::signals;
+    let expr = |alert: &str| -> String {
+        alerts()
+            .into_iter()
+            .find(|a| a["alert"].as_str() == Some(alert))
+            .unwrap_or_else(|| panic!("no alert {alert}"))["expr"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let victim = expr("MembloatProcessLikelyOOMVictim");
+    assert!(
+        victim.contains(&format!(">= {}", signals::OOM_LIKELY_VICTIM_SCORE)),
+        "{victim}"
+    );
+    assert!(
+        victim.contains(&format!("< {:.2}", signals::LOW_MEMORY_RATIO)),
+        "{victim}"
+    );
+    let commit = expr("MembloatCommitNearLimit");
+    assert!(
+        commit.contains(&format!("> {}", signals::COMMIT_NEAR_LIMIT_RATIO)),
+        "{commit}"
+    );
+    let stalls = expr("MembloatMemoryStalls");
+    assert!(
+        stalls.contains(&format!("> {}", signals::PRESSURE_STALLED_RATIO)),
+        "{stalls}"
+    );
+    let hidden = expr("MembloatHiddenTHPMemoryLarge");
+    assert!(
+        hidden.contains(&format!("> {}", signals::THP_HIDDEN_MAX_SHARE)),
+        "{hidden}"
+    );
+}

@@ -1,0 +1,260 @@
+//! The diagnosis printed for a terminal (at most [`WIDTH`] columns, colour only when asked)
+//! or as JSON.
+
+use std::fmt::Write;
+
+use super::{size, Diagnosis, Finding};
+
+/// No line of the text form is wider than this.
+pub const WIDTH: usize = 100;
+
+pub fn json(d: &Diagnosis) -> String {
+    let mut s = serde_json::to_string_pretty(d).unwrap_or_else(|_| "{}".into());
+    s.push('\n');
+    s
+}
+
+/// ANSI emphasis, or nothing when the output is not a terminal.
+struct Style {
+    on: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+/// Appends `text` after `prefix`, wrapped at word boundaries so no line passes [`WIDTH`];
+/// continuation lines are indented by the prefix's width. A word longer than the line is
+/// cut.
+fn wrapped(out: &mut String, prefix: &str, text: &str) {
+    let indent = prefix.chars().count();
+    let room = WIDTH.saturating_sub(indent).max(20);
+    let mut line = String::new();
+    let mut first = true;
+    let mut flush = |line: &mut String, first: &mut bool| {
+        if *first {
+            out.push_str(prefix);
+            *first = false;
+        } else {
+            out.push_str(&" ".repeat(indent));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+        line.clear();
+    };
+    for word in text.split_whitespace() {
+        let mut word: String = word.to_string();
+        while word.chars().count() > room {
+            if !line.is_empty() {
+                flush(&mut line, &mut first);
+            }
+            let head: String = word.chars().take(room).collect();
+            word = word.chars().skip(room).collect();
+            line.push_str(&head);
+            flush(&mut line, &mut first);
+        }
+        if line.chars().count() + word.chars().count() + 1 > room && !line.is_empty() {
+            flush(&mut line, &mut first);
+        }
+        line.push_str(&word);
+        line.push(' ');
+    }
+    if !line.is_empty() || first {
+        flush(&mut line, &mut first);
+    }
+}
+
+fn percent(a: u64, b: u64) -> String {
+    if b == 0 {
+        "-".into()
+    } else {
+        format!("{:.0} %", a as f64 * 100.0 / b as f64)
+    }
+}
+
+fn opt(v: Option<u64>) -> String {
+    v.map_or("unknown".into(), size)
+}
+
+/// A process's name for a person: `comm (pid N)`, names cut to 24 characters.
+fn who(f: &Finding) -> String {
+    match &f.process {
+        None => "host".into(),
+        Some(p) => {
+            let comm: String = p.comm.chars().take(24).collect();
+            format!("{comm} (pid {})", p.pid)
+        }
+    }
+}
+
+pub fn text(d: &Diagnosis, color: bool) -> String {
+    let st = Style { on: color };
+    let mut out = String::new();
+    let h = &d.host;
+    let _ = writeln!(out, "{}", st.paint("1", "HOST"));
+    wrapped(
+        &mut out,
+        "  memory    ",
+        &format!(
+            "{} available of {} ({}); swap {} used of {}",
+            opt(h.memory_available_bytes),
+            opt(h.memory_total_bytes),
+            percent(
+                h.memory_available_bytes.unwrap_or(0),
+                h.memory_total_bytes.unwrap_or(0)
+            ),
+            opt(h.swap_used_bytes),
+            opt(h.swap_total_bytes)
+        ),
+    );
+    let mode = match h.overcommit_mode {
+        Some(0) => "overcommit mode 0 (heuristic: the limit is not enforced)",
+        Some(1) => "overcommit mode 1 (always: the limit is not enforced)",
+        Some(2) => "overcommit mode 2 (the limit is enforced)",
+        _ => "overcommit mode unknown",
+    };
+    wrapped(
+        &mut out,
+        "  commit    ",
+        &format!(
+            "{} committed of a {} limit ({}), {mode}",
+            opt(h.committed_bytes),
+            opt(h.commit_limit_bytes),
+            percent(
+                h.committed_bytes.unwrap_or(0),
+                h.commit_limit_bytes.unwrap_or(0)
+            )
+        ),
+    );
+    wrapped(
+        &mut out,
+        "  thp       ",
+        &format!(
+            "enabled={}, khugepaged max_ptes_none={}, hidden in partially mapped huge pages {}; memory stall (PSI full) {}",
+            h.thp_enabled.as_deref().unwrap_or("unknown"),
+            h.khugepaged_max_ptes_none.map_or("unknown".into(), |n| n.to_string()),
+            opt(h.thp_hidden_bytes),
+            h.pressure_stalled_ratio.map_or("unknown".into(), |r| format!("{:.1} %", r * 100.0))
+        ),
+    );
+    let c = &d.coverage;
+    if c.denied_reads > 0 || c.unreadable_heaps > 0 {
+        wrapped(
+            &mut out,
+            "  coverage  ",
+            &format!(
+                "partial: {} reads of process files denied, {} heaps not readable; CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (root has both) show every process but those that are not dumpable",
+                c.denied_reads, c.unreadable_heaps
+            ),
+        );
+    }
+    out.push('\n');
+    if d.findings.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}",
+            st.paint("1;32", "NO FINDINGS: nothing to act on.")
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{}",
+            st.paint(
+                "1",
+                &format!("FINDINGS ({}), most bytes at stake first", d.findings.len())
+            )
+        );
+        for (i, f) in d.findings.iter().enumerate() {
+            let runtime = f.process.as_ref().and_then(|p| {
+                let a = p.allocator?;
+                let r = p.runtime.unwrap_or("native");
+                Some(match &p.runtime_version {
+                    Some(v) => format!("{a}, {r} {v}"),
+                    None => format!("{a}, {r}"),
+                })
+            });
+            let head = format!(
+                "{:>2}. {:<17} {:>11}  {}{}  [{}]",
+                i + 1,
+                f.kind,
+                if f.bytes > 0 {
+                    size(f.bytes)
+                } else {
+                    "-".into()
+                },
+                who(f),
+                runtime.map_or(String::new(), |r| format!(", {r}")),
+                f.certainty
+            );
+            let colour = if f.certainty == "suspected" {
+                "33"
+            } else {
+                "1;31"
+            };
+            let head: String = head.chars().take(WIDTH).collect();
+            let _ = writeln!(out, "{}", st.paint(colour, &head));
+            wrapped(&mut out, "    evidence: ", &f.evidence);
+            wrapped(&mut out, "    remedy:   ", &f.remedy);
+            if let Some(cost) = &f.cost {
+                wrapped(&mut out, "    cost:     ", cost);
+            }
+        }
+    }
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "{}",
+        st.paint("1", "OOM KILLER ORDER (first to go first)")
+    );
+    let _ = writeln!(
+        out,
+        "  rank  {:>8}  {:<24} {:>9} {:>6}  {:>11}",
+        "pid", "process", "oom_score", "adj", "would free"
+    );
+    for v in &d.oom_order {
+        let comm: String = v.comm.chars().take(24).collect();
+        let _ = writeln!(
+            out,
+            "  {:>4}  {:>8}  {:<24} {:>9} {:>6}  {:>11}",
+            v.rank,
+            v.pid,
+            comm,
+            v.oom_score.map_or("-".into(), |s| s.to_string()),
+            v.oom_score_adj.map_or("-".into(), |s| s.to_string()),
+            size(v.frees_bytes)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapping_keeps_every_line_within_the_width() {
+        let mut out = String::new();
+        let long = "word ".repeat(60) + &"x".repeat(250);
+        wrapped(&mut out, "    remedy:   ", &long);
+        assert!(out.lines().count() > 3);
+        for line in out.lines() {
+            assert!(
+                line.chars().count() <= WIDTH,
+                "{} columns: {line}",
+                line.len()
+            );
+        }
+        assert!(out.starts_with("    remedy:   word word"));
+        assert!(out
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("              word"));
+    }
+}
