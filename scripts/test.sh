@@ -2,12 +2,13 @@
 # Runs the whole test suite. On a fresh Debian machine it first installs what the tests
 # run for real: Prometheus and promtool (Debian's prometheus package), amtool
 # (prometheus-alertmanager), jsonnet (renders the dashboards), systemd-analyze, strace,
-# openssl and curl, the C and Go compilers that build the reproducer programs,
-# prometheus-process-exporter and prometheus-node-exporter (the peers benches/compare runs
-# against, smoke-tested here), and from PyPI prometheus-client (its strict OpenMetrics
-# parser), kubernetes-validate and yamllint. Needs root or sudo only for that first
-# install. The khugepaged regrowth test changes khugepaged settings (and restores them), and
-# the comparison smoke test makes a PID namespace, so they need root; CI runs as root.
+# tmux (explain's terminal layout test), openssl and curl, the C and Go compilers that
+# build the reproducer programs, prometheus-process-exporter and prometheus-node-exporter
+# (the peers benches/compare runs against, smoke-tested here), and from PyPI
+# prometheus-client (its strict OpenMetrics parser), kubernetes-validate, yamllint and
+# jsonschema (explain's JSON schema). Needs root or sudo only for that first install. The
+# khugepaged regrowth tests change khugepaged settings (and restore them), and the
+# comparison smoke test makes a PID namespace, so they need root; CI runs as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,7 @@ command -v amtool >/dev/null || missing+=(prometheus-alertmanager)
 command -v jsonnet >/dev/null || missing+=(jsonnet)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
 command -v strace >/dev/null || missing+=(strace)
+command -v tmux >/dev/null || missing+=(tmux)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v curl >/dev/null || missing+=(curl ca-certificates)
 command -v python3 >/dev/null || missing+=(python3 python3-pip)
@@ -36,6 +38,7 @@ pip_missing=()
 python3 -c 'import prometheus_client.openmetrics.parser' 2>/dev/null || pip_missing+=(prometheus-client)
 command -v kubernetes-validate >/dev/null || pip_missing+=(kubernetes-validate)
 command -v yamllint >/dev/null || pip_missing+=(yamllint)
+python3 -c 'import jsonschema' 2>/dev/null || pip_missing+=(jsonschema)
 if [ ${#pip_missing[@]} -gt 0 ]; then
   echo "installing ${pip_missing[*]} from PyPI" >&2
   python3 -m pip install -q "${pip_missing[@]}" 2>/dev/null \

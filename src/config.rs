@@ -64,7 +64,7 @@ pub struct Collectors {
 }
 
 /// The deep tier: full `/proc/PID/smaps` of candidate processes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeepConfig {
     /// Minimum time between two deep reads of the same process.
     pub interval: Duration,
@@ -74,6 +74,8 @@ pub struct DeepConfig {
     pub min_bytes: u64,
     /// Walk the glibc heaps of candidates through /proc/PID/mem and pagemap.
     pub heap_walk: bool,
+    /// Deep-read these processes whatever their size (`explain --pid`).
+    pub focus: Vec<u32>,
 }
 
 /// How the processes collector reads `/proc/PID`.
@@ -115,8 +117,20 @@ pub struct Config {
     pub deep: DeepConfig,
     pub reading: ReadConfig,
     pub log_level: LogLevel,
+    /// The `explain` subcommand, when given.
+    pub explain: Option<ExplainConfig>,
     pub once: bool,
     pub once_interval: Duration,
+}
+
+/// `membloat_exporter explain`: a diagnosis of the live host instead of a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplainConfig {
+    /// Time between the two scans.
+    pub interval: Duration,
+    /// Explain these processes in depth (deep-read whatever their size); empty: all.
+    pub pids: Vec<u32>,
+    pub json: bool,
 }
 
 /// A flag error: exit 2 with this one line.
@@ -246,6 +260,17 @@ fn command() -> Command {
         .arg(Arg::new("once.interval").long("once.interval").value_name("DURATION")
             .default_value("1s").value_parser(parse_duration)
             .help("Time between the two scans of --once"));
+    let explain = Command::new("explain")
+        .about("Scan the host twice and print what to act on: where memory went, how close the OOM killer is, and what to change. Exit 0: nothing found, 1: findings, 2: bad usage")
+        .arg(Arg::new("explain.interval").long("explain.interval").value_name("DURATION")
+            .default_value("2s").value_parser(parse_duration)
+            .help("Time between the two scans (idleness and regrowth are judged over it)"))
+        .arg(Arg::new("pid").long("pid").value_name("PID").action(ArgAction::Append)
+            .value_parser(value_parser!(u32).range(1..))
+            .help("Explain this process in depth, whatever its size (repeatable); only these processes' findings are shown"))
+        .arg(Arg::new("format").long("format").value_name("FORMAT")
+            .default_value("text").value_parser(["text", "json"])
+            .help("text for a terminal, json for tickets and bots (schema membloat.explain/v1)"));
     for (name, what) in COLLECTORS {
         let on: &'static str = Box::leak(format!("collector.{name}").into_boxed_str());
         let off: &'static str = Box::leak(format!("no-collector.{name}").into_boxed_str());
@@ -267,7 +292,8 @@ fn command() -> Command {
                     .help(format!("Disable the {name} collector")),
             );
     }
-    cmd
+    // Every flag also works after `explain`.
+    cmd.mut_args(|a| a.global(true)).subcommand(explain)
 }
 
 impl Config {
@@ -322,6 +348,13 @@ impl Config {
             "error" => LogLevel::Error,
             "warn" => LogLevel::Warn,
             "debug" => LogLevel::Debug,
+            // explain reports partial coverage in its output; its log keeps to errors
+            // unless asked.
+            _ if m.subcommand_matches("explain").is_some()
+                && m.value_source("log.level") == Some(clap::parser::ValueSource::DefaultValue) =>
+            {
+                LogLevel::Error
+            }
             _ => LogLevel::Info,
         };
         Ok(Config {
@@ -356,6 +389,7 @@ impl Config {
                     .copied()
                     .unwrap_or(64 << 20),
                 heap_walk: !m.get_flag("no-collector.processes.heap-walk"),
+                focus: Vec::new(),
             },
             reading: ReadConfig {
                 rollup_refresh: m
@@ -368,6 +402,19 @@ impl Config {
                 timeout: duration("collector.processes.read-timeout"),
             },
             log_level,
+            explain: m.subcommand_matches("explain").map(|e| ExplainConfig {
+                interval: e
+                    .get_one::<Duration>("explain.interval")
+                    .copied()
+                    .unwrap_or(Duration::from_secs(2)),
+                pids: e
+                    .get_many::<u32>("pid")
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .collect(),
+                json: e.get_one::<String>("format").is_some_and(|f| f == "json"),
+            }),
             once: m.get_flag("once"),
             once_interval: duration("once.interval"),
         })

@@ -8,16 +8,20 @@ use tokio::net::TcpListener;
 
 use crate::config::{self, Config};
 use crate::derive::{derive, DeriveOptions, Snapshot};
+use crate::explain;
 use crate::expose;
 use crate::http;
 use crate::sample::{Grouping, Scanner};
 use crate::source::{Reason, Source};
 use crate::webconfig::WebConfig;
 
-/// The latest scan, encoded once in both formats so a scrape only copies bytes.
+/// The latest scan, encoded once in both formats so a scrape only copies bytes; and its
+/// diagnosis for `/explain`, rendered once likewise.
 pub struct Published {
     pub openmetrics: Bytes,
     pub text: Bytes,
+    pub explain_text: Bytes,
+    pub explain_json: Bytes,
     pub completed_at: Option<Instant>,
 }
 
@@ -34,6 +38,8 @@ impl Shared {
             published: RwLock::new(Arc::new(Published {
                 openmetrics,
                 text,
+                explain_text: Bytes::from_static(b"no scan completed yet\n"),
+                explain_json: Bytes::from_static(b"{}\n"),
                 completed_at: None,
             })),
             scan_interval,
@@ -73,6 +79,19 @@ pub fn encode(snapshot: Arc<Snapshot>) -> (Bytes, Bytes) {
     (Bytes::from(om), Bytes::from(text))
 }
 
+/// Everything a scan publishes: both expositions and the diagnosis in text and JSON.
+fn publish_all(snapshot: Arc<Snapshot>) -> Published {
+    let d = explain::diagnose(&snapshot, &explain::Options::default());
+    let (openmetrics, text) = encode(snapshot);
+    Published {
+        openmetrics,
+        text,
+        explain_text: Bytes::from(explain::render::text(&d, false)),
+        explain_json: Bytes::from(explain::render::json(&d)),
+        completed_at: Some(Instant::now()),
+    }
+}
+
 /// Scanner plus the previous snapshot: one `step` is scan -> derive.
 pub struct Pipeline {
     scanner: Scanner,
@@ -92,7 +111,7 @@ impl Pipeline {
                 Source::new(&cfg.procfs, &cfg.sysfs),
                 cfg.collectors,
                 grouping,
-                cfg.deep,
+                cfg.deep.clone(),
                 cfg.reading,
             ),
             last: None,
@@ -131,6 +150,37 @@ fn check_roots(cfg: &Config) -> Result<(), String> {
     std::fs::read_dir(&cfg.procfs)
         .map(drop)
         .map_err(|e| format!("cannot read --path.procfs {}: {e}", cfg.procfs.display()))
+}
+
+/// `explain`: two scans `interval` apart over every process (the ones named with `--pid`
+/// deep-read whatever their size, with no CPU budget: it runs once), then the diagnosis.
+/// Returns what to print and the exit code (0 nothing found, 1 findings).
+pub fn run_explain(cfg: &Config) -> Result<(String, i32), String> {
+    let Some(ex) = &cfg.explain else {
+        return Err("not an explain run".into());
+    };
+    check_roots(cfg)?;
+    let mut cfg = cfg.clone();
+    cfg.top_k = usize::MAX;
+    cfg.deep.focus = ex.pids.clone();
+    cfg.deep.budget = Duration::from_secs(3600);
+    let mut pipeline = Pipeline::new(&cfg)?;
+    pipeline.step();
+    std::thread::sleep(ex.interval);
+    let snapshot = pipeline.step();
+    let d = explain::diagnose(
+        &snapshot,
+        &explain::Options {
+            pids: ex.pids.clone(),
+        },
+    );
+    let out = if ex.json {
+        explain::render::json(&d)
+    } else {
+        use std::io::IsTerminal;
+        explain::render::text(&d, std::io::stdout().is_terminal())
+    };
+    Ok((out, d.exit_code()))
 }
 
 /// `--once`: two scans `--once.interval` apart, the text exposition of the second.
@@ -251,18 +301,14 @@ async fn scan_loop(shared: Arc<Shared>, pipeline: Pipeline, interval: Duration) 
         let Some(mut p) = pipeline.take() else { return };
         let joined = tokio::task::spawn_blocking(move || {
             let result =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| encode(p.step())));
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| publish_all(p.step())));
             (p, result)
         })
         .await;
         match joined {
-            Ok((p, Ok((openmetrics, text)))) => {
+            Ok((p, Ok(published))) => {
                 pipeline = Some(p);
-                shared.publish(Published {
-                    openmetrics,
-                    text,
-                    completed_at: Some(Instant::now()),
-                });
+                shared.publish(published);
             }
             Ok((p, Err(_))) => {
                 // A bug, never expected: keep serving the previous scan and try again.

@@ -99,6 +99,7 @@ pub fn router(shared: Arc<Shared>, telemetry_path: &str, limits: &Limits, guard:
         .route("/", get(landing))
         .route(telemetry_path, get(metrics))
         .route("/healthz", get(healthz))
+        .route("/explain", get(explain))
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(guard, check_request))
         .layer(axum::middleware::from_fn_with_state(
@@ -113,7 +114,9 @@ async fn limit_in_flight(
     request: Request,
     next: Next,
 ) -> Response {
-    if request.uri().path() != &*in_flight.telemetry_path {
+    // /explain is served from the same published scan and shares the cap.
+    let path = request.uri().path();
+    if path != &*in_flight.telemetry_path && path != "/explain" {
         return next.run(request).await;
     }
     let Ok(permit) = in_flight.permits.clone().try_acquire_owned() else {
@@ -237,6 +240,22 @@ async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Response {
     ([(header::CONTENT_TYPE, content_type)], Body::from(body)).into_response()
 }
 
+/// The latest scan's diagnosis: JSON when the client asks for it, else text.
+async fn explain(State(app): State<AppState>, headers: HeaderMap) -> Response {
+    let latest = app.shared.latest();
+    let json = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("application/json"));
+    if json {
+        let body = Body::from(latest.explain_json.clone());
+        ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    } else {
+        let body = Body::from(latest.explain_text.clone());
+        ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
+    }
+}
+
 async fn healthz(State(app): State<AppState>) -> Response {
     match app.shared.scan_age() {
         Some(age) if age <= app.shared.stale_after() => (StatusCode::OK, "ok\n").into_response(),
@@ -254,7 +273,7 @@ async fn landing(State(app): State<AppState>) -> Html<String> {
     Html(format!(
         "<!DOCTYPE html>\n<html><head><title>membloat_exporter</title></head><body>\n\
          <h1>membloat_exporter {}</h1>\n<p>Finds memory bloat on Linux hosts and warns before the OOM killer strikes.</p>\n\
-         <ul><li><a href=\"{path}\">{path}</a>: metrics</li><li><a href=\"/healthz\">/healthz</a>: 200 while scans complete</li></ul>\n\
+         <ul><li><a href=\"{path}\">{path}</a>: metrics</li><li><a href=\"/explain\">/explain</a>: what to act on, from the latest scan (JSON with Accept: application/json)</li><li><a href=\"/healthz\">/healthz</a>: 200 while scans complete</li></ul>\n\
          </body></html>\n",
         env!("CARGO_PKG_VERSION")
     ))

@@ -32,6 +32,26 @@ fn main() {
         }
     };
     log::set_level(cfg.log_level);
+    if cfg.explain.is_some() {
+        match daemon::run_explain(&cfg) {
+            Ok((text, code)) => {
+                use std::io::Write;
+                let mut out = std::io::stdout().lock();
+                if out
+                    .write_all(text.as_bytes())
+                    .and_then(|_| out.flush())
+                    .is_err()
+                {
+                    std::process::exit(2);
+                }
+                std::process::exit(code);
+            }
+            Err(e) => {
+                membloat_exporter::log!(Error, "{e}");
+                std::process::exit(2);
+            }
+        }
+    }
     if cfg.once {
         match daemon::run_once(&cfg) {
             Ok(text) => {

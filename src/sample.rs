@@ -618,7 +618,9 @@ impl Scanner {
             .vm_size_bytes
             .unwrap_or(0)
             .saturating_sub(st.vm_rss_bytes.unwrap_or(0));
-        anon >= self.deep.min_bytes || unbacked >= self.deep.min_bytes.saturating_mul(8)
+        anon >= self.deep.min_bytes
+            || unbacked >= self.deep.min_bytes.saturating_mul(8)
+            || self.deep.focus.contains(&p.pid)
     }
 
     /// The deep tier: full smaps of the candidates that are due, least recently read
@@ -979,6 +981,7 @@ mod tests {
             budget: Duration::from_millis(200),
             min_bytes: u64::MAX,
             heap_walk: true,
+            focus: Vec::new(),
         };
         let reading = ReadConfig {
             rollup_refresh: refresh,

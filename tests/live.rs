@@ -115,6 +115,7 @@ fn landing_page_health_and_unknown_paths() {
     let landing = d.get("/");
     assert_eq!(landing.status, 200);
     assert!(landing.body.contains("href=\"/metrics\""));
+    assert!(landing.body.contains("href=\"/explain\""));
     assert_eq!(d.get("/healthz").status, 200);
     assert_eq!(d.get("/nope").status, 404);
     assert_eq!(request(d.port, "POST", "/metrics", &[]).status, 405);

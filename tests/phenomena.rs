@@ -201,38 +201,6 @@ fn a_go_heap_is_not_counted_as_glibc_arenas() {
     assert_eq!(n, Some(0.0));
 }
 
-/// Sets khugepaged and THP files and puts the old values back when dropped, also when a
-/// test fails.
-struct KernelSettings(Vec<(PathBuf, String)>);
-
-impl KernelSettings {
-    fn set(pairs: &[(&str, &str)]) -> KernelSettings {
-        let mut saved = KernelSettings(Vec::new());
-        let root = Path::new("/sys/kernel/mm/transparent_hugepage");
-        for (file, v) in pairs {
-            let path = root.join(file);
-            let old = std::fs::read_to_string(&path).unwrap();
-            let old = match (old.find('['), old.find(']')) {
-                (Some(a), Some(b)) => old[a + 1..b].to_string(),
-                _ => old.trim().to_string(),
-            };
-            std::fs::write(&path, v).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
-            saved.0.push((path, old));
-        }
-        saved
-    }
-}
-
-impl Drop for KernelSettings {
-    fn drop(&mut self) {
-        for (path, old) in self.0.iter().rev() {
-            if let Err(e) = std::fs::write(path, old) {
-                eprintln!("could not restore {} to {old}: {e}", path.display());
-            }
-        }
-    }
-}
-
 fn vmstat(key: &str) -> f64 {
     std::fs::read_to_string("/proc/vmstat")
         .unwrap()

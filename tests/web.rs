@@ -112,8 +112,12 @@ impl Pki {
     }
 }
 
-/// curl's view of a request: (exit code, HTTP status, response headers).
+/// curl's view of a request for /metrics: (exit code, HTTP status, response headers).
 fn curl(port: u16, pki: &Pki, extra: &[&str]) -> (i32, u16, String) {
+    curl_path(port, pki, "/metrics", extra)
+}
+
+fn curl_path(port: u16, pki: &Pki, path: &str, extra: &[&str]) -> (i32, u16, String) {
     let headers = pki.path(&format!("headers-{}", std::process::id()));
     let out = tool("curl")
         .args([
@@ -130,7 +134,7 @@ fn curl(port: u16, pki: &Pki, extra: &[&str]) -> (i32, u16, String) {
         .arg("-D")
         .arg(&headers)
         .args(extra)
-        .arg(format!("https://127.0.0.1:{port}/metrics"))
+        .arg(format!("https://127.0.0.1:{port}{path}"))
         .output()
         .unwrap();
     let status = String::from_utf8_lossy(&out.stdout)
@@ -204,6 +208,26 @@ fn tls_with_basic_auth_as_curl_sees_it() {
     assert_eq!(curl(d.port, &pki, &["-u", "nobody:scrape-secret"]).1, 401);
     let (code, status, head) = curl(d.port, &pki, &["-u", "prometheus:scrape-secret"]);
     assert_eq!((code, status), (0, 200), "good credentials");
+    // /explain tells what runs on the host: the same TLS and authentication.
+    assert_eq!(
+        curl_path(d.port, &pki, "/explain", &[]).1,
+        401,
+        "/explain without credentials"
+    );
+    assert_eq!(
+        curl_path(d.port, &pki, "/explain", &["-u", "prometheus:wrong"]).1,
+        401
+    );
+    assert_eq!(
+        curl_path(
+            d.port,
+            &pki,
+            "/explain",
+            &["-u", "prometheus:scrape-secret"]
+        )
+        .1,
+        200
+    );
     assert!(
         head.contains("strict-transport-security: max-age=31536000"),
         "{head}"
