@@ -168,6 +168,16 @@ pub fn run_explain(cfg: &Config) -> Result<(String, i32), String> {
     pipeline.step();
     std::thread::sleep(ex.interval);
     let snapshot = pipeline.step();
+    // Every process the scan read is a report here (top_k unbounded).
+    if let Some(gone) = ex
+        .pids
+        .iter()
+        .find(|&&pid| !snapshot.top.iter().any(|p| p.sample.pid == pid))
+    {
+        return Err(format!(
+            "--pid {gone}: no such process with memory (it exited, is a kernel thread, or is hidden from --path.procfs)"
+        ));
+    }
     let d = explain::diagnose(
         &snapshot,
         &explain::Options {

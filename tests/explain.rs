@@ -158,7 +158,13 @@ fn healthy_idle_processes_give_nothing_to_act_on_and_exit_0() {
 
 #[test]
 fn bad_usage_exits_2_with_one_line() {
-    for args in [&["--format", "yaml"][..], &["--pid", "zero"], &["--bogus"]] {
+    // The last: a pid no process has (pid_max is at most 4194304).
+    for args in [
+        &["--format", "yaml"][..],
+        &["--pid", "zero"],
+        &["--bogus"],
+        &["--pid", "4194305"],
+    ] {
         let out = explain(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
