@@ -147,6 +147,8 @@ pub struct Snapshot {
     pub deep_cpu_seconds_total: f64,
     /// Heap walks since start, indexed by [`crate::heap::Outcome`].
     pub heap_walks_total: [u64; crate::heap::Outcome::ALL.len()],
+    /// CPU time of the heap walks since start.
+    pub heap_walk_cpu_seconds_total: f64,
     pub reads: Option<ReadStats>,
     pub cgroups: Option<Vec<(String, crate::parse::memory_stat::MemoryStat)>>,
     /// What is remembered of each live process, by (pid, start ticks).
@@ -238,6 +240,8 @@ pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> S
             }
             t
         },
+        heap_walk_cpu_seconds_total: prev.map_or(0.0, |p| p.heap_walk_cpu_seconds_total)
+            + sample.deep.map_or(0.0, |d| d.heap_walk_cpu_seconds),
         deep: sample.deep,
         reads: sample.reads,
         cgroups: sample.cgroups,

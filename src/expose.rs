@@ -231,6 +231,12 @@ fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
                 )
             })
             .collect();
+        f.counter(
+            "heap_walk_cpu",
+            "CPU time of the heap walks (reading /proc/PID/mem and pagemap) since the exporter started; part of membloat_deep_cpu_seconds_total.",
+            seconds(),
+            Some(Num::F(s.heap_walk_cpu_seconds_total)),
+        )?;
         f.family("heap_walks", "Heap walks of deep-read processes by outcome: measured; not_glibc (another allocator: hoarding stays suspected); inconsistent (the heap changed under two tries, or is not glibc's); budget (more chunks than a walk may visit); unreadable (/proc/PID/mem or pagemap denied or gone).", None, MetricType::Counter, walks)?;
     }
     let errors: Vec<(Labels, Num)> = s

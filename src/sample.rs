@@ -115,6 +115,8 @@ pub struct DeepRun {
     pub cpu_seconds: f64,
     /// Heap walks by how they ended, indexed by [`heap::Outcome`].
     pub heap_walks: [u64; heap::Outcome::ALL.len()],
+    /// CPU time the heap walks took (part of `cpu_seconds`).
+    pub heap_walk_cpu_seconds: f64,
 }
 
 /// How one collector did in a scan.
@@ -232,7 +234,11 @@ struct ProcessRead {
 
 /// One deep-tier read.
 enum DeepRead {
-    Done(Result<Box<(SmapsSummary, HeapReading)>, Reason>, u64),
+    /// The summary, the heap reading and the CPU time the heap walk took.
+    Done(
+        Result<Box<(SmapsSummary, HeapReading, Duration)>, Reason>,
+        u64,
+    ),
     /// Left for a later scan by the CPU budget.
     Deferred,
 }
@@ -678,7 +684,8 @@ impl Scanner {
                     count(errs, "processes", Reason::Malformed, rejected);
                     match result {
                         Ok(read) => {
-                            let (summary, heap) = *read;
+                            let (summary, heap, walk_cpu) = *read;
+                            run.heap_walk_cpu_seconds += walk_cpu.as_secs_f64();
                             if let Some(walk) = &heap.walk {
                                 let outcome = walk.as_ref().err().copied();
                                 run.heap_walks
@@ -731,8 +738,10 @@ fn read_smaps(source: &Source, buf: &mut Buffer, pid: u32, walk: bool) -> DeepRe
                 DeepRead::Done(Err(Reason::Malformed), 0)
             } else {
                 let summary = SmapsSummary::from_vmas(&vmas);
+                let cpu = thread_cpu();
                 let heap = heap::read(source, pid, &vmas, walk);
-                DeepRead::Done(Ok(Box::new((summary, heap))), rejected as u64)
+                let walk_cpu = thread_cpu().saturating_sub(cpu);
+                DeepRead::Done(Ok(Box::new((summary, heap, walk_cpu))), rejected as u64)
             }
         }
         Err(e) => DeepRead::Done(Err(e.process_reason()), 0),

@@ -7,8 +7,9 @@ use common::*;
 use std::path::Path;
 
 /// Self metrics that change from run to run.
-const VOLATILE: [&str; 8] = [
+const VOLATILE: [&str; 9] = [
     "membloat_deep_cpu_seconds_total",
+    "membloat_heap_walk_cpu_seconds_total",
     "membloat_scan_slowest_process_read_seconds",
     "membloat_deep_scan_duration_seconds",
     "membloat_deep_scan_cpu_seconds",

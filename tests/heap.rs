@@ -224,3 +224,50 @@ fn a_heap_changing_while_walked_gives_the_right_number_or_none() {
     );
     assert!(right > 0, "never measured while churning");
 }
+
+/// A real Go binary (static, CGO_ENABLED=0): told apart by its build info, with the version
+/// of the toolchain that built it, and never walked (its heap is not glibc's).
+#[test]
+fn a_go_program_is_told_by_its_build_info_and_not_walked() {
+    let go = tool("go").arg("version").output().unwrap();
+    // "go version go1.26.8 linux/amd64"
+    let version = String::from_utf8_lossy(&go.stdout)
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .to_string();
+    let r = Repro::start("goheap", &[], &[]);
+    let comm = std::fs::read_to_string(format!("/proc/{}/comm", r.pid()))
+        .unwrap()
+        .trim()
+        .to_string();
+    let d = Daemon::start(&[
+        "--scan.interval=200ms",
+        "--collector.processes.top-k=100000",
+    ]);
+    let want = format!(
+        "membloat_process_allocator_info{{allocator=\"go\",runtime=\"go\",version=\"{version}\",pid=\"{}\",comm=\"{comm}\"}} 1",
+        r.pid()
+    );
+    let start = Instant::now();
+    loop {
+        let t = d.metrics();
+        if t.contains(&want) {
+            // Deep-read (it has 96 MiB of anonymous memory), yet no heap series and not
+            // counted as measured: the walk did not run on it.
+            let free = format!(
+                "membloat_process_heap_free_bytes{{pid=\"{}\",comm=\"{comm}\",heap=\"main\"}}",
+                r.pid()
+            );
+            assert_eq!(value(&t, &free), None);
+            assert!(value(&t, "membloat_heap_walks_total{outcome=\"not_glibc\"}").unwrap() >= 1.0);
+            eprintln!("{want}");
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "never saw {want}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
