@@ -8,7 +8,8 @@
 # prometheus-client (its strict OpenMetrics parser), kubernetes-validate, yamllint and
 # jsonschema (explain's JSON schema). Needs root or sudo only for that first install. The
 # khugepaged regrowth tests change khugepaged settings (and restore them), and the
-# comparison smoke test makes a PID namespace, so they need root; CI runs as root.
+# comparison smoke test makes a PID namespace, so they need root: they are ignored by a
+# plain `cargo test` and run here, as root (CI runs as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,4 +46,17 @@ if [ ${#pip_missing[@]} -gt 0 ]; then
     || python3 -m pip install -q --break-system-packages "${pip_missing[@]}"
 fi
 
-cargo test --all-targets "$@"
+# Tests that need root (khugepaged and cgroup settings, a PID namespace, dropping
+# privileges) are #[ignore = "needs root"], so none passes without running: as root (CI)
+# they run first; otherwise the summary says they did not. The last line sums both runs.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if [ "$(id -u)" -eq 0 ]; then
+  cargo test --tests "$@" -- --ignored 2>&1 | tee -a "$log"
+  root_only=ran
+else
+  root_only="did not run (not root)"
+fi
+cargo test --all-targets "$@" 2>&1 | tee -a "$log"
+awk -v root_only="$root_only" '/^test result:/ { p += $4; f += $6 }
+  END { print "needs-root tests: " root_only; printf "%d passed, %d failed\n", p, f }' "$log"

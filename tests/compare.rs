@@ -9,11 +9,9 @@ use std::path::Path;
 use std::process::Command;
 
 #[test]
+#[ignore = "needs root"]
 fn comparison_runs_small_and_cleans_up() {
-    if !is_root() {
-        eprintln!("SKIPPED: the comparison needs root for its private PID namespace");
-        return;
-    }
+    needs_root("the comparison (a private PID namespace)");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/compare/compare.py");
     let json = tempfile::NamedTempFile::new().unwrap();
     let mut cmd = Command::new("python3");

@@ -305,11 +305,9 @@ fn rss_anon(pid: u32) -> f64 {
 /// RssAnon after khugepaged is done minus RssAnon at the trough, with khugepaged paused
 /// until the exporter has seen the process idle at its trough.
 #[test]
+#[ignore = "needs root"]
 fn regrowth_is_explained_by_the_running_exporter() {
-    if !is_root() {
-        eprintln!("SKIPPED regrowth: tuning khugepaged needs root (CI runs as root)");
-        return;
-    }
+    needs_root("tuning khugepaged");
     let enabled = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap();
     let _thp = KernelSettings::set(if enabled.contains("[never]") {
         &[("enabled", "madvise")][..]

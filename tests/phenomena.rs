@@ -210,11 +210,9 @@ fn vmstat(key: &str) -> f64 {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn khugepaged_regrowth_is_flagged_while_idle_and_not_with_max_ptes_none_0() {
-    if !is_root() {
-        eprintln!("SKIPPED khugepaged regrowth: tuning khugepaged needs root (CI runs as root)");
-        return;
-    }
+    needs_root("tuning khugepaged");
     let d = Daemon::start(ARGS);
     let mut baseline_enabled = Vec::new();
     if std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
@@ -380,11 +378,9 @@ impl Drop for Cgroup {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn a_container_whose_memory_is_in_huge_pages_is_named() {
-    if !is_root() {
-        eprintln!("SKIPPED cgroup huge pages: creating a cgroup needs root (CI runs as root)");
-        return;
-    }
+    needs_root("creating a cgroup");
     let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
     let hierarchy = if v2 {
         PathBuf::from("/sys/fs/cgroup")

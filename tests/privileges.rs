@@ -102,11 +102,9 @@ const UNREADABLE: &str = "membloat_heap_walks_total{outcome=\"unreadable\"}";
 /// with both, nobody sees what root sees, heap walks included. With CAP_SYS_PTRACE alone,
 /// smaps is read but the walk cannot open mem: counted, warned once, hoarding suspected.
 #[test]
+#[ignore = "needs root"]
 fn nobody_with_the_two_read_capabilities_sees_what_root_sees() {
-    if !is_root() {
-        eprintln!("SKIPPED: dropping to nobody with capabilities needs root");
-        return;
-    }
+    needs_root("dropping to nobody with capabilities");
     let sleeper = Sleeper::start();
     let pid = sleeper.0.id();
     let root = text(&once_as(None));

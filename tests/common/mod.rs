@@ -330,6 +330,15 @@ pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
+/// For the tests marked `#[ignore = "needs root"]`: scripts/test.sh runs them when it runs
+/// as root (CI does); run by hand without root, they fail saying why, never pass unrun.
+pub fn needs_root(what: &str) {
+    assert!(
+        is_root(),
+        "{what} needs root: run as root (scripts/test.sh runs the ignored tests when it is root)"
+    );
+}
+
 /// Sets khugepaged and THP files and puts the old values back when dropped, also when a
 /// test fails.
 pub struct KernelSettings(Vec<(PathBuf, String)>);
