@@ -12,13 +12,13 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use membloat_exporter::derive::{derive, DeriveOptions};
+use membloat_exporter::collect::{CollectorRun, ProcessSample, Sample};
 use membloat_exporter::expose;
+use membloat_exporter::model::derive::{derive, DeriveOptions};
 use membloat_exporter::parse::{
     meminfo::Meminfo, pressure::Pressure, smaps, smaps_rollup::SmapsRollup, stat::Stat,
     status::Status, vmstat::Vmstat,
 };
-use membloat_exporter::sample::{CollectorRun, ProcessSample, Sample};
 
 const PROCESSES: usize = 5000;
 

@@ -1,96 +1,18 @@
 //! The scan loop and the process's life: bind, scan on an interval, publish, serve, stop.
 
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use axum::body::Bytes;
 use tokio::net::TcpListener;
 
+use crate::collect::{Grouping, Scanner};
 use crate::config::{self, Config};
-use crate::derive::{derive, DeriveOptions, Snapshot};
 use crate::explain;
-use crate::expose;
-use crate::http;
-use crate::sample::{Grouping, Scanner};
+use crate::model::derive::{derive, DeriveOptions, Snapshot};
+use crate::serve::http;
+use crate::serve::shared::{encode, publish_all, Shared};
+use crate::serve::webconfig::WebConfig;
 use crate::source::{Reason, Source};
-use crate::webconfig::WebConfig;
-
-/// The latest scan, encoded once in both formats so a scrape only copies bytes; and its
-/// diagnosis for `/explain`, rendered once likewise.
-pub struct Published {
-    pub openmetrics: Bytes,
-    pub text: Bytes,
-    pub explain_text: Bytes,
-    pub explain_json: Bytes,
-    pub completed_at: Option<Instant>,
-}
-
-/// What the scan loop and the HTTP handlers share.
-pub struct Shared {
-    published: RwLock<Arc<Published>>,
-    scan_interval: Duration,
-}
-
-impl Shared {
-    pub fn new(scan_interval: Duration) -> Self {
-        let (openmetrics, text) = encode(Arc::new(Snapshot::default()));
-        Shared {
-            published: RwLock::new(Arc::new(Published {
-                openmetrics,
-                text,
-                explain_text: Bytes::from_static(b"no scan completed yet\n"),
-                explain_json: Bytes::from_static(b"{}\n"),
-                completed_at: None,
-            })),
-            scan_interval,
-        }
-    }
-
-    pub fn latest(&self) -> Arc<Published> {
-        self.published
-            .read()
-            .map(|p| p.clone())
-            .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
-    }
-
-    fn publish(&self, p: Published) {
-        let mut slot = self
-            .published
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        *slot = Arc::new(p);
-    }
-
-    /// Time since the latest scan completed; `None` before the first.
-    pub fn scan_age(&self) -> Option<Duration> {
-        self.latest().completed_at.map(|t| t.elapsed())
-    }
-
-    /// `/healthz` fails once no scan completed for three intervals (at least 30 s).
-    pub fn stale_after(&self) -> Duration {
-        (self.scan_interval * 3).max(Duration::from_secs(30))
-    }
-}
-
-/// Both expositions of a snapshot.
-pub fn encode(snapshot: Arc<Snapshot>) -> (Bytes, Bytes) {
-    let om = expose::openmetrics(snapshot);
-    let text = expose::text_from_openmetrics(&om);
-    (Bytes::from(om), Bytes::from(text))
-}
-
-/// Everything a scan publishes: both expositions and the diagnosis in text and JSON.
-fn publish_all(snapshot: Arc<Snapshot>) -> Published {
-    let d = explain::diagnose(&snapshot, &explain::Options::default());
-    let (openmetrics, text) = encode(snapshot);
-    Published {
-        openmetrics,
-        text,
-        explain_text: Bytes::from(explain::render::text(&d, false)),
-        explain_json: Bytes::from(explain::render::json(&d)),
-        completed_at: Some(Instant::now()),
-    }
-}
 
 /// Scanner plus the previous snapshot: one `step` is scan -> derive.
 pub struct Pipeline {
@@ -133,7 +55,7 @@ impl Pipeline {
             crate::log!(Warn, "permission denied reading smaps_rollup of {denied} process(es): reading other users' memory maps needs CAP_SYS_PTRACE; partial coverage is counted in membloat_scan_errors_total");
         }
         let unreadable = sample.deep.map_or(0, |d| {
-            d.heap_walks[crate::heap::Outcome::Unreadable as usize]
+            d.heap_walks[crate::collect::heap::Outcome::Unreadable as usize]
         });
         if unreadable > 0 && !self.warned_walk {
             self.warned_walk = true;

@@ -10,10 +10,10 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::derive::{GroupStats, ProcessReport, Snapshot};
-use crate::heap::walk::{HeapKind, HeapTotals};
-use crate::heap::Outcome;
-use crate::signals::Method;
+use crate::collect::heap::walk::{HeapKind, HeapTotals};
+use crate::collect::heap::Outcome;
+use crate::model::derive::{GroupStats, ProcessReport, Snapshot};
+use crate::model::signals::Method;
 
 /// Every metric starts with this.
 pub const PREFIX: &str = "membloat";
@@ -170,7 +170,7 @@ fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
         None,
         u(s.processes_scanned),
     )?;
-    let rows = |get: fn(&crate::sample::CollectorRun) -> Num| -> Vec<(Labels, Num)> {
+    let rows = |get: fn(&crate::collect::CollectorRun) -> Num| -> Vec<(Labels, Num)> {
         s.collectors
             .iter()
             .map(|c| (vec![("collector", c.name)], get(c)))
@@ -905,7 +905,7 @@ pub fn wants_openmetrics(accept: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sample::CollectorRun;
+    use crate::collect::CollectorRun;
     use crate::source::Reason;
     use std::sync::Arc;
 
@@ -939,13 +939,16 @@ mod tests {
     #[test]
     fn hostile_process_name_cannot_inject_a_series() {
         let evil = "x\"} 1\nevil 9\n#";
-        let mut p = crate::derive::tests_support::process(7, evil);
+        let mut p = crate::model::derive::tests_support::process(7, evil);
         p.group = Some(evil.into());
         let p = ProcessReport {
             sample: p,
             signals: Default::default(),
             oom_rank: 1,
-            identity: Some(crate::heap::runtime::identify(Default::default(), None)),
+            identity: Some(crate::collect::heap::runtime::identify(
+                Default::default(),
+                None,
+            )),
         };
         let snap = Snapshot {
             groups: vec![GroupStats {

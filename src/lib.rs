@@ -2,20 +2,17 @@
 //! warns before the OOM killer strikes.
 //!
 //! Data flows one way: [`config`] -> [`source`] (the only I/O) -> [`parse`] (pure) ->
-//! [`sample`] -> [`derive`] (pure) -> [`expose`] -> [`http`], driven by [`daemon`].
+//! [`collect`] -> [`model`] (pure) -> [`expose`] and [`explain`] -> [`serve`], driven by
+//! [`daemon`]. Each room uses only the ones before it (docs/architecture.md; enforced by
+//! tests/layers.rs).
 
+pub mod collect;
 pub mod config;
 pub mod daemon;
-pub mod derive;
 pub mod explain;
 pub mod expose;
-pub mod heap;
-pub mod http;
 pub mod log;
-pub mod matcher;
+pub mod model;
 pub mod parse;
-pub mod pool;
-pub mod sample;
-pub mod signals;
+pub mod serve;
 pub mod source;
-pub mod webconfig;

@@ -9,9 +9,9 @@ pub mod render;
 
 use serde::Serialize;
 
-use crate::derive::{ProcessReport, Snapshot};
-use crate::heap::runtime::{Allocator, Runtime};
-use crate::signals::{self, Method};
+use crate::collect::heap::runtime::{Allocator, Runtime};
+use crate::model::derive::{ProcessReport, Snapshot};
+use crate::model::signals::{self, Method};
 
 /// The JSON schema's name and version; bumped only on an incompatible change.
 pub const SCHEMA: &str = "membloat.explain/v1";
@@ -203,7 +203,7 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
             .get(&("processes", crate::source::Reason::Denied))
             .copied()
             .unwrap_or(0),
-        unreadable_heaps: s.heap_walks_total[crate::heap::Outcome::Unreadable as usize],
+        unreadable_heaps: s.heap_walks_total[crate::collect::heap::Outcome::Unreadable as usize],
     };
     Diagnosis {
         schema: SCHEMA,
@@ -454,10 +454,10 @@ fn hoarding_remedy(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::derive::tests_support::process;
+    use crate::collect::{Sysctl, Thp};
+    use crate::model::derive::tests_support::process;
+    use crate::model::signals::Signals;
     use crate::parse::meminfo::Meminfo;
-    use crate::sample::{Sysctl, Thp};
-    use crate::signals::Signals;
 
     const GIB: u64 = 1 << 30;
 

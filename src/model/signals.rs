@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use crate::heap::{HeapMeasure, HeapReading};
+use crate::collect::heap::{HeapMeasure, HeapReading};
+use crate::collect::ProcessSample;
 use crate::parse::smaps::SmapsSummary;
-use crate::sample::ProcessSample;
 
 /// Heap memory below this is never suspected of hoarding (no heap walk).
 pub const HOARD_MIN_HEAP_BYTES: u64 = 64 << 20;
@@ -208,7 +208,7 @@ pub fn step(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::derive::tests_support::process;
+    use crate::model::derive::tests_support::process;
     use crate::parse::smaps_rollup::SmapsRollup;
 
     const MIB: u64 = 1 << 20;

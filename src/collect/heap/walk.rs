@@ -578,14 +578,14 @@ pub(crate) mod tests {
             reads: 0,
             broken_reads: 1,
         };
-        let m = crate::heap::measure(&mut once, Some((BASE, end)), &[], 100).unwrap();
+        let m = crate::collect::heap::measure(&mut once, Some((BASE, end)), &[], 100).unwrap();
         assert_eq!(m.main.chunks, 4);
         let mut always = Moving {
             image: main_heap(),
             reads: 0,
             broken_reads: u32::MAX,
         };
-        let r = crate::heap::measure(&mut always, Some((BASE, end)), &[], 100);
+        let r = crate::collect::heap::measure(&mut always, Some((BASE, end)), &[], 100);
         assert_eq!(r, Err(Fault::Inconsistent));
         assert_eq!(always.reads, 2, "two tries, one read each");
     }
@@ -636,9 +636,9 @@ pub(crate) mod tests {
                     .truncate(len / 2 + (xorshift(&mut state) as usize % (len / 2)));
             }
             let r = if heaps.is_empty() {
-                crate::heap::measure(&mut m, Some((BASE, BASE + (64 << 10))), &[], 1000)
+                crate::collect::heap::measure(&mut m, Some((BASE, BASE + (64 << 10))), &[], 1000)
             } else {
-                crate::heap::measure(&mut m, None, &heaps, 1000)
+                crate::collect::heap::measure(&mut m, None, &heaps, 1000)
             };
             let i = match r {
                 Ok(t) => {

@@ -1,4 +1,10 @@
-//! One scan's raw values: the system files once, and every process.
+//! Collecting: one scan's raw values, the system files once and every process (this
+//! module), read on a bounded pool of threads (`pool`), grouped (`matcher`), with the
+//! heap walk of deep-read processes (`heap`). All file access goes through `source`.
+
+pub mod heap;
+pub mod matcher;
+pub mod pool;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -8,15 +14,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::config::{Collectors, DeepConfig, GroupBy, ReadConfig};
-use crate::heap::{self, HeapReading};
-use crate::matcher::{Candidate, Matchers};
 use crate::parse::memory_stat::MemoryStat;
 use crate::parse::{
     self, cgroup, meminfo::Meminfo, pressure::Pressure, smaps, smaps::SmapsSummary,
     smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status, sysfs, vmstat::Vmstat,
 };
-use crate::pool::Pool;
 use crate::source::{Buffer, Buffers, ReadError, Reason, Source};
+use heap::HeapReading;
+use matcher::{Candidate, Matchers};
+use pool::Pool;
 
 /// `/proc/sys/vm` settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

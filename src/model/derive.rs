@@ -3,14 +3,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::UNIX_EPOCH;
 
-use crate::heap::runtime::Identity;
+use crate::collect::heap::runtime::Identity;
+use crate::collect::{
+    CollectorRun, DeepRun, ErrorCounts, ProcessSample, ReadStats, Sample, Sysctl, Thp,
+};
+use crate::model::signals::{self, Method, ProcState, Signals};
 use crate::parse::meminfo::Meminfo;
 use crate::parse::pressure::Pressure;
 use crate::parse::vmstat::Vmstat;
-use crate::sample::{
-    CollectorRun, DeepRun, ErrorCounts, ProcessSample, ReadStats, Sample, Sysctl, Thp,
-};
-use crate::signals::{self, Method, ProcState, Signals};
 use crate::source::Reason;
 
 /// Sums over the processes of one group. Sizes in bytes.
@@ -145,8 +145,8 @@ pub struct Snapshot {
     pub deep: Option<DeepRun>,
     /// CPU time of the deep tier since start.
     pub deep_cpu_seconds_total: f64,
-    /// Heap walks since start, indexed by [`crate::heap::Outcome`].
-    pub heap_walks_total: [u64; crate::heap::Outcome::ALL.len()],
+    /// Heap walks since start, indexed by [`crate::collect::heap::Outcome`].
+    pub heap_walks_total: [u64; crate::collect::heap::Outcome::ALL.len()],
     /// CPU time of the heap walks since start.
     pub heap_walk_cpu_seconds_total: f64,
     pub reads: Option<ReadStats>,
@@ -462,13 +462,13 @@ mod tests {
         };
         let thp = Thp {
             sizes: vec![
-                crate::sample::HugepageSize {
+                crate::collect::HugepageSize {
                     label: "64kB".into(),
                     size_bytes: 64 << 10,
                     enabled: None,
                     stats: vec![("nr_anon_partially_mapped".into(), 2)],
                 },
-                crate::sample::HugepageSize {
+                crate::collect::HugepageSize {
                     label: "2048kB".into(),
                     size_bytes: 2 << 20,
                     enabled: None,
@@ -507,8 +507,8 @@ mod tests {
 
 #[cfg(test)]
 pub(crate) mod tests_support {
+    use crate::collect::ProcessSample;
     use crate::parse::status::Status;
-    use crate::sample::ProcessSample;
 
     /// A one-page idle process.
     pub fn process(pid: u32, comm: &str) -> ProcessSample {

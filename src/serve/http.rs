@@ -29,9 +29,9 @@ use tokio::net::TcpListener;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::{rustls, TlsAcceptor};
 
-use crate::daemon::Shared;
 use crate::expose;
-use crate::webconfig::Users;
+use crate::serve::shared::Shared;
+use crate::serve::webconfig::Users;
 
 /// Largest request body accepted; scrapes have none.
 const MAX_BODY_BYTES: u64 = 4096;

@@ -1,0 +1,7 @@
+//! Serving: the HTTP server and its hardening (`http`), TLS and basic auth from
+//! `--web.config.file` (`webconfig`), and the published scan both share (`shared`).
+//! Nothing here reads /proc: handlers copy what the scan loop published.
+
+pub mod http;
+pub mod shared;
+pub mod webconfig;

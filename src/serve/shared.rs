@@ -1,0 +1,88 @@
+//! What the scan loop publishes and the HTTP handlers serve: the latest scan, encoded once
+//! per scan in both expositions, and its diagnosis. A scrape only copies these bytes.
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+
+use crate::explain;
+use crate::expose;
+use crate::model::derive::Snapshot;
+
+/// The latest scan, encoded once in both formats so a scrape only copies bytes; and its
+/// diagnosis for `/explain`, rendered once likewise.
+pub struct Published {
+    pub openmetrics: Bytes,
+    pub text: Bytes,
+    pub explain_text: Bytes,
+    pub explain_json: Bytes,
+    pub completed_at: Option<Instant>,
+}
+
+/// What the scan loop and the HTTP handlers share.
+pub struct Shared {
+    published: RwLock<Arc<Published>>,
+    scan_interval: Duration,
+}
+
+impl Shared {
+    pub fn new(scan_interval: Duration) -> Self {
+        let (openmetrics, text) = encode(Arc::new(Snapshot::default()));
+        Shared {
+            published: RwLock::new(Arc::new(Published {
+                openmetrics,
+                text,
+                explain_text: Bytes::from_static(b"no scan completed yet\n"),
+                explain_json: Bytes::from_static(b"{}\n"),
+                completed_at: None,
+            })),
+            scan_interval,
+        }
+    }
+
+    pub fn latest(&self) -> Arc<Published> {
+        self.published
+            .read()
+            .map(|p| p.clone())
+            .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
+    }
+
+    pub fn publish(&self, p: Published) {
+        let mut slot = self
+            .published
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *slot = Arc::new(p);
+    }
+
+    /// Time since the latest scan completed; `None` before the first.
+    pub fn scan_age(&self) -> Option<Duration> {
+        self.latest().completed_at.map(|t| t.elapsed())
+    }
+
+    /// `/healthz` fails once no scan completed for three intervals (at least 30 s).
+    pub fn stale_after(&self) -> Duration {
+        (self.scan_interval * 3).max(Duration::from_secs(30))
+    }
+}
+
+/// Both expositions of a snapshot.
+pub fn encode(snapshot: Arc<Snapshot>) -> (Bytes, Bytes) {
+    let om = expose::openmetrics(snapshot);
+    let text = expose::text_from_openmetrics(&om);
+    (Bytes::from(om), Bytes::from(text))
+}
+
+/// Everything a scan publishes: both expositions and the diagnosis in text and JSON.
+pub fn publish_all(snapshot: Arc<Snapshot>) -> Published {
+    let d = explain::diagnose(&snapshot, &explain::Options::default());
+    let (openmetrics, text) = encode(snapshot);
+    Published {
+        openmetrics,
+        text,
+        explain_text: Bytes::from(explain::render::text(&d, false)),
+        explain_json: Bytes::from(explain::render::json(&d)),
+        completed_at: Some(Instant::now()),
+    }
+}
