@@ -198,6 +198,35 @@ impl Source {
         read_text(buf, WHOLE_IN_ONE_READ.contains(&file), MAX_FILE_BYTES)
     }
 
+    /// Reads `<procfs>/<rel>`, a system file, and parses it: a read error becomes its
+    /// [`ReadError::system_reason`] (a missing file is a kernel without it), a failed
+    /// parse [`Reason::Malformed`].
+    pub fn parse_proc<T>(
+        &self,
+        rel: &str,
+        buf: &mut Buffer,
+        parse: impl FnOnce(&str) -> Option<T>,
+    ) -> Result<T, Reason> {
+        let text = self.read_proc(rel, buf).map_err(|e| e.system_reason())?;
+        parse(text).ok_or(Reason::Malformed)
+    }
+
+    /// Reads `<procfs>/<pid>/<file>` and parses it: a read error becomes its
+    /// [`ReadError::process_reason`], a parse that gives nothing becomes
+    /// [`Reason::Malformed`]. The one place that says how a process file is read.
+    pub fn parse_pid<T>(
+        &self,
+        pid: u32,
+        file: &str,
+        buf: &mut Buffer,
+        parse: impl FnOnce(&str) -> Option<T>,
+    ) -> Result<T, Reason> {
+        let text = self
+            .read_pid(pid, file, buf)
+            .map_err(|e| e.process_reason())?;
+        parse(text).ok_or(Reason::Malformed)
+    }
+
     /// Reads `<procfs>/<pid>/smaps`, up to [`MAX_SMAPS_BYTES`].
     pub fn read_smaps<'b>(&self, pid: u32, buf: &'b mut Buffer) -> Result<&'b str, ReadError> {
         set_path(&mut buf.path, &self.procfs, Some(pid), "smaps");
@@ -353,6 +382,32 @@ mod tests {
         assert!(matches!(err, ReadError::Gone(_)));
         assert_eq!(err.process_reason(), Reason::Vanished);
         assert_eq!(err.system_reason(), Reason::Unsupported);
+    }
+
+    #[test]
+    fn read_and_parse_classifies_once_for_processes_and_for_the_system() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("7")).unwrap();
+        std::fs::write(dir.path().join("7/oom_score"), "666\n").unwrap();
+        std::fs::write(dir.path().join("meminfo"), "garbage\n").unwrap();
+        let source = Source::new(dir.path(), dir.path());
+        let mut buf = Buffer::default();
+        let number = |t: &str| t.trim().parse::<u64>().ok();
+        assert_eq!(source.parse_pid(7, "oom_score", &mut buf, number), Ok(666));
+        // The same fact, a missing file, read two ways: the process exited; the kernel
+        // lacks the file.
+        assert_eq!(
+            source.parse_pid(8, "oom_score", &mut buf, number),
+            Err(Reason::Vanished)
+        );
+        assert_eq!(
+            source.parse_proc("pressure/memory", &mut buf, number),
+            Err(Reason::Unsupported)
+        );
+        assert_eq!(
+            source.parse_proc("meminfo", &mut buf, number),
+            Err(Reason::Malformed)
+        );
     }
 
     #[test]

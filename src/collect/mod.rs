@@ -321,22 +321,18 @@ impl Scanner {
         let c = self.collectors;
         if c.meminfo {
             s.meminfo = self.timed(&mut s, "meminfo", |me, errs| {
-                let text = me
+                let m = me
                     .source
-                    .read_proc("meminfo", &mut me.buf)
-                    .map_err(|e| e.system_reason())?;
-                let m = Meminfo::parse(text).map_err(|_| Reason::Malformed)?;
+                    .parse_proc("meminfo", &mut me.buf, |t| Meminfo::parse(t).ok())?;
                 count(errs, "meminfo", Reason::Malformed, m.rejected as u64);
                 Ok(m)
             });
         }
         if c.vmstat {
             s.vmstat = self.timed(&mut s, "vmstat", |me, errs| {
-                let text = me
+                let v = me
                     .source
-                    .read_proc("vmstat", &mut me.buf)
-                    .map_err(|e| e.system_reason())?;
-                let v = Vmstat::parse(text).map_err(|_| Reason::Malformed)?;
+                    .parse_proc("vmstat", &mut me.buf, |t| Vmstat::parse(t).ok())?;
                 count(errs, "vmstat", Reason::Malformed, v.rejected as u64);
                 Ok(v)
             });
@@ -349,11 +345,8 @@ impl Scanner {
         }
         if c.pressure {
             s.pressure = self.timed(&mut s, "pressure", |me, _| {
-                let text = me
-                    .source
-                    .read_proc("pressure/memory", &mut me.buf)
-                    .map_err(|e| e.system_reason())?;
-                Pressure::parse(text).map_err(|_| Reason::Malformed)
+                me.source
+                    .parse_proc("pressure/memory", &mut me.buf, |t| Pressure::parse(t).ok())
             });
         }
         if c.processes {
@@ -786,13 +779,7 @@ fn read_process_files(
     read: &mut ProcessRead,
 ) -> Result<Option<(ProcessSample, Known)>, Reason> {
     let source = &ctx.source;
-    let reason = |e: ReadError| e.process_reason();
-    let stat = Stat::parse(
-        source
-            .read_pid(pid, "stat", &mut bufs.main)
-            .map_err(reason)?,
-    )
-    .map_err(|_| Reason::Malformed)?;
+    let stat = source.parse_pid(pid, "stat", &mut bufs.main, |t| Stat::parse(t).ok())?;
     let known = ctx
         .known
         .binary_search_by_key(&pid, |k| k.pid)
@@ -802,10 +789,7 @@ fn read_process_files(
     let stuck = ctx.stuck.contains(&pid);
     let refresh = (ctx.scan + pid as u64) % ctx.rollup_refresh == 0;
     let statm = if ctx.rollup_refresh > 1 && known.is_some() {
-        let text = source
-            .read_pid(pid, "statm", &mut bufs.main)
-            .map_err(reason)?;
-        Some(statm::parse(text).ok_or(Reason::Malformed)?)
+        Some(source.parse_pid(pid, "statm", &mut bufs.main, statm::parse)?)
     } else {
         None
     };
@@ -816,12 +800,8 @@ fn read_process_files(
     let status = match known {
         Some(k) if unchanged => k.status.clone(),
         _ => {
-            let status = Status::parse(
-                source
-                    .read_pid(pid, "status", &mut bufs.main)
-                    .map_err(reason)?,
-            )
-            .map_err(|_| Reason::Malformed)?;
+            let status =
+                source.parse_pid(pid, "status", &mut bufs.main, |t| Status::parse(t).ok())?;
             if status.vm_rss_bytes.is_none() {
                 return Ok(None);
             }
@@ -863,40 +843,34 @@ fn read_process_files(
     if let Some(r) = &rollup {
         read.malformed += r.rejected as u64;
     }
-    let oom_score_adj = parse::parse_i64(
-        source
-            .read_pid(pid, "oom_score_adj", &mut bufs.main)
-            .map_err(reason)?,
-    )
-    .ok()
-    .filter(|adj| (-1000..=1000).contains(adj))
-    .ok_or(Reason::Malformed)?;
+    let oom_score_adj = source.parse_pid(pid, "oom_score_adj", &mut bufs.main, |t| {
+        parse::parse_i64(t)
+            .ok()
+            .filter(|adj| (-1000..=1000).contains(adj))
+    })?;
     // oom_score is a function of RSS, swap, page tables and oom_score_adj (and of RAM and
     // swap size, which the refresh catches).
     let oom_score = match known {
         Some(k) if unchanged && k.oom_score_adj == oom_score_adj => k.oom_score,
-        _ => parse::parse_u64(
-            source
-                .read_pid(pid, "oom_score", &mut bufs.main)
-                .map_err(reason)?,
-        )
-        .map_err(|_| Reason::Malformed)?,
+        _ => source.parse_pid(pid, "oom_score", &mut bufs.main, |t| {
+            parse::parse_u64(t).ok()
+        })?,
     };
     let regroup = known.is_none_or(|k| (refresh && !stuck) || k.comm != stat.comm);
     let group = match (&*ctx.grouping, known) {
         (Grouping::Comm, _) => Some(stat.comm.clone()),
         (_, Some(k)) if !regroup => k.group.clone(),
         (Grouping::Cgroup, _) => {
-            let text = source
-                .read_pid(pid, "cgroup", &mut bufs.main)
-                .map_err(reason)?;
-            Some(cgroup::memory_cgroup(text).unwrap_or("").to_string())
+            let group = source.parse_pid(pid, "cgroup", &mut bufs.main, |t| {
+                Some(cgroup::memory_cgroup(t).unwrap_or("").to_string())
+            })?;
+            Some(group)
         }
         (Grouping::Matcher(m), _) => {
             let cmdline = if m.needs_cmdline() && !stuck {
                 source
                     .read_pid(pid, "cmdline", &mut bufs.aux)
-                    .map_err(reason)?
+                    .map_err(|e| e.process_reason())?
             } else {
                 ""
             };
