@@ -1,0 +1,153 @@
+//! The deep tier: full `/proc/PID/smaps` of candidate processes, then their allocator and
+//! heap walk, least recently read first, within the CPU budget of a scan.
+
+use super::*;
+
+/// One deep-tier read.
+enum DeepRead {
+    /// The summary, the heap reading and the CPU time the heap walk took.
+    Done(
+        Result<Box<(SmapsSummary, HeapReading, Duration)>, Reason>,
+        u64,
+    ),
+    /// Left for a later scan by the CPU budget.
+    Deferred,
+}
+
+impl Scanner {
+    pub(super) fn is_candidate(&self, p: &ProcessSample) -> bool {
+        let st = &p.status;
+        let anon = st.rss_anon_bytes.unwrap_or(0);
+        let unbacked = st
+            .vm_size_bytes
+            .unwrap_or(0)
+            .saturating_sub(st.vm_rss_bytes.unwrap_or(0));
+        anon >= self.deep.min_bytes
+            || unbacked >= self.deep.min_bytes.saturating_mul(8)
+            || self.deep.focus.contains(&p.pid)
+    }
+
+    /// The deep tier: full smaps of the candidates that are due, least recently read
+    /// first, until the CPU budget of this scan is spent.
+    pub(super) fn read_deep(
+        &mut self,
+        processes: &mut [ProcessSample],
+        errs: &mut ErrorCounts,
+    ) -> DeepRun {
+        let started = Instant::now();
+        let mut run = DeepRun::default();
+        let stuck = self.pool.stuck_pids();
+        let mut due: Vec<(Option<Instant>, u64, usize)> = Vec::new();
+        for (i, p) in processes.iter().enumerate() {
+            if !self.is_candidate(p) {
+                continue;
+            }
+            run.candidates += 1;
+            let memory = deep_memory(&p.status);
+            let last = self.deep_read_at.get(&p.key()).copied();
+            // A process whose address space and memory did not move since its last deep
+            // read has the same heaps, arenas and commit: it is read again only after ten
+            // intervals, which catches what moves without them.
+            let is_due = last.is_none_or(|(t, before)| {
+                let age = started.duration_since(t);
+                age >= self.deep.interval && (before != memory || age >= self.deep.interval * 10)
+            });
+            if is_due && !stuck.contains(&p.pid) {
+                let anon = p.status.rss_anon_bytes.unwrap_or(0);
+                due.push((last.map(|l| l.0), u64::MAX - anon, i));
+            }
+        }
+        // Never read first, then the longest unread; larger processes first among equals.
+        due.sort_unstable();
+        let spent = Arc::new(AtomicU64::new(0));
+        let budget = self.deep.budget.as_nanos() as u64;
+        let (source, counter) = (self.source.clone(), spent.clone());
+        let walk = self.deep.heap_walk;
+        let batch = self.pool.run(
+            due.iter().map(|&(_, _, i)| processes[i].pid).collect(),
+            self.reading.timeout,
+            Arc::new(move |bufs: &mut Buffers, pid, n| {
+                // One process is always read; the others while the budget lasts.
+                if n > 0 && counter.load(Ordering::Acquire) >= budget {
+                    return DeepRead::Deferred;
+                }
+                let cpu = thread_cpu();
+                let read = read_smaps(&source, &mut bufs.main, pid, walk);
+                let used = thread_cpu().saturating_sub(cpu).as_nanos() as u64;
+                counter.fetch_add(used, Ordering::AcqRel);
+                read
+            }),
+        );
+        let now = Instant::now();
+        for (&(_, _, i), read) in due.iter().zip(batch.results) {
+            let p = &mut processes[i];
+            match read {
+                Some(DeepRead::Done(result, rejected)) => {
+                    count(errs, "processes", Reason::Malformed, rejected);
+                    match result {
+                        Ok(read) => {
+                            let (summary, heap, walk_cpu) = *read;
+                            run.heap_walk_cpu_seconds += walk_cpu.as_secs_f64();
+                            if let Some(walk) = &heap.walk {
+                                let outcome = walk.as_ref().err().copied();
+                                run.heap_walks
+                                    [outcome.unwrap_or(heap::Outcome::Measured) as usize] += 1;
+                            }
+                            p.smaps = Some(summary);
+                            p.heap = Some(Arc::new(heap));
+                        }
+                        Err(reason) => count(errs, "processes", reason, 1),
+                    }
+                    self.deep_read_at
+                        .insert(p.key(), (now, deep_memory(&p.status)));
+                    run.covered += 1;
+                }
+                Some(DeepRead::Deferred) => run.deferred += 1,
+                None => count(errs, "processes", Reason::Timeout, 1),
+            }
+        }
+        // Forget processes that are gone, so the map stays as large as the process table.
+        let live: HashSet<(u32, u64)> = processes.iter().map(|p| p.key()).collect();
+        self.deep_read_at.retain(|k, _| live.contains(k));
+        run.duration_seconds = started.elapsed().as_secs_f64();
+        run.cpu_seconds = Duration::from_nanos(spent.load(Ordering::Acquire)).as_secs_f64();
+        run
+    }
+}
+
+/// What a deep read depends on: address space and resident, anonymous and swapped memory.
+pub(super) type DeepMemory = [Option<u64>; 4];
+
+fn deep_memory(st: &Status) -> DeepMemory {
+    [
+        st.vm_size_bytes,
+        st.vm_rss_bytes,
+        st.rss_anon_bytes,
+        st.vm_swap_bytes,
+    ]
+}
+
+/// `smaps`, then the allocator and (when `walk`) the heap walk from its mappings.
+fn read_smaps(source: &Source, buf: &mut Buffer, pid: u32, walk: bool) -> DeepRead {
+    let read = match source.read_smaps(pid, buf).map(|_| ()) {
+        // A process with more mappings than MAX_SMAPS_BYTES holds: a partial summary
+        // would understate it.
+        Ok(()) if buf.was_cut() => DeepRead::Done(Err(Reason::Malformed), 0),
+        Ok(()) => {
+            let text = buf.text();
+            let (vmas, rejected) = smaps::parse(text);
+            if vmas.is_empty() && !text.trim().is_empty() {
+                DeepRead::Done(Err(Reason::Malformed), 0)
+            } else {
+                let summary = SmapsSummary::from_vmas(&vmas);
+                let cpu = thread_cpu();
+                let heap = heap::read(source, pid, &vmas, walk);
+                let walk_cpu = thread_cpu().saturating_sub(cpu);
+                DeepRead::Done(Ok(Box::new((summary, heap, walk_cpu))), rejected as u64)
+            }
+        }
+        Err(e) => DeepRead::Done(Err(e.process_reason()), 0),
+    };
+    buf.shrink();
+    read
+}

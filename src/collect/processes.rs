@@ -1,0 +1,392 @@
+//! Reading every process: one reader-thread task per pid (`read_process`), and the
+//! re-read plan, which files of a process need reading again this scan
+//! (`read_process_files`).
+
+use super::*;
+
+/// What a scan remembers of a process for the next one: enough to tell whether its memory
+/// changed, and the values it kept when it did not re-read them.
+#[derive(Debug, Clone)]
+pub(super) struct Known {
+    pid: u32,
+    start_ticks: u64,
+    /// `statm` size, resident and shared pages: when they are unchanged, so is the memory
+    /// that status, smaps_rollup and oom_score report.
+    statm: Option<[u64; 3]>,
+    status: Status,
+    comm: String,
+    oom_score_adj: i64,
+    oom_score: u64,
+    rollup: Option<SmapsRollup>,
+    group: Option<String>,
+}
+
+/// Everything a reader thread needs for one scan.
+struct ReadContext {
+    source: Source,
+    grouping: Arc<Grouping>,
+    clk_tck: f64,
+    boot_time_seconds: Option<f64>,
+    rollup_refresh: u64,
+    scan: u64,
+    /// The previous scan's processes, by pid.
+    known: Arc<Vec<Known>>,
+    /// Pids a reader from an earlier scan is still stuck on: their smaps_rollup and
+    /// cmdline are not touched again until it comes back.
+    stuck: Vec<u32>,
+}
+
+/// One process as a reader thread saw it.
+struct ProcessRead {
+    /// `Ok(None)`: a kernel thread.
+    outcome: Result<Option<(ProcessSample, Known)>, Reason>,
+    malformed: u64,
+    /// Why smaps_rollup could not be read while the rest could.
+    rollup_error: Option<Reason>,
+    rollup_read: bool,
+    seconds: f64,
+}
+
+impl Scanner {
+    pub(super) fn read_processes(
+        &mut self,
+        errs: &mut ErrorCounts,
+        stats: &mut ReadStats,
+    ) -> Result<Vec<ProcessSample>, Reason> {
+        let mut pids = self.source.pids().map_err(|e| e.system_reason())?;
+        pids.sort_unstable();
+        let ctx = Arc::new(ReadContext {
+            source: self.source.clone(),
+            grouping: self.grouping.clone(),
+            clk_tck: self.clk_tck,
+            boot_time_seconds: self.boot_time_seconds,
+            rollup_refresh: self.reading.rollup_refresh.max(1),
+            scan: self.scans,
+            known: self.known.clone(),
+            stuck: self.pool.stuck_pids(),
+        });
+        self.scans += 1;
+        let batch = self.pool.run(
+            pids,
+            self.reading.timeout,
+            Arc::new(move |bufs: &mut Buffers, pid, _| read_process(&ctx, bufs, pid)),
+        );
+        let mut out = Vec::with_capacity(batch.results.len());
+        let mut known = Vec::with_capacity(batch.results.len());
+        for read in batch.results.into_iter().flatten() {
+            count(errs, "processes", Reason::Malformed, read.malformed);
+            if let Some(reason) = read.rollup_error {
+                count(errs, "processes", reason, 1);
+            }
+            stats.rollups_read += read.rollup_read as u64;
+            stats.slowest_seconds = stats.slowest_seconds.max(read.seconds);
+            match read.outcome {
+                Ok(Some((p, k))) => {
+                    out.push(p);
+                    known.push(k);
+                }
+                Ok(None) => {}
+                Err(reason) => count(errs, "processes", reason, 1),
+            }
+        }
+        let left = batch.stalled.len() + batch.unread;
+        stats.stalled = left as u64;
+        count(errs, "processes", Reason::Timeout, left as u64);
+        // What was known of a stalled process is kept for when its reader comes back.
+        for pid in batch.stalled {
+            if let Ok(i) = self.known.binary_search_by_key(&pid, |k| k.pid) {
+                known.push(self.known[i].clone());
+            }
+        }
+        known.sort_unstable_by_key(|k| k.pid);
+        self.known = Arc::new(known);
+        stats.threads = self.pool.threads() as u64;
+        Ok(out)
+    }
+}
+
+/// One process, on a reader thread.
+fn read_process(ctx: &ReadContext, bufs: &mut Buffers, pid: u32) -> ProcessRead {
+    let started = Instant::now();
+    let mut read = ProcessRead {
+        outcome: Ok(None),
+        malformed: 0,
+        rollup_error: None,
+        rollup_read: false,
+        seconds: 0.0,
+    };
+    read.outcome = read_process_files(ctx, bufs, pid, &mut read);
+    read.seconds = started.elapsed().as_secs_f64();
+    read
+}
+
+/// `stat` (CPU time, identity), `statm` and `oom_score_adj` every scan. `status`,
+/// `smaps_rollup` and `oom_score` only when `statm` changed since the last scan (any page
+/// mapped, faulted in, reclaimed, swapped or collapsed into a huge page by khugepaged
+/// moves it), when the process is new, and every `rollup_refresh` scans, staggered by pid,
+/// for what moves without it (Pss as sharers come and go, a collapse in place, a swap-out
+/// matched by a fault). `cgroup` and `cmdline` for grouping when the process is new, its
+/// name changed, or on that same refresh. With `rollup_refresh` 1 every file is read every
+/// scan and `statm` is not needed.
+fn read_process_files(
+    ctx: &ReadContext,
+    bufs: &mut Buffers,
+    pid: u32,
+    read: &mut ProcessRead,
+) -> Result<Option<(ProcessSample, Known)>, Reason> {
+    let source = &ctx.source;
+    let stat = source.parse_pid(pid, "stat", &mut bufs.main, |t| Stat::parse(t).ok())?;
+    let known = ctx
+        .known
+        .binary_search_by_key(&pid, |k| k.pid)
+        .ok()
+        .map(|i| &ctx.known[i])
+        .filter(|k| k.start_ticks == stat.start_ticks);
+    let stuck = ctx.stuck.contains(&pid);
+    let refresh = (ctx.scan + pid as u64) % ctx.rollup_refresh == 0;
+    let statm = if ctx.rollup_refresh > 1 && known.is_some() {
+        Some(source.parse_pid(pid, "statm", &mut bufs.main, statm::parse)?)
+    } else {
+        None
+    };
+    let unchanged = match known {
+        Some(k) => !refresh && statm.is_some() && k.statm == statm,
+        None => false,
+    };
+    let status = match known {
+        Some(k) if unchanged => k.status.clone(),
+        _ => {
+            let status =
+                source.parse_pid(pid, "status", &mut bufs.main, |t| Status::parse(t).ok())?;
+            if status.vm_rss_bytes.is_none() {
+                return Ok(None);
+            }
+            read.malformed += status.rejected as u64;
+            status
+        }
+    };
+    // A new process has no statm yet: read it after status, so the next scan compares
+    // with what this one saw.
+    let statm = match statm {
+        Some(m) => Some(m),
+        None if ctx.rollup_refresh > 1 => source
+            .read_pid(pid, "statm", &mut bufs.main)
+            .ok()
+            .and_then(statm::parse),
+        None => None,
+    };
+    let reread = !stuck && (!unchanged || known.is_some_and(|k| k.rollup.is_none()));
+    let rollup = if reread {
+        read.rollup_read = true;
+        match source.read_pid(pid, "smaps_rollup", &mut bufs.main) {
+            Ok(text) => match SmapsRollup::parse(text) {
+                Ok(r) => r,
+                Err(_) => {
+                    read.malformed += 1;
+                    None
+                }
+            },
+            Err(ReadError::Gone(_)) => return Err(Reason::Vanished),
+            // Another user's process without CAP_SYS_PTRACE: keep what status showed.
+            Err(e) => {
+                read.rollup_error = Some(e.process_reason());
+                None
+            }
+        }
+    } else {
+        known.and_then(|k| k.rollup)
+    };
+    if let Some(r) = &rollup {
+        read.malformed += r.rejected as u64;
+    }
+    let oom_score_adj = source.parse_pid(pid, "oom_score_adj", &mut bufs.main, |t| {
+        parse::parse_i64(t)
+            .ok()
+            .filter(|adj| (-1000..=1000).contains(adj))
+    })?;
+    // oom_score is a function of RSS, swap, page tables and oom_score_adj (and of RAM and
+    // swap size, which the refresh catches).
+    let oom_score = match known {
+        Some(k) if unchanged && k.oom_score_adj == oom_score_adj => k.oom_score,
+        _ => source.parse_pid(pid, "oom_score", &mut bufs.main, |t| {
+            parse::parse_u64(t).ok()
+        })?,
+    };
+    let regroup = known.is_none_or(|k| (refresh && !stuck) || k.comm != stat.comm);
+    let group = match (&*ctx.grouping, known) {
+        (Grouping::Comm, _) => Some(stat.comm.clone()),
+        (_, Some(k)) if !regroup => k.group.clone(),
+        (Grouping::Cgroup, _) => {
+            let group = source.parse_pid(pid, "cgroup", &mut bufs.main, |t| {
+                Some(cgroup::memory_cgroup(t).unwrap_or("").to_string())
+            })?;
+            Some(group)
+        }
+        (Grouping::Matcher(m), _) => {
+            let cmdline = if m.needs_cmdline() && !stuck {
+                source
+                    .read_pid(pid, "cmdline", &mut bufs.aux)
+                    .map_err(|e| e.process_reason())?
+            } else {
+                ""
+            };
+            m.group(&Candidate {
+                comm: &stat.comm,
+                cmdline,
+            })
+        }
+    };
+    let ticks = (stat.utime_ticks + stat.stime_ticks) as f64;
+    let remembered = Known {
+        pid,
+        start_ticks: stat.start_ticks,
+        statm,
+        status: status.clone(),
+        comm: stat.comm.clone(),
+        oom_score_adj,
+        oom_score,
+        rollup,
+        group: group.clone(),
+    };
+    let sample = ProcessSample {
+        pid,
+        start_ticks: stat.start_ticks,
+        start_time_seconds: ctx
+            .boot_time_seconds
+            .map(|boot| boot + stat.start_ticks as f64 / ctx.clk_tck),
+        cpu_seconds: ticks / ctx.clk_tck,
+        comm: stat.comm,
+        state: stat.state,
+        status,
+        rollup,
+        oom_score: Some(oom_score),
+        oom_score_adj: Some(oom_score_adj),
+        group,
+        smaps: None,
+        heap: None,
+    };
+    Ok(Some((sample, remembered)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    const STATUS: &str = "Name:\tidle\nVmSize:\t    5744 kB\nVmHWM:\t    3000 kB\nVmRSS:\t    3000 kB\nRssAnon:\t    2000 kB\nRssFile:\t    1000 kB\nRssShmem:\t       0 kB\nVmSwap:\t       0 kB\nThreads:\t1\n";
+
+    fn rollup(pss_kib: u64) -> String {
+        format!("00-ff ---p 00000000 00:00 0 [rollup]\nRss: 3000 kB\nPss: {pss_kib} kB\nAnonymous: 2000 kB\nAnonHugePages: 0 kB\nSwap: 0 kB\n")
+    }
+
+    /// One process, pid 78, in a tree of its own.
+    fn tree() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("78");
+        std::fs::create_dir_all(&p).unwrap();
+        let stat = "78 (idle) S 1 78 78 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 4242 5881856 750 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+        for (f, text) in [
+            ("stat", stat.to_string()),
+            ("status", STATUS.to_string()),
+            ("statm", "1436 750 250 1 0 600 0\n".to_string()),
+            ("smaps_rollup", rollup(2500)),
+            ("oom_score", "666\n".to_string()),
+            ("oom_score_adj", "0\n".to_string()),
+        ] {
+            std::fs::write(p.join(f), text).unwrap();
+        }
+        (dir, p)
+    }
+
+    fn scanner(root: &Path, refresh: u64) -> Scanner {
+        let collectors = Collectors {
+            meminfo: false,
+            vmstat: false,
+            sysctl: false,
+            thp: false,
+            pressure: false,
+            processes: true,
+            cgroup: false,
+        };
+        let deep = DeepConfig {
+            interval: Duration::from_secs(3600),
+            budget: Duration::from_millis(200),
+            min_bytes: u64::MAX,
+            heap_walk: true,
+            focus: Vec::new(),
+        };
+        let reading = ReadConfig {
+            rollup_refresh: refresh,
+            ..ReadConfig::default()
+        };
+        Scanner::new(
+            Source::new(root, root),
+            collectors,
+            Grouping::Comm,
+            deep,
+            reading,
+        )
+    }
+
+    fn pss_and_reads(s: &mut Scanner) -> (Option<u64>, u64) {
+        let sample = s.scan();
+        let p = &sample.processes[0];
+        (
+            p.rollup.and_then(|r| r.pss_bytes.map(|b| b >> 10)),
+            sample.reads.unwrap().rollups_read,
+        )
+    }
+
+    #[test]
+    fn unchanged_statm_keeps_the_last_rollup_until_the_staggered_refresh() {
+        let (dir, p) = tree();
+        // pid 78 with a refresh of 3: scans 0 and 3 are its refresh scans.
+        let mut s = scanner(dir.path(), 3);
+        assert_eq!(pss_and_reads(&mut s), (Some(2500), 1), "new: read");
+        std::fs::write(p.join("smaps_rollup"), rollup(2600)).unwrap();
+        std::fs::write(p.join("oom_score"), "700\n").unwrap();
+        assert_eq!(
+            pss_and_reads(&mut s),
+            (Some(2500), 0),
+            "statm unchanged: kept"
+        );
+        assert_eq!(s.scan().processes[0].oom_score, Some(666));
+        // Scan 3 is the refresh.
+        assert_eq!(pss_and_reads(&mut s), (Some(2600), 1), "refreshed");
+        std::fs::write(p.join("smaps_rollup"), rollup(2700)).unwrap();
+        assert_eq!(pss_and_reads(&mut s), (Some(2600), 0));
+        // One more resident page: everything is read again at once.
+        std::fs::write(p.join("statm"), "1436 751 250 1 0 600 0\n").unwrap();
+        let sample = s.scan();
+        assert_eq!(sample.reads.unwrap().rollups_read, 1);
+        assert_eq!(sample.processes[0].oom_score, Some(700));
+        let pss = sample.processes[0].rollup.unwrap().pss_bytes;
+        assert_eq!(pss, Some(2700 << 10));
+        // A changed oom_score_adj alone makes oom_score be read again.
+        std::fs::write(p.join("oom_score_adj"), "500\n").unwrap();
+        std::fs::write(p.join("oom_score"), "1200\n").unwrap();
+        assert_eq!(s.scan().processes[0].oom_score, Some(1200));
+    }
+
+    #[test]
+    fn a_reused_pid_is_a_new_process() {
+        let (dir, p) = tree();
+        let mut s = scanner(dir.path(), 1000);
+        assert_eq!(pss_and_reads(&mut s).1, 1);
+        // Same pid, same statm, another start time: nothing is carried over.
+        let stat = std::fs::read_to_string(p.join("stat")).unwrap();
+        std::fs::write(p.join("stat"), stat.replace(" 4242 ", " 9999 ")).unwrap();
+        std::fs::write(p.join("smaps_rollup"), rollup(100)).unwrap();
+        assert_eq!(pss_and_reads(&mut s), (Some(100), 1));
+    }
+
+    #[test]
+    fn refresh_of_one_reads_every_file_every_scan_without_statm() {
+        let (dir, p) = tree();
+        std::fs::remove_file(p.join("statm")).unwrap();
+        let mut s = scanner(dir.path(), 1);
+        assert_eq!(pss_and_reads(&mut s), (Some(2500), 1));
+        std::fs::write(p.join("smaps_rollup"), rollup(2600)).unwrap();
+        assert_eq!(pss_and_reads(&mut s), (Some(2600), 1));
+    }
+}
