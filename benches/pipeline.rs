@@ -90,7 +90,7 @@ fn sample(scan: u64) -> Sample {
         pressure: Pressure::parse(&fixture("pressure/memory")).ok(),
         processes,
         collectors: vec![CollectorRun {
-            name: "processes",
+            name: membloat_exporter::config::Collector::Processes,
             success: true,
             duration_seconds: 0.1,
         }],

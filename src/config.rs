@@ -8,31 +8,106 @@ use clap::{value_parser, Arg, ArgAction, ArgMatches, Command};
 /// The exporter's default port: outside the fully allocated 9100-9999 exporter range.
 pub const DEFAULT_PORT: u16 = 10293;
 
-/// The collectors, each switched by `--collector.NAME` / `--no-collector.NAME`.
-pub const COLLECTORS: [(&str, &str); 7] = [
-    ("meminfo", "memory, commit and swap from /proc/meminfo"),
-    (
-        "vmstat",
-        "THP, compaction, swap and OOM-kill counters from /proc/vmstat",
-    ),
-    (
-        "sysctl",
-        "overcommit, panic_on_oom and swappiness from /proc/sys/vm",
-    ),
-    (
-        "thp",
-        "THP, khugepaged and per-size huge page settings and counters from /sys",
-    ),
-    ("pressure", "memory stall time from /proc/pressure/memory"),
-    (
-        "processes",
-        "per-process memory, grouped, plus the top-K processes",
-    ),
-    (
-        "cgroup",
-        "anonymous and huge page memory per memory cgroup (container) from memory.stat",
-    ),
-];
+/// A collector, switched by `--collector.NAME` / `--no-collector.NAME`; its name is the
+/// `collector` label of the self metrics and the key of the error counts (ordered by name,
+/// so series come out in the same order as always).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Collector {
+    Meminfo,
+    Vmstat,
+    Sysctl,
+    Thp,
+    Pressure,
+    Processes,
+    Cgroup,
+}
+
+impl Collector {
+    pub const ALL: [Collector; 7] = [
+        Collector::Meminfo,
+        Collector::Vmstat,
+        Collector::Sysctl,
+        Collector::Thp,
+        Collector::Pressure,
+        Collector::Processes,
+        Collector::Cgroup,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Collector::Meminfo => "meminfo",
+            Collector::Vmstat => "vmstat",
+            Collector::Sysctl => "sysctl",
+            Collector::Thp => "thp",
+            Collector::Pressure => "pressure",
+            Collector::Processes => "processes",
+            Collector::Cgroup => "cgroup",
+        }
+    }
+
+    /// What it collects, for `--help`.
+    pub fn what(self) -> &'static str {
+        match self {
+            Collector::Meminfo => "memory, commit and swap from /proc/meminfo",
+            Collector::Vmstat => "THP, compaction, swap and OOM-kill counters from /proc/vmstat",
+            Collector::Sysctl => "overcommit, panic_on_oom and swappiness from /proc/sys/vm",
+            Collector::Thp => {
+                "THP, khugepaged and per-size huge page settings and counters from /sys"
+            }
+            Collector::Pressure => "memory stall time from /proc/pressure/memory",
+            Collector::Processes => "per-process memory, grouped, plus the top-K processes",
+            Collector::Cgroup => {
+                "anonymous and huge page memory per memory cgroup (container) from memory.stat"
+            }
+        }
+    }
+}
+
+impl Ord for Collector {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for Collector {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The enabled collectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Collectors(u8);
+
+impl Collectors {
+    pub fn all() -> Self {
+        Collectors(u8::MAX >> 1)
+    }
+
+    pub fn none() -> Self {
+        Collectors(0)
+    }
+
+    pub fn only(list: &[Collector]) -> Self {
+        let mut c = Collectors::none();
+        for &one in list {
+            c.set(one, true);
+        }
+        c
+    }
+
+    pub fn set(&mut self, c: Collector, on: bool) {
+        if on {
+            self.0 |= 1 << c as u8;
+        } else {
+            self.0 &= !(1 << c as u8);
+        }
+    }
+
+    pub fn enabled(self, c: Collector) -> bool {
+        self.0 & (1 << c as u8) != 0
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LogLevel {
@@ -50,17 +125,6 @@ pub enum GroupBy {
     Cgroup,
     /// A process-exporter-style matcher file.
     Matcher(PathBuf),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Collectors {
-    pub meminfo: bool,
-    pub vmstat: bool,
-    pub sysctl: bool,
-    pub thp: bool,
-    pub pressure: bool,
-    pub processes: bool,
-    pub cgroup: bool,
 }
 
 /// The deep tier: full `/proc/PID/smaps` of candidate processes.
@@ -271,7 +335,8 @@ fn command() -> Command {
         .arg(Arg::new("format").long("format").value_name("FORMAT")
             .default_value("text").value_parser(["text", "json"])
             .help("text for a terminal, json for tickets and bots (schema membloat.explain/v1)"));
-    for (name, what) in COLLECTORS {
+    for c in Collector::ALL {
+        let (name, what) = (c.as_str(), c.what());
         let on: &'static str = Box::leak(format!("collector.{name}").into_boxed_str());
         let off: &'static str = Box::leak(format!("no-collector.{name}").into_boxed_str());
         cmd = cmd
@@ -367,14 +432,12 @@ impl Config {
             procfs: path("path.procfs"),
             sysfs: path("path.sysfs"),
             scan_interval: duration("scan.interval"),
-            collectors: Collectors {
-                meminfo: enabled("meminfo"),
-                vmstat: enabled("vmstat"),
-                sysctl: enabled("sysctl"),
-                thp: enabled("thp"),
-                pressure: enabled("pressure"),
-                processes: enabled("processes"),
-                cgroup: enabled("cgroup"),
+            collectors: {
+                let mut c = Collectors::none();
+                for one in Collector::ALL {
+                    c.set(one, enabled(one.as_str()));
+                }
+                c
             },
             top_k: m
                 .get_one::<usize>("collector.processes.top-k")
@@ -464,7 +527,7 @@ mod tests {
         assert_eq!(c.scan_interval, Duration::from_secs(10));
         assert_eq!(c.top_k, 5);
         assert_eq!(c.group_by, GroupBy::Comm);
-        assert!(c.collectors.processes && c.collectors.thp);
+        assert!(c.collectors.enabled(Collector::Processes) && c.collectors.enabled(Collector::Thp));
     }
 
     #[test]
@@ -475,8 +538,8 @@ mod tests {
             "--collector.processes",
         ])
         .unwrap();
-        assert!(!c.collectors.thp);
-        assert!(c.collectors.processes);
+        assert!(!c.collectors.enabled(Collector::Thp));
+        assert!(c.collectors.enabled(Collector::Processes));
     }
 
     #[test]

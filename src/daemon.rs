@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 use crate::collect::{Grouping, Scanner};
-use crate::config::{self, Config};
+use crate::config::{self, Collector, Config};
 use crate::explain;
 use crate::model::derive::{derive, DeriveOptions, Snapshot};
 use crate::serve::http;
@@ -47,7 +47,7 @@ impl Pipeline {
         let sample = self.scanner.scan();
         let denied = sample
             .errors
-            .get(&("processes", Reason::Denied))
+            .get(&(Collector::Processes, Reason::Denied))
             .copied()
             .unwrap_or(0);
         if denied > 0 && !self.warned_denied {

@@ -173,7 +173,7 @@ fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
     let rows = |get: fn(&crate::collect::CollectorRun) -> Num| -> Vec<(Labels, Num)> {
         s.collectors
             .iter()
-            .map(|c| (vec![("collector", c.name)], get(c)))
+            .map(|c| (vec![("collector", c.name.as_str())], get(c)))
             .collect()
     };
     f.family("scrape_collector_success", "1 when the collector read its source in the latest scan, 0 when it failed or the kernel lacks it.", None, MetricType::Gauge, rows(|c| Num::U(c.success as u64)))?;
@@ -244,7 +244,10 @@ fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
         .iter()
         .map(|((collector, reason), n)| {
             (
-                vec![("collector", *collector), ("reason", reason.as_str())],
+                vec![
+                    ("collector", collector.as_str()),
+                    ("reason", reason.as_str()),
+                ],
                 Num::U(*n),
             )
         })
@@ -958,11 +961,13 @@ mod tests {
             }],
             top: vec![p],
             collectors: vec![CollectorRun {
-                name: "processes",
+                name: crate::config::Collector::Processes,
                 success: true,
                 duration_seconds: 0.0,
             }],
-            errors: [(("processes", Reason::Denied), 2)].into_iter().collect(),
+            errors: [((crate::config::Collector::Processes, Reason::Denied), 2)]
+                .into_iter()
+                .collect(),
             ..Snapshot::default()
         };
         let text = text_from_openmetrics(&openmetrics(Arc::new(snap)));

@@ -83,7 +83,7 @@ impl Scanner {
             let p = &mut processes[i];
             match read {
                 Some(DeepRead::Done(result, rejected)) => {
-                    count(errs, "processes", Reason::Malformed, rejected);
+                    count(errs, Collector::Processes, Reason::Malformed, rejected);
                     match result {
                         Ok(read) => {
                             let (summary, heap, walk_cpu) = *read;
@@ -96,14 +96,14 @@ impl Scanner {
                             p.smaps = Some(summary);
                             p.heap = Some(Arc::new(heap));
                         }
-                        Err(reason) => count(errs, "processes", reason, 1),
+                        Err(reason) => count(errs, Collector::Processes, reason, 1),
                     }
                     self.deep_read_at
                         .insert(p.key(), (now, deep_memory(&p.status)));
                     run.covered += 1;
                 }
                 Some(DeepRead::Deferred) => run.deferred += 1,
-                None => count(errs, "processes", Reason::Timeout, 1),
+                None => count(errs, Collector::Processes, Reason::Timeout, 1),
             }
         }
         // Forget processes that are gone, so the map stays as large as the process table.

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::config::{Collectors, DeepConfig, GroupBy, ReadConfig};
+use crate::config::{Collector, Collectors, DeepConfig, GroupBy, ReadConfig};
 use crate::parse::memory_stat::MemoryStat;
 use crate::parse::{
     self, cgroup, meminfo::Meminfo, pressure::Pressure, smaps, smaps::SmapsSummary,
@@ -133,13 +133,13 @@ pub struct DeepRun {
 /// How one collector did in a scan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CollectorRun {
-    pub name: &'static str,
+    pub name: Collector,
     pub success: bool,
     pub duration_seconds: f64,
 }
 
 /// Error counts by (collector, reason).
-pub type ErrorCounts = BTreeMap<(&'static str, Reason), u64>;
+pub type ErrorCounts = BTreeMap<(Collector, Reason), u64>;
 
 /// Everything one scan read.
 #[derive(Debug, Clone, Default)]
@@ -270,39 +270,49 @@ impl Scanner {
             ..Sample::default()
         };
         let c = self.collectors;
-        if c.meminfo {
-            s.meminfo = self.timed(&mut s, "meminfo", |me, errs| {
+        if c.enabled(Collector::Meminfo) {
+            s.meminfo = self.timed(&mut s, Collector::Meminfo, |me, errs| {
                 let m = me
                     .source
                     .parse_proc("meminfo", &mut me.buf, |t| Meminfo::parse(t).ok())?;
-                count(errs, "meminfo", Reason::Malformed, m.rejected as u64);
+                count(
+                    errs,
+                    Collector::Meminfo,
+                    Reason::Malformed,
+                    m.rejected as u64,
+                );
                 Ok(m)
             });
         }
-        if c.vmstat {
-            s.vmstat = self.timed(&mut s, "vmstat", |me, errs| {
+        if c.enabled(Collector::Vmstat) {
+            s.vmstat = self.timed(&mut s, Collector::Vmstat, |me, errs| {
                 let v = me
                     .source
                     .parse_proc("vmstat", &mut me.buf, |t| Vmstat::parse(t).ok())?;
-                count(errs, "vmstat", Reason::Malformed, v.rejected as u64);
+                count(
+                    errs,
+                    Collector::Vmstat,
+                    Reason::Malformed,
+                    v.rejected as u64,
+                );
                 Ok(v)
             });
         }
-        if c.sysctl {
-            s.sysctl = self.timed(&mut s, "sysctl", |me, errs| me.read_sysctl(errs));
+        if c.enabled(Collector::Sysctl) {
+            s.sysctl = self.timed(&mut s, Collector::Sysctl, |me, errs| me.read_sysctl(errs));
         }
-        if c.thp {
-            s.thp = self.timed(&mut s, "thp", |me, errs| me.read_thp(errs));
+        if c.enabled(Collector::Thp) {
+            s.thp = self.timed(&mut s, Collector::Thp, |me, errs| me.read_thp(errs));
         }
-        if c.pressure {
-            s.pressure = self.timed(&mut s, "pressure", |me, _| {
+        if c.enabled(Collector::Pressure) {
+            s.pressure = self.timed(&mut s, Collector::Pressure, |me, _| {
                 me.source
                     .parse_proc("pressure/memory", &mut me.buf, |t| Pressure::parse(t).ok())
             });
         }
-        if c.processes {
+        if c.enabled(Collector::Processes) {
             let mut stats = ReadStats::default();
-            if let Some(list) = self.timed(&mut s, "processes", |me, errs| {
+            if let Some(list) = self.timed(&mut s, Collector::Processes, |me, errs| {
                 me.read_processes(errs, &mut stats)
             }) {
                 s.processes = list;
@@ -310,8 +320,8 @@ impl Scanner {
             }
             s.reads = Some(stats);
         }
-        if c.cgroup {
-            s.cgroups = self.timed(&mut s, "cgroup", |me, errs| me.read_cgroups(errs));
+        if c.enabled(Collector::Cgroup) {
+            s.cgroups = self.timed(&mut s, Collector::Cgroup, |me, errs| me.read_cgroups(errs));
         }
         s.duration_seconds = started.elapsed().as_secs_f64();
         s
@@ -321,7 +331,7 @@ impl Scanner {
     fn timed<T>(
         &mut self,
         s: &mut Sample,
-        name: &'static str,
+        name: Collector,
         f: impl FnOnce(&mut Self, &mut ErrorCounts) -> Result<T, Reason>,
     ) -> Option<T> {
         let started = Instant::now();
@@ -345,7 +355,7 @@ fn thread_cpu() -> Duration {
         .unwrap_or_default()
 }
 
-fn count(errs: &mut ErrorCounts, collector: &'static str, reason: Reason, n: u64) {
+fn count(errs: &mut ErrorCounts, collector: Collector, reason: Reason, n: u64) {
     if n > 0 {
         *errs.entry((collector, reason)).or_insert(0) += n;
     }

@@ -74,9 +74,14 @@ impl Scanner {
         let mut out = Vec::with_capacity(batch.results.len());
         let mut known = Vec::with_capacity(batch.results.len());
         for read in batch.results.into_iter().flatten() {
-            count(errs, "processes", Reason::Malformed, read.malformed);
+            count(
+                errs,
+                Collector::Processes,
+                Reason::Malformed,
+                read.malformed,
+            );
             if let Some(reason) = read.rollup_error {
-                count(errs, "processes", reason, 1);
+                count(errs, Collector::Processes, reason, 1);
             }
             stats.rollups_read += read.rollup_read as u64;
             stats.slowest_seconds = stats.slowest_seconds.max(read.seconds);
@@ -86,12 +91,12 @@ impl Scanner {
                     known.push(k);
                 }
                 Ok(None) => {}
-                Err(reason) => count(errs, "processes", reason, 1),
+                Err(reason) => count(errs, Collector::Processes, reason, 1),
             }
         }
         let left = batch.stalled.len() + batch.unread;
         stats.stalled = left as u64;
-        count(errs, "processes", Reason::Timeout, left as u64);
+        count(errs, Collector::Processes, Reason::Timeout, left as u64);
         // What was known of a stalled process is kept for when its reader comes back.
         for pid in batch.stalled {
             if let Ok(i) = self.known.binary_search_by_key(&pid, |k| k.pid) {
@@ -299,15 +304,7 @@ mod tests {
     }
 
     fn scanner(root: &Path, refresh: u64) -> Scanner {
-        let collectors = Collectors {
-            meminfo: false,
-            vmstat: false,
-            sysctl: false,
-            thp: false,
-            pressure: false,
-            processes: true,
-            cgroup: false,
-        };
+        let collectors = Collectors::only(&[Collector::Processes]);
         let deep = DeepConfig {
             interval: Duration::from_secs(3600),
             budget: Duration::from_millis(200),

@@ -26,7 +26,7 @@ impl Scanner {
         while let Some(dir) = stack.pop() {
             seen += 1;
             if seen > MAX_CGROUPS {
-                count(errs, "cgroup", Reason::Malformed, 1);
+                count(errs, Collector::Cgroup, Reason::Malformed, 1);
                 break;
             }
             // A cgroup removed while walking simply has no children and no memory.stat.
@@ -43,14 +43,14 @@ impl Scanner {
                 Ok(text) => match MemoryStat::parse(text) {
                     Ok(stat) => stat,
                     Err(_) => {
-                        count(errs, "cgroup", Reason::Malformed, 1);
+                        count(errs, Collector::Cgroup, Reason::Malformed, 1);
                         continue;
                     }
                 },
                 // A cgroup removed while walking, or the v2 root without memory.stat.
                 Err(ReadError::Gone(_)) => continue,
                 Err(e) => {
-                    count(errs, "cgroup", e.system_reason(), 1);
+                    count(errs, Collector::Cgroup, e.system_reason(), 1);
                     continue;
                 }
             };
@@ -73,7 +73,7 @@ impl Scanner {
         &mut self,
         path: &Path,
         errs: &mut ErrorCounts,
-        collector: &'static str,
+        collector: Collector,
         parse: fn(&str) -> Result<T, parse::ParseError>,
     ) -> Option<T> {
         let reason = match self.source.read_path(path, &mut self.buf) {
@@ -88,12 +88,7 @@ impl Scanner {
         None
     }
 
-    fn number(
-        &mut self,
-        path: &Path,
-        errs: &mut ErrorCounts,
-        collector: &'static str,
-    ) -> Option<u64> {
+    fn number(&mut self, path: &Path, errs: &mut ErrorCounts, collector: Collector) -> Option<u64> {
         self.setting(path, errs, collector, parse::parse_u64)
     }
 
@@ -101,7 +96,7 @@ impl Scanner {
         &mut self,
         path: &Path,
         errs: &mut ErrorCounts,
-        collector: &'static str,
+        collector: Collector,
     ) -> Option<String> {
         self.setting(path, errs, collector, sysfs::selected)
     }
@@ -111,7 +106,7 @@ impl Scanner {
         if !self.source.exists(&vm) {
             return Err(Reason::Unsupported);
         }
-        let mut n = |file: &str| self.number(&vm.join(file), errs, "sysctl");
+        let mut n = |file: &str| self.number(&vm.join(file), errs, Collector::Sysctl);
         Ok(Sysctl {
             overcommit_memory: n("overcommit_memory"),
             overcommit_ratio_percent: n("overcommit_ratio"),
@@ -126,7 +121,7 @@ impl Scanner {
         if !self.source.exists(&root) {
             return Err(Reason::Unsupported);
         }
-        let c = "thp";
+        let c = Collector::Thp;
         let kh = root.join("khugepaged");
         let mut thp = Thp {
             enabled: self.choice(&root.join("enabled"), errs, c),

@@ -200,7 +200,10 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
         processes_scanned: s.processes_scanned,
         denied_reads: s
             .errors
-            .get(&("processes", crate::source::Reason::Denied))
+            .get(&(
+                crate::config::Collector::Processes,
+                crate::source::Reason::Denied,
+            ))
             .copied()
             .unwrap_or(0),
         unreadable_heaps: s.heap_walks_total[crate::collect::heap::Outcome::Unreadable as usize],

@@ -7,6 +7,7 @@ use crate::collect::heap::runtime::Identity;
 use crate::collect::{
     CollectorRun, DeepRun, ErrorCounts, ProcessSample, ReadStats, Sample, Sysctl, Thp,
 };
+use crate::config::Collector;
 use crate::model::signals::{self, Method, ProcState, Signals};
 use crate::parse::meminfo::Meminfo;
 use crate::parse::pressure::Pressure;
@@ -165,9 +166,13 @@ pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> S
     let mut errors = prev.map(|p| p.errors.clone()).unwrap_or_default();
     // Per-process reads fail routinely (processes exit, other users' files are denied), so
     // their counters start at 0: rate() and alerts then work from the first scrape.
-    if sample.collectors.iter().any(|c| c.name == "processes") {
+    if sample
+        .collectors
+        .iter()
+        .any(|c| c.name == Collector::Processes)
+    {
         for reason in Reason::ALL {
-            errors.entry(("processes", reason)).or_insert(0);
+            errors.entry((Collector::Processes, reason)).or_insert(0);
         }
     }
     for (key, n) in &sample.errors {
@@ -176,7 +181,7 @@ pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> S
     let processes_scanned = sample
         .collectors
         .iter()
-        .any(|c| c.name == "processes" && c.success)
+        .any(|c| c.name == Collector::Processes && c.success)
         .then_some(sample.processes.len() as u64);
     let now = sample
         .taken_at
@@ -393,7 +398,7 @@ mod tests {
         Sample {
             processes,
             collectors: vec![CollectorRun {
-                name: "processes",
+                name: Collector::Processes,
                 success: true,
                 duration_seconds: 0.1,
             }],
@@ -437,17 +442,19 @@ mod tests {
     #[test]
     fn errors_accumulate_across_scans() {
         let mut s1 = sample(vec![]);
-        s1.errors.insert(("processes", Reason::Vanished), 2);
+        s1.errors
+            .insert((Collector::Processes, Reason::Vanished), 2);
         let first = derive(None, s1, DeriveOptions { top_k: 1 });
         let mut s2 = sample(vec![]);
-        s2.errors.insert(("processes", Reason::Vanished), 1);
-        s2.errors.insert(("meminfo", Reason::Malformed), 1);
+        s2.errors
+            .insert((Collector::Processes, Reason::Vanished), 1);
+        s2.errors.insert((Collector::Meminfo, Reason::Malformed), 1);
         let second = derive(Some(&first), s2, DeriveOptions { top_k: 1 });
         assert_eq!(second.scans, 2);
-        assert_eq!(second.errors[&("processes", Reason::Vanished)], 3);
-        assert_eq!(second.errors[&("meminfo", Reason::Malformed)], 1);
+        assert_eq!(second.errors[&(Collector::Processes, Reason::Vanished)], 3);
+        assert_eq!(second.errors[&(Collector::Meminfo, Reason::Malformed)], 1);
         // Counters of the processes collector exist from the start, at 0.
-        assert_eq!(second.errors[&("processes", Reason::Denied)], 0);
+        assert_eq!(second.errors[&(Collector::Processes, Reason::Denied)], 0);
         assert_eq!(second.errors.len(), Reason::ALL.len() + 1);
         let without = derive(None, Sample::default(), DeriveOptions { top_k: 1 });
         assert!(without.errors.is_empty(), "{:?}", without.errors);
