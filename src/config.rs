@@ -153,16 +153,6 @@ pub struct ReadConfig {
     pub timeout: Duration,
 }
 
-impl Default for ReadConfig {
-    fn default() -> Self {
-        ReadConfig {
-            rollup_refresh: 10,
-            readers: 1,
-            timeout: Duration::from_secs(5),
-        }
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct Config {
     pub listen_address: String,
@@ -285,7 +275,7 @@ fn command() -> Command {
             .help("Time between two scans of /proc; scrapes serve the latest scan"))
         .arg(Arg::new("collector.processes.top-k").long("collector.processes.top-k").value_name("K")
             .default_value("5").value_parser(value_parser!(usize))
-            .help("Export per-process series (with pid) for the top K processes by RSS and the top K by oom_score"))
+            .help("Export per-process series (with pid) for the K largest processes by RSS, the K with the highest oom_score, and the K with the most hoarded and regrown bytes"))
         .arg(Arg::new("collector.processes.group-by").long("collector.processes.group-by").value_name("KIND")
             .default_value("comm").value_parser(["comm", "cgroup", "matcher"])
             .help("Group processes by name, by memory cgroup, or by --collector.processes.matcher-file"))
@@ -391,7 +381,9 @@ impl Config {
         let text = |id: &str| m.get_one::<String>(id).cloned().unwrap_or_default();
         let path = |id: &str| m.get_one::<PathBuf>(id).cloned().unwrap_or_default();
         let duration = |id: &str| m.get_one::<Duration>(id).copied().unwrap_or_default();
-        let count = |id: &str| m.get_one::<u32>(id).copied().unwrap_or(1) as usize;
+        // Every flag has its default in command(), the one place defaults are written.
+        let count = |id: &str| m.get_one::<u32>(id).copied().unwrap_or_default() as usize;
+        let u64_of = |id: &str| m.get_one::<u64>(id).copied().unwrap_or_default();
         let enabled = |name: &str| !m.get_flag(&format!("no-collector.{name}"));
 
         let listen_address = text("web.listen-address");
@@ -442,26 +434,18 @@ impl Config {
             top_k: m
                 .get_one::<usize>("collector.processes.top-k")
                 .copied()
-                .unwrap_or(5),
+                .unwrap_or_default(),
             group_by,
             deep: DeepConfig {
                 interval: duration("collector.processes.deep-interval"),
                 budget: duration("collector.processes.deep-budget"),
-                min_bytes: m
-                    .get_one::<u64>("collector.processes.deep-min-size")
-                    .copied()
-                    .unwrap_or(64 << 20),
+                min_bytes: u64_of("collector.processes.deep-min-size"),
                 heap_walk: !m.get_flag("no-collector.processes.heap-walk"),
                 focus: Vec::new(),
             },
             reading: ReadConfig {
-                rollup_refresh: m
-                    .get_one::<u64>("collector.processes.rollup-refresh")
-                    .copied()
-                    .unwrap_or(10),
-                readers: m
-                    .get_one::<u64>("collector.processes.readers")
-                    .map_or(1, |&n| n as usize),
+                rollup_refresh: u64_of("collector.processes.rollup-refresh"),
+                readers: u64_of("collector.processes.readers") as usize,
                 timeout: duration("collector.processes.read-timeout"),
             },
             log_level,
@@ -469,7 +453,7 @@ impl Config {
                 interval: e
                     .get_one::<Duration>("explain.interval")
                     .copied()
-                    .unwrap_or(Duration::from_secs(2)),
+                    .unwrap_or_default(),
                 pids: e
                     .get_many::<u32>("pid")
                     .into_iter()

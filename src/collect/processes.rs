@@ -312,9 +312,12 @@ mod tests {
             heap_walk: true,
             focus: Vec::new(),
         };
+        let defaults = crate::config::Config::from_args(["membloat_exporter"])
+            .map_err(|_| "default flags")
+            .unwrap();
         let reading = ReadConfig {
             rollup_refresh: refresh,
-            ..ReadConfig::default()
+            ..defaults.reading
         };
         Scanner::new(
             Source::new(root, root),

@@ -27,8 +27,6 @@ pub struct Vma {
     pub accountable: bool,
     /// `nr`: MAP_NORESERVE, not charged (glibc arena heaps carry it).
     pub noreserve: bool,
-    /// `THPeligible` (kernel 5.x+).
-    pub thp_eligible: Option<bool>,
     /// A file is mapped (inode not 0).
     pub file_backed: bool,
     /// What the mapped file is, when it tells the allocator or runtime.
@@ -140,14 +138,6 @@ pub fn parse(text: &str) -> (Vec<Vma>, u32) {
                 }
                 continue;
             }
-            "THPeligible" => {
-                vma.thp_eligible = match value {
-                    "0" => Some(false),
-                    "1" => Some(true),
-                    _ => None,
-                };
-                continue;
-            }
             _ => continue,
         };
         match kib_to_bytes(value) {
@@ -201,17 +191,12 @@ pub struct SmapsSummary {
     /// Sum of `Size` over mappings charged to the commit limit (`ac`): the process's
     /// commit charge, touched or not.
     pub commit_bytes: u64,
-    /// Mapped files that tell the allocator or runtime.
-    pub libraries: Libraries,
 }
 
 impl SmapsSummary {
     pub fn from_vmas(vmas: &[Vma]) -> Self {
         let mut s = SmapsSummary::default();
         for (i, vma) in vmas.iter().enumerate() {
-            if let Some(l) = vma.library {
-                s.libraries.insert(l);
-            }
             if vma.accountable {
                 s.commit_bytes = s.commit_bytes.saturating_add(vma.end - vma.start);
             }

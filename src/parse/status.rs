@@ -26,17 +26,15 @@ pub struct Status {
     pub threads: Option<u64>,
     /// `THP_enabled` (kernel 6.x+): 0 when `PR_SET_THP_DISABLE` is set for the process.
     pub thp_enabled: Option<bool>,
-    /// `Uid` (real): whose process it is.
-    pub uid: Option<u32>,
     /// Fields present but unparseable or absurd.
     pub rejected: u32,
 }
 
 impl Status {
     pub fn parse(text: &str) -> Result<Self, ParseError> {
-        // Name, Uid, 8 sizes, THP_enabled and Threads: once all are seen (line 37 of 59
-        // on kernel 6.18) the signal, capability and CPU lines that follow are skipped.
-        const WANTED: u32 = 12;
+        // Name, 8 sizes, THP_enabled and Threads: once all are seen (line 37 of 59 on
+        // kernel 6.18) the signal, capability and CPU lines that follow are skipped.
+        const WANTED: u32 = 11;
         let mut s = Status::default();
         let mut seen_name = false;
         let mut seen = 0;
@@ -75,14 +73,6 @@ impl Status {
                     }
                     continue;
                 }
-                "Uid" => {
-                    seen += 1;
-                    match value.split_ascii_whitespace().next().map(str::parse) {
-                        Some(Ok(uid)) => s.uid = Some(uid),
-                        _ => s.rejected += 1,
-                    }
-                    continue;
-                }
                 _ => continue,
             };
             seen += 1;
@@ -114,7 +104,6 @@ mod tests {
         assert_eq!(s.vm_pte_bytes, Some(48 * 1024));
         assert_eq!(s.threads, Some(1));
         assert_eq!(s.thp_enabled, Some(true));
-        assert_eq!(s.uid, Some(1000));
         assert_eq!(s.rejected, 0);
     }
 
