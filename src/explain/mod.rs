@@ -5,11 +5,12 @@
 //! [`diagnose`] is pure; `render` prints it for a terminal or as JSON (schema
 //! `membloat.explain/v1`, documented in docs/explain.md).
 
+pub mod remedy;
 pub mod render;
 
 use serde::Serialize;
 
-use crate::collect::heap::runtime::{Allocator, Runtime};
+use crate::collect::heap::runtime::Runtime;
 use crate::model::derive::{ProcessReport, Snapshot};
 use crate::model::signals::{self, Method};
 
@@ -365,7 +366,7 @@ fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Vec<Finding>)
             hoarded,
             certainty,
             evidence,
-            hoarding_remedy(allocator, runtime),
+            remedy::hoarding(allocator, runtime),
         );
     }
     if sig.arena_at_ceiling == Some(true) {
@@ -376,31 +377,25 @@ fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Vec<Finding>)
             size(reserved),
             sig.heap.map_or(String::new(), |h| format!("; {} free in them", size(h.arenas.free_bytes)))
         );
-        let remedy = if runtime == Runtime::Jvm {
-            "MALLOC_ARENA_MAX=2 in the JVM's environment (native allocations: JNI, NIO, compilers)"
-        } else {
-            "MALLOC_ARENA_MAX=2 in the environment (or GLIBC_TUNABLES=glibc.malloc.arena_max=2)"
-        };
-        push("arenas", reserved, "observed", evidence, (remedy.into(), Some("threads share arenas: more lock contention where many threads allocate at once")));
+        push(
+            "arenas",
+            reserved,
+            "observed",
+            evidence,
+            remedy::arenas(runtime),
+        );
     }
     if sig.regrown_since_trough_bytes > 0 {
         let evidence = format!(
             "{} of anonymous memory grew back in huge pages while the process was idle and its mappings unchanged (khugepaged collapse)",
             size(sig.regrown_since_trough_bytes)
         );
-        let remedy = match runtime {
-            Runtime::Go => "GODEBUG=disablethp=1 (Go 1.21.6+), or the host fix: echo 0 > /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none".to_string(),
-            _ => "prctl(PR_SET_THP_DISABLE, 1) before the program starts (a launcher's; it is inherited), or the host fix: echo 0 > /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none".to_string(),
-        };
         push(
             "regrowth",
             sig.regrown_since_trough_bytes,
             "observed",
             evidence,
-            (
-                remedy,
-                Some("fewer huge pages: more TLB misses for memory that is really in use"),
-            ),
+            remedy::regrowth(runtime),
         );
     }
     if let Some(untouched) = sig
@@ -411,17 +406,12 @@ fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Vec<Finding>)
             "{} of commit charge not yet in RAM or swap: it can become RSS without another allocation, and oom_score does not count it",
             size(untouched)
         );
-        let remedy = if runtime == Runtime::Jvm {
-            "size -Xmx (and -XX:MaxDirectMemorySize) to what the host can back"
-        } else {
-            "reserve less up front (pools, arenas, mmap sizes), or count it when sizing the host; under vm.overcommit_memory=2 it counts against CommitLimit now"
-        };
         push(
             "untouched_commit",
             untouched,
             "observed",
             evidence,
-            (remedy.into(), None),
+            remedy::untouched_commit(runtime),
         );
     }
     let score = p.sample.oom_score.unwrap_or(0);
@@ -435,164 +425,5 @@ fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Vec<Finding>)
     }
 }
 
-/// The exact remedy for hoarding by allocator and runtime.
-fn hoarding_remedy(
-    allocator: Option<Allocator>,
-    runtime: Runtime,
-) -> (String, Option<&'static str>) {
-    const TUNABLES: &str =
-        "GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072:glibc.malloc.mmap_threshold=131072";
-    const COST: &str = "freed memory goes back at once: more mmap/munmap and page faults on allocation-heavy paths";
-    match (allocator, runtime) {
-        (Some(Allocator::Jemalloc), _) => ("MALLOC_CONF=dirty_decay_ms:1000,muzzy_decay_ms:0 (jemalloc returns dirty pages sooner)".into(), Some(COST)),
-        (Some(Allocator::Tcmalloc), _) => ("TCMALLOC_RELEASE_RATE=10, or MallocExtension::ReleaseFreeMemory() after bursts".into(), Some(COST)),
-        (Some(Allocator::Mimalloc), _) => ("MIMALLOC_PURGE_DELAY=0 (mimalloc purges freed pages at once)".into(), Some(COST)),
-        (_, Runtime::Python) => (format!("{TUNABLES} in the environment, or ctypes.CDLL('libc.so.6').malloc_trim(0) after large frees"), Some(COST)),
-        (_, Runtime::Jvm) => (format!("{TUNABLES} and MALLOC_ARENA_MAX=2 in the JVM's environment (native memory, not the Java heap)"), Some(COST)),
-        (_, Runtime::Go) => (format!("{TUNABLES} for the C (cgo) side; the Go heap is not glibc's"), Some(COST)),
-        _ => (format!("call malloc_trim(0) after bursts, or start it with {TUNABLES}"), Some(COST)),
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::collect::{Sysctl, Thp};
-    use crate::model::derive::tests_support::process;
-    use crate::model::signals::Signals;
-    use crate::parse::meminfo::Meminfo;
-
-    const GIB: u64 = 1 << 30;
-
-    fn report(pid: u32, rank: u64, rss: u64, score: u64, signals: Signals) -> ProcessReport {
-        let mut sample = process(pid, "app");
-        sample.status.vm_rss_bytes = Some(rss);
-        sample.oom_score = Some(score);
-        sample.oom_score_adj = Some(0);
-        ProcessReport {
-            sample,
-            signals,
-            oom_rank: rank,
-            identity: None,
-        }
-    }
-
-    fn host(total: u64, available: u64) -> Snapshot {
-        Snapshot {
-            meminfo: Some(Meminfo {
-                mem_total_bytes: Some(total),
-                mem_available_bytes: Some(available),
-                committed_as_bytes: Some(10 * GIB),
-                commit_limit_bytes: Some(12 * GIB),
-                ..Meminfo::default()
-            }),
-            sysctl: Some(Sysctl {
-                overcommit_memory: Some(0),
-                ..Sysctl::default()
-            }),
-            ..Snapshot::default()
-        }
-    }
-
-    fn kinds(d: &Diagnosis) -> Vec<&'static str> {
-        d.findings.iter().map(|f| f.kind).collect()
-    }
-
-    #[test]
-    fn a_healthy_host_has_no_findings() {
-        let mut s = host(24 * GIB, 20 * GIB);
-        s.top = vec![report(7, 1, GIB, 700, Signals::default())];
-        let d = diagnose(&s, &Options::default());
-        assert!(d.findings.is_empty(), "{:?}", kinds(&d));
-        assert_eq!(d.exit_code(), 0);
-        assert_eq!(d.oom_order[0].pid, 7);
-        assert_eq!(d.oom_order[0].frees_bytes, GIB);
-    }
-
-    #[test]
-    fn the_oom_victim_is_a_finding_only_when_memory_is_low_as_in_the_alert() {
-        // Available just under 10 % and a first victim at oom_score 900: both thresholds of
-        // MembloatProcessLikelyOOMVictim.
-        let mut s = host(100 * GIB, 9 * GIB);
-        s.top = vec![
-            report(7, 1, 3 * GIB, 900, Signals::default()),
-            report(8, 2, GIB, 950, Signals::default()),
-        ];
-        let d = diagnose(&s, &Options::default());
-        assert_eq!(kinds(&d), ["low_memory", "oom_victim"]);
-        assert_eq!(
-            d.findings[1].process.as_ref().unwrap().pid,
-            7,
-            "rank 1, not the highest score in the list"
-        );
-        assert_eq!(d.exit_code(), 1);
-        let mut s = host(100 * GIB, 11 * GIB);
-        s.top = vec![report(7, 1, 3 * GIB, 900, Signals::default())];
-        assert!(diagnose(&s, &Options::default()).findings.is_empty());
-        let mut s = host(100 * GIB, 9 * GIB);
-        s.top = vec![report(7, 1, 3 * GIB, 899, Signals::default())];
-        assert_eq!(kinds(&diagnose(&s, &Options::default())), ["low_memory"]);
-    }
-
-    #[test]
-    fn commit_is_read_against_the_overcommit_mode() {
-        let mut s = host(24 * GIB, 20 * GIB);
-        let m = s.meminfo.as_mut().unwrap();
-        m.committed_as_bytes = Some(11 * GIB);
-        m.commit_limit_bytes = Some(12 * GIB);
-        // Mode 0: 11 of 12 is nothing; mode 2: past 0.9 of the limit, allocations are near
-        // failing.
-        assert!(diagnose(&s, &Options::default()).findings.is_empty());
-        s.sysctl.as_mut().unwrap().overcommit_memory = Some(2);
-        assert_eq!(kinds(&diagnose(&s, &Options::default())), ["commit_limit"]);
-        // Mode 0 past the limit: normal, but a switch to mode 2 would break the host.
-        s.sysctl.as_mut().unwrap().overcommit_memory = Some(0);
-        s.meminfo.as_mut().unwrap().committed_as_bytes = Some(20 * GIB);
-        let d = diagnose(&s, &Options::default());
-        assert_eq!(kinds(&d), ["commit_overrun"]);
-        assert_eq!(d.findings[0].bytes, 8 * GIB);
-    }
-
-    #[test]
-    fn thp_always_with_max_ptes_none_511_is_a_risk_madvise_is_not() {
-        let mut s = host(24 * GIB, 20 * GIB);
-        let mut thp = Thp {
-            enabled: Some("madvise".into()),
-            ..Thp::default()
-        };
-        thp.khugepaged.max_ptes_none = Some(511);
-        s.thp = Some(thp.clone());
-        assert!(diagnose(&s, &Options::default()).findings.is_empty());
-        thp.enabled = Some("always".into());
-        s.thp = Some(thp);
-        let d = diagnose(&s, &Options::default());
-        assert_eq!(kinds(&d), ["thp_regrowth_risk"]);
-        assert!(d.findings[0].remedy.contains("max_ptes_none"));
-    }
-
-    #[test]
-    fn findings_are_ranked_by_bytes_and_filtered_by_pid() {
-        let mut s = host(24 * GIB, 20 * GIB);
-        let hoarder = Signals {
-            hoarded_bytes: Some(GIB),
-            hoard_method: Some(Method::Suspected),
-            ..Signals::default()
-        };
-        let regrower = Signals {
-            regrown_since_trough_bytes: 3 * GIB,
-            ..Signals::default()
-        };
-        s.top = vec![
-            report(7, 2, GIB, 700, hoarder),
-            report(8, 1, 4 * GIB, 710, regrower),
-        ];
-        let d = diagnose(&s, &Options::default());
-        assert_eq!(kinds(&d), ["regrowth", "hoarding"]);
-        assert_eq!(d.findings[1].certainty, "suspected");
-        assert!(d.findings[1].evidence.contains("not walked"));
-        let d = diagnose(&s, &Options { pids: vec![7] });
-        assert_eq!(kinds(&d), ["hoarding"]);
-        // The OOM order is the host's, whatever the filter.
-        assert_eq!(d.oom_order[0].pid, 8);
-    }
-}
+mod tests;

@@ -1,0 +1,57 @@
+//! The exact remedy for each finding, by the process's allocator and runtime, with its cost
+//! where it has one.
+
+use crate::collect::heap::runtime::{Allocator, Runtime};
+
+/// What to change, and what the change costs where it costs something.
+pub type Remedy = (String, Option<&'static str>);
+
+/// The exact remedy for hoarding by allocator and runtime.
+pub fn hoarding(allocator: Option<Allocator>, runtime: Runtime) -> Remedy {
+    const TUNABLES: &str =
+        "GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072:glibc.malloc.mmap_threshold=131072";
+    const COST: &str = "freed memory goes back at once: more mmap/munmap and page faults on allocation-heavy paths";
+    match (allocator, runtime) {
+        (Some(Allocator::Jemalloc), _) => ("MALLOC_CONF=dirty_decay_ms:1000,muzzy_decay_ms:0 (jemalloc returns dirty pages sooner)".into(), Some(COST)),
+        (Some(Allocator::Tcmalloc), _) => ("TCMALLOC_RELEASE_RATE=10, or MallocExtension::ReleaseFreeMemory() after bursts".into(), Some(COST)),
+        (Some(Allocator::Mimalloc), _) => ("MIMALLOC_PURGE_DELAY=0 (mimalloc purges freed pages at once)".into(), Some(COST)),
+        (_, Runtime::Python) => (format!("{TUNABLES} in the environment, or ctypes.CDLL('libc.so.6').malloc_trim(0) after large frees"), Some(COST)),
+        (_, Runtime::Jvm) => (format!("{TUNABLES} and MALLOC_ARENA_MAX=2 in the JVM's environment (native memory, not the Java heap)"), Some(COST)),
+        (_, Runtime::Go) => (format!("{TUNABLES} for the C (cgo) side; the Go heap is not glibc's"), Some(COST)),
+        _ => (format!("call malloc_trim(0) after bursts, or start it with {TUNABLES}"), Some(COST)),
+    }
+}
+
+pub fn arenas(runtime: Runtime) -> Remedy {
+    let what = if runtime == Runtime::Jvm {
+        "MALLOC_ARENA_MAX=2 in the JVM's environment (native allocations: JNI, NIO, compilers)"
+    } else {
+        "MALLOC_ARENA_MAX=2 in the environment (or GLIBC_TUNABLES=glibc.malloc.arena_max=2)"
+    };
+    (
+        what.into(),
+        Some("threads share arenas: more lock contention where many threads allocate at once"),
+    )
+}
+
+pub fn regrowth(runtime: Runtime) -> Remedy {
+    const HOST: &str =
+        "the host fix: echo 0 > /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none";
+    let what = match runtime {
+        Runtime::Go => format!("GODEBUG=disablethp=1 (Go 1.21.6+), or {HOST}"),
+        _ => format!("prctl(PR_SET_THP_DISABLE, 1) before the program starts (a launcher's; it is inherited), or {HOST}"),
+    };
+    (
+        what,
+        Some("fewer huge pages: more TLB misses for memory that is really in use"),
+    )
+}
+
+pub fn untouched_commit(runtime: Runtime) -> Remedy {
+    let what = if runtime == Runtime::Jvm {
+        "size -Xmx (and -XX:MaxDirectMemorySize) to what the host can back"
+    } else {
+        "reserve less up front (pools, arenas, mmap sizes), or count it when sizing the host; under vm.overcommit_memory=2 it counts against CommitLimit now"
+    };
+    (what.into(), None)
+}
