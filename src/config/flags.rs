@@ -1,0 +1,116 @@
+//! The flags, in node_exporter's style: the one place their names, help texts and
+//! defaults are written.
+
+use std::path::PathBuf;
+
+use clap::{value_parser, Arg, ArgAction, Command};
+
+use super::{parse_duration, parse_size, positive_duration, Collector};
+
+pub(super) fn command() -> Command {
+    let mut cmd = Command::new("membloat_exporter")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("Prometheus exporter that finds memory bloat on Linux hosts and warns before the OOM killer strikes.")
+        .arg(Arg::new("web.listen-address").long("web.listen-address").value_name("ADDRESS")
+            .default_value(":10293")
+            .help("Address to listen on: HOST:PORT, [IPV6]:PORT, or :PORT for every address"))
+        .arg(Arg::new("web.telemetry-path").long("web.telemetry-path").value_name("PATH")
+            .default_value("/metrics").help("Path under which to expose metrics"))
+        .arg(Arg::new("web.max-requests").long("web.max-requests").value_name("N")
+            .default_value("40").value_parser(value_parser!(u32).range(1..))
+            .help("Maximum concurrent metrics requests; more get 503"))
+        .arg(Arg::new("web.max-connections").long("web.max-connections").value_name("N")
+            .default_value("256").value_parser(value_parser!(u32).range(1..))
+            .help("Maximum open HTTP connections; more are closed at once"))
+        .arg(Arg::new("web.read-header-timeout").long("web.read-header-timeout").value_name("DURATION")
+            .default_value("10s").value_parser(positive_duration)
+            .help("Time a client has to send request headers"))
+        .arg(Arg::new("web.config.file").long("web.config.file").value_name("FILE")
+            .value_parser(value_parser!(PathBuf))
+            .help("Web configuration (exporter-toolkit format) enabling TLS and basic auth; read at start"))
+        .arg(Arg::new("path.procfs").long("path.procfs").value_name("PATH")
+            .default_value("/proc").value_parser(value_parser!(PathBuf))
+            .help("procfs mountpoint"))
+        .arg(Arg::new("path.sysfs").long("path.sysfs").value_name("PATH")
+            .default_value("/sys").value_parser(value_parser!(PathBuf))
+            .help("sysfs mountpoint"))
+        .arg(Arg::new("scan.interval").long("scan.interval").value_name("DURATION")
+            .default_value("10s").value_parser(positive_duration)
+            .help("Time between two scans of /proc; scrapes serve the latest scan"))
+        .arg(Arg::new("collector.processes.top-k").long("collector.processes.top-k").value_name("K")
+            .default_value("5").value_parser(value_parser!(usize))
+            .help("Export per-process series (with pid) for the K largest processes by RSS, the K with the highest oom_score, and the K with the most hoarded and regrown bytes"))
+        .arg(Arg::new("collector.processes.group-by").long("collector.processes.group-by").value_name("KIND")
+            .default_value("comm").value_parser(["comm", "cgroup", "matcher"])
+            .help("Group processes by name, by memory cgroup, or by --collector.processes.matcher-file"))
+        .arg(Arg::new("collector.processes.matcher-file").long("collector.processes.matcher-file").value_name("FILE")
+            .value_parser(value_parser!(PathBuf))
+            .help("process-exporter-style YAML (process_names) naming the groups; implies --collector.processes.group-by=matcher"))
+        .arg(Arg::new("collector.processes.deep-interval").long("collector.processes.deep-interval").value_name("DURATION")
+            .default_value("60s").value_parser(parse_duration)
+            .help("Minimum time between two full /proc/PID/smaps reads of one candidate process (heap, arenas, commit)"))
+        .arg(Arg::new("collector.processes.deep-budget").long("collector.processes.deep-budget").value_name("DURATION")
+            .default_value("200ms").value_parser(positive_duration)
+            .help("CPU time the smaps reads may take per scan; the rest wait for the next scan"))
+        .arg(Arg::new("collector.processes.deep-min-size").long("collector.processes.deep-min-size").value_name("SIZE")
+            .default_value("64MiB").value_parser(parse_size)
+            .help("Deep-read a process when its RssAnon reaches SIZE, or its unbacked address space (VmSize - VmRSS) 8 x SIZE"))
+        .arg(Arg::new("collector.processes.heap-walk").long("collector.processes.heap-walk")
+            .action(ArgAction::SetTrue).overrides_with("no-collector.processes.heap-walk")
+            .help("Measure what glibc holds free in the heaps of deep-read processes by reading their chunk headers (/proc/PID/mem) and page presence (/proc/PID/pagemap) (default: enabled)"))
+        .arg(Arg::new("no-collector.processes.heap-walk").long("no-collector.processes.heap-walk")
+            .action(ArgAction::SetTrue).overrides_with("collector.processes.heap-walk")
+            .help("Do not read process memory: hoarding stays a suspicion from /proc/PID/smaps"))
+        .arg(Arg::new("collector.processes.rollup-refresh").long("collector.processes.rollup-refresh").value_name("N")
+            .default_value("10").value_parser(value_parser!(u64).range(1..))
+            .help("Re-read smaps_rollup of a process whose memory in status (VmRSS, RssAnon, VmSwap, VmPTE) did not change every N scans, staggered; 1 reads it every scan"))
+        .arg(Arg::new("collector.processes.readers").long("collector.processes.readers").value_name("N")
+            .default_value("1").value_parser(value_parser!(u64).range(1..=64))
+            .help("Threads that read /proc/PID files; a thread stuck in one process's read is replaced (up to 4 more)"))
+        .arg(Arg::new("collector.processes.read-timeout").long("collector.processes.read-timeout").value_name("DURATION")
+            .default_value("5s").value_parser(positive_duration)
+            .help("A scan stops waiting for a process whose read has taken this long, counts it (reason=\"timeout\") and skips its smaps_rollup until the read returns"))
+        .arg(Arg::new("log.level").long("log.level").value_name("LEVEL")
+            .default_value("info").value_parser(["error", "warn", "info", "debug"])
+            .help("Only log messages with the given severity or above"))
+        .arg(Arg::new("once").long("once").action(ArgAction::SetTrue)
+            .help("Scan twice, --once.interval apart, print the text exposition to stdout and exit"))
+        .arg(Arg::new("once.interval").long("once.interval").value_name("DURATION")
+            .default_value("1s").value_parser(parse_duration)
+            .help("Time between the two scans of --once"));
+    let explain = Command::new("explain")
+        .about("Scan the host twice and print what to act on: where memory went, how close the OOM killer is, and what to change. Exit 0: nothing found, 1: findings, 2: bad usage")
+        .arg(Arg::new("explain.interval").long("explain.interval").value_name("DURATION")
+            .default_value("2s").value_parser(parse_duration)
+            .help("Time between the two scans (idleness and regrowth are judged over it)"))
+        .arg(Arg::new("pid").long("pid").value_name("PID").action(ArgAction::Append)
+            .value_parser(value_parser!(u32).range(1..))
+            .help("Explain this process in depth, whatever its size (repeatable); only these processes' findings are shown"))
+        .arg(Arg::new("format").long("format").value_name("FORMAT")
+            .default_value("text").value_parser(["text", "json"])
+            .help("text for a terminal, json for tickets and bots (schema membloat.explain/v1)"));
+    for c in Collector::ALL {
+        let (name, what) = (c.as_str(), c.what());
+        let on: &'static str = Box::leak(format!("collector.{name}").into_boxed_str());
+        let off: &'static str = Box::leak(format!("no-collector.{name}").into_boxed_str());
+        cmd = cmd
+            .arg(
+                Arg::new(on)
+                    .long(on)
+                    .action(ArgAction::SetTrue)
+                    .overrides_with(off)
+                    .help(format!(
+                        "Enable the {name} collector: {what} (default: enabled)"
+                    )),
+            )
+            .arg(
+                Arg::new(off)
+                    .long(off)
+                    .action(ArgAction::SetTrue)
+                    .overrides_with(on)
+                    .help(format!("Disable the {name} collector")),
+            );
+    }
+    // Every flag also works after `explain`.
+    cmd.mut_args(|a| a.global(true)).subcommand(explain)
+}

@@ -1,0 +1,128 @@
+//! Derivation on constructed samples: top-K, groups, counters across scans.
+
+use super::*;
+
+fn process(pid: u32, comm: &str, rss_mib: u64, oom_score: u64) -> ProcessSample {
+    let mut p = tests_support::process(pid, comm);
+    p.status.vm_rss_bytes = Some(rss_mib << 20);
+    p.status.threads = Some(2);
+    p.oom_score = Some(oom_score);
+    p
+}
+
+fn sample(processes: Vec<ProcessSample>) -> Sample {
+    Sample {
+        processes,
+        collectors: vec![CollectorRun {
+            name: Collector::Processes,
+            success: true,
+            duration_seconds: 0.1,
+        }],
+        ..Sample::default()
+    }
+}
+
+#[test]
+fn top_k_unites_largest_and_most_likely_oom_victims() {
+    let s = sample(vec![
+        process(1, "a", 100, 600),
+        process(2, "b", 10, 900),
+        process(3, "c", 50, 700),
+        process(4, "d", 1, 1),
+    ]);
+    let snap = derive(None, s, DeriveOptions { top_k: 1 });
+    let pids: Vec<u32> = snap.top.iter().map(|p| p.sample.pid).collect();
+    assert_eq!(pids, [1, 2]);
+    let ranks: Vec<u64> = snap.top.iter().map(|p| p.oom_rank).collect();
+    assert_eq!(ranks, [3, 1]);
+}
+
+#[test]
+fn groups_sum_and_count() {
+    let s = sample(vec![
+        process(1, "web", 100, 700),
+        process(2, "web", 20, 650),
+        process(3, "db", 5, 600),
+    ]);
+    let snap = derive(None, s, DeriveOptions { top_k: 0 });
+    assert_eq!(snap.groups.len(), 2);
+    let web = &snap.groups[1];
+    assert_eq!((web.name.as_str(), web.processes), ("web", 2));
+    assert_eq!(web.resident_bytes, 120 << 20);
+    assert_eq!(web.threads, 4);
+    assert_eq!(web.oom_score_max, 700);
+    assert!(snap.top.is_empty());
+    assert_eq!(snap.processes_scanned, Some(3));
+}
+
+#[test]
+fn errors_accumulate_across_scans() {
+    let mut s1 = sample(vec![]);
+    s1.errors
+        .insert((Collector::Processes, Reason::Vanished), 2);
+    let first = derive(None, s1, DeriveOptions { top_k: 1 });
+    let mut s2 = sample(vec![]);
+    s2.errors
+        .insert((Collector::Processes, Reason::Vanished), 1);
+    s2.errors.insert((Collector::Meminfo, Reason::Malformed), 1);
+    let second = derive(Some(&first), s2, DeriveOptions { top_k: 1 });
+    assert_eq!(second.scans, 2);
+    assert_eq!(second.errors[&(Collector::Processes, Reason::Vanished)], 3);
+    assert_eq!(second.errors[&(Collector::Meminfo, Reason::Malformed)], 1);
+    // Counters of the processes collector exist from the start, at 0.
+    assert_eq!(second.errors[&(Collector::Processes, Reason::Denied)], 0);
+    assert_eq!(second.errors.len(), Reason::ALL.len() + 1);
+    let without = derive(None, Sample::default(), DeriveOptions { top_k: 1 });
+    assert!(without.errors.is_empty(), "{:?}", without.errors);
+}
+
+#[test]
+fn commit_ratio_headroom_and_hidden_thp() {
+    let m = Meminfo {
+        committed_as_bytes: Some(30 << 30),
+        commit_limit_bytes: Some(12 << 30),
+        ..Meminfo::default()
+    };
+    let thp = Thp {
+        sizes: vec![
+            crate::collect::HugepageSize {
+                label: "64kB".into(),
+                size_bytes: 64 << 10,
+                enabled: None,
+                stats: vec![("nr_anon_partially_mapped".into(), 2)],
+            },
+            crate::collect::HugepageSize {
+                label: "2048kB".into(),
+                size_bytes: 2 << 20,
+                enabled: None,
+                stats: vec![("nr_anon_partially_mapped".into(), 3)],
+            },
+        ],
+        ..Thp::default()
+    };
+    let s = system_signals(Some(&m), Some(&thp), None);
+    assert_eq!(s.commit_ratio, Some(2.5));
+    assert_eq!(s.commit_headroom_bytes, Some(-(18i64 << 30)));
+    assert_eq!(s.thp_hidden_bytes, Some((2 << 16) + (3 << 21)));
+    assert_eq!(
+        system_signals(None, Some(&Thp::default()), None).thp_hidden_bytes,
+        None
+    );
+    assert_eq!(s.commit_limit_reached, None);
+    let strict = Sysctl {
+        overcommit_memory: Some(2),
+        ..Sysctl::default()
+    };
+    assert_eq!(
+        system_signals(Some(&m), None, Some(&strict)).commit_limit_reached,
+        Some(true)
+    );
+    let heuristic = Sysctl {
+        overcommit_memory: Some(0),
+        ..Sysctl::default()
+    };
+    assert_eq!(
+        system_signals(Some(&m), None, Some(&heuristic)).commit_limit_reached,
+        Some(false)
+    );
+}
