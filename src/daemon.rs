@@ -69,9 +69,17 @@ impl Pipeline {
 
 /// Fails early with a clear message when the roots cannot be read.
 fn check_roots(cfg: &Config) -> Result<(), String> {
-    std::fs::read_dir(&cfg.procfs)
+    Source::new(&cfg.procfs, &cfg.sysfs)
+        .pids()
         .map(drop)
-        .map_err(|e| format!("cannot read --path.procfs {}: {e}", cfg.procfs.display()))
+        .map_err(|e| {
+            let why = match e.system_reason() {
+                Reason::Unsupported => "no such directory",
+                Reason::Denied => "permission denied",
+                _ => "not readable",
+            };
+            format!("cannot read --path.procfs {}: {why}", cfg.procfs.display())
+        })
 }
 
 /// `explain`: two scans `interval` apart over every process (the ones named with `--pid`

@@ -1,5 +1,7 @@
-//! The only module that reads the filesystem. Every root is a value (`--path.procfs`,
-//! `--path.sysfs`), so tests run in parallel against different fixture trees.
+//! The only module that reads /proc and /sys (the two configuration files, the web config
+//! and the matcher file, are read once at start by their owners). Every root is a value
+//! (`--path.procfs`, `--path.sysfs`), so tests run in parallel against different fixture
+//! trees.
 
 use std::fs::File;
 use std::io::{self, Read};
