@@ -80,10 +80,6 @@ impl PartialOrd for Collector {
 pub struct Collectors(u8);
 
 impl Collectors {
-    pub fn all() -> Self {
-        Collectors(u8::MAX >> 1)
-    }
-
     pub fn none() -> Self {
         Collectors(0)
     }

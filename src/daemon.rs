@@ -55,7 +55,7 @@ impl Pipeline {
             crate::log!(Warn, "permission denied reading smaps_rollup of {denied} process(es): reading other users' memory maps needs CAP_SYS_PTRACE; partial coverage is counted in membloat_scan_errors_total");
         }
         let unreadable = sample.deep.map_or(0, |d| {
-            d.heap_walks[crate::collect::heap::Outcome::Unreadable as usize]
+            d.heap_walks.get(crate::collect::heap::Outcome::Unreadable)
         });
         if unreadable > 0 && !self.warned_walk {
             self.warned_walk = true;

@@ -227,7 +227,7 @@ fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
             .map(|o| {
                 (
                     vec![("outcome", o.as_str())],
-                    Num::U(s.heap_walks_total[*o as usize]),
+                    Num::U(s.heap_walks_total.get(*o)),
                 )
             })
             .collect();

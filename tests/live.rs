@@ -157,10 +157,13 @@ fn scrapes_are_served_while_a_scan_is_stuck_in_a_slow_read() {
         (health.status, health.body.as_str()),
         (503, "no scan completed yet\n")
     );
+    // No diagnosis before a scan: not an empty document that breaks the schema.
+    assert_eq!(d.get("/explain").status, 503);
 
     // Release the read: the scan completes and is published.
     std::fs::write(&slow, &real).unwrap();
     d.wait_until(Duration::from_secs(5), || d.get("/healthz").status == 200);
+    assert_eq!(d.get("/explain").status, 200);
     assert_eq!(value(&d.metrics(), "membloat_scans_total"), Some(1.0));
 
     // The next scan blocks again on the FIFO; SIGTERM still ends the process promptly.

@@ -91,7 +91,7 @@ impl Scanner {
                             if let Some(walk) = &heap.walk {
                                 let outcome = walk.as_ref().err().copied();
                                 run.heap_walks
-                                    [outcome.unwrap_or(heap::Outcome::Measured) as usize] += 1;
+                                    .count(outcome.unwrap_or(heap::Outcome::Measured));
                             }
                             p.smaps = Some(summary);
                             p.heap = Some(Arc::new(heap));

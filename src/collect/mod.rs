@@ -124,8 +124,8 @@ pub struct DeepRun {
     pub deferred: u64,
     pub duration_seconds: f64,
     pub cpu_seconds: f64,
-    /// Heap walks by how they ended, indexed by [`heap::Outcome`].
-    pub heap_walks: [u64; heap::Outcome::ALL.len()],
+    /// Heap walks by how they ended.
+    pub heap_walks: heap::WalkCounts,
     /// CPU time the heap walks took (part of `cpu_seconds`).
     pub heap_walk_cpu_seconds: f64,
 }

@@ -207,7 +207,9 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
             ))
             .copied()
             .unwrap_or(0),
-        unreadable_heaps: s.heap_walks_total[crate::collect::heap::Outcome::Unreadable as usize],
+        unreadable_heaps: s
+            .heap_walks_total
+            .get(crate::collect::heap::Outcome::Unreadable),
     };
     Diagnosis {
         schema: SCHEMA,

@@ -146,8 +146,8 @@ pub struct Snapshot {
     pub deep: Option<DeepRun>,
     /// CPU time of the deep tier since start.
     pub deep_cpu_seconds_total: f64,
-    /// Heap walks since start, indexed by [`crate::collect::heap::Outcome`].
-    pub heap_walks_total: [u64; crate::collect::heap::Outcome::ALL.len()],
+    /// Heap walks since start, by how they ended.
+    pub heap_walks_total: crate::collect::heap::WalkCounts,
     /// CPU time of the heap walks since start.
     pub heap_walk_cpu_seconds_total: f64,
     pub reads: Option<ReadStats>,
@@ -235,16 +235,10 @@ pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> S
         processes_scanned,
         deep_cpu_seconds_total: prev.map_or(0.0, |p| p.deep_cpu_seconds_total)
             + sample.deep.map_or(0.0, |d| d.cpu_seconds),
-        heap_walks_total: {
-            let mut t = prev.map_or([0; 5], |p| p.heap_walks_total);
-            for (sum, n) in t
-                .iter_mut()
-                .zip(sample.deep.map_or([0; 5], |d| d.heap_walks))
-            {
-                *sum = sum.saturating_add(n);
-            }
-            t
-        },
+        heap_walks_total: prev
+            .map(|p| p.heap_walks_total)
+            .unwrap_or_default()
+            .plus(&sample.deep.map(|d| d.heap_walks).unwrap_or_default()),
         heap_walk_cpu_seconds_total: prev.map_or(0.0, |p| p.heap_walk_cpu_seconds_total)
             + sample.deep.map_or(0.0, |d| d.heap_walk_cpu_seconds),
         deep: sample.deep,

@@ -243,6 +243,9 @@ async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Response {
 /// The latest scan's diagnosis: JSON when the client asks for it, else text.
 async fn explain(State(app): State<AppState>, headers: HeaderMap) -> Response {
     let latest = app.shared.latest();
+    if latest.completed_at.is_none() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "no scan completed yet\n").into_response();
+    }
     let json = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())

@@ -33,8 +33,9 @@ impl Shared {
             published: RwLock::new(Arc::new(Published {
                 openmetrics,
                 text,
-                explain_text: Bytes::from_static(b"no scan completed yet\n"),
-                explain_json: Bytes::from_static(b"{}\n"),
+                // /explain answers 503 until the first scan completes.
+                explain_text: Bytes::new(),
+                explain_json: Bytes::new(),
                 completed_at: None,
             })),
             scan_interval,

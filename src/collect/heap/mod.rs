@@ -97,6 +97,28 @@ impl Outcome {
     }
 }
 
+/// Heap walks counted by how they ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalkCounts([u64; Outcome::ALL.len()]);
+
+impl WalkCounts {
+    pub fn count(&mut self, outcome: Outcome) {
+        self.0[outcome as usize] += 1;
+    }
+
+    pub fn get(&self, outcome: Outcome) -> u64 {
+        self.0[outcome as usize]
+    }
+
+    /// These counts plus `other`'s (running totals across scans).
+    pub fn plus(mut self, other: &WalkCounts) -> WalkCounts {
+        for (sum, n) in self.0.iter_mut().zip(other.0) {
+            *sum = sum.saturating_add(n);
+        }
+        self
+    }
+}
+
 /// What a deep read learned about a process's allocator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeapReading {
