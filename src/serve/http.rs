@@ -29,7 +29,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::{rustls, TlsAcceptor};
 
-use crate::expose;
+use crate::serve::negotiate;
 use crate::serve::shared::Shared;
 use crate::serve::webconfig::Users;
 
@@ -232,10 +232,13 @@ async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Response {
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let (content_type, body) = if expose::wants_openmetrics(accept) {
-        (expose::OPENMETRICS_CONTENT_TYPE, latest.openmetrics.clone())
+    let (content_type, body) = if negotiate::wants_openmetrics(accept) {
+        (
+            negotiate::OPENMETRICS_CONTENT_TYPE,
+            latest.openmetrics.clone(),
+        )
     } else {
-        (expose::TEXT_CONTENT_TYPE, latest.text.clone())
+        (negotiate::TEXT_CONTENT_TYPE, latest.text.clone())
     };
     ([(header::CONTENT_TYPE, content_type)], Body::from(body)).into_response()
 }

@@ -3,5 +3,6 @@
 //! Nothing here reads /proc: handlers copy what the scan loop published.
 
 pub mod http;
+pub mod negotiate;
 pub mod shared;
 pub mod webconfig;

@@ -1,0 +1,165 @@
+//! Every metric name the exporter serves lives in this module, so the catalogue can be read
+//! in one place: the families of the system collectors and the exporter itself
+//! (`system.rs`), of groups and top processes (`processes.rs`); the text format 0.0.4
+//! rewritten from OpenMetrics (`text.rs`). Encoding reads only a [`Snapshot`]; it never
+//! touches `/proc`.
+
+mod processes;
+mod system;
+mod text;
+
+use processes::{encode_groups, encode_top};
+use system::{
+    encode_cgroups, encode_meminfo, encode_pressure, encode_self, encode_sysctl, encode_thp,
+    encode_vmstat,
+};
+pub use text::text_from_openmetrics;
+
+use std::fmt;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::collect::heap::walk::{HeapKind, HeapTotals};
+use crate::collect::heap::Outcome;
+use crate::model::derive::{GroupStats, ProcessReport, Snapshot};
+use crate::model::signals::Method;
+
+/// Every metric starts with this.
+pub const PREFIX: &str = "membloat";
+
+/// A sample value; integers stay integers in the exposition.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Num {
+    U(u64),
+    I(i64),
+    F(f64),
+}
+
+type Labels<'a> = Vec<(&'static str, &'a str)>;
+
+fn bytes() -> Option<Unit> {
+    Some(Unit::Bytes)
+}
+fn seconds() -> Option<Unit> {
+    Some(Unit::Seconds)
+}
+fn ratio() -> Option<Unit> {
+    Some(Unit::Other("ratio".into()))
+}
+
+/// Writes metric families, skipping a family that has no sample.
+struct Families<'a, 'b> {
+    enc: &'a mut DescriptorEncoder<'b>,
+}
+
+impl Families<'_, '_> {
+    fn family(
+        &mut self,
+        name: &str,
+        help: &str,
+        unit: Option<Unit>,
+        kind: MetricType,
+        rows: Vec<(Labels, Num)>,
+    ) -> fmt::Result {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let mut metric = self
+            .enc
+            .encode_descriptor(name, help, unit.as_ref(), kind)?;
+        if let [(labels, value)] = rows.as_slice() {
+            if labels.is_empty() {
+                // An unlabelled sample: no `{}` after the name.
+                return encode_value(metric, kind, *value);
+            }
+        }
+        for (labels, value) in rows {
+            encode_value(metric.encode_family(&labels)?, kind, value)?;
+        }
+        Ok(())
+    }
+
+    fn gauge(
+        &mut self,
+        name: &str,
+        help: &str,
+        unit: Option<Unit>,
+        value: Option<Num>,
+    ) -> fmt::Result {
+        let rows: Vec<(Labels, Num)> = value.map(|v| (Vec::new(), v)).into_iter().collect();
+        self.family(name, help, unit, MetricType::Gauge, rows)
+    }
+
+    fn counter(
+        &mut self,
+        name: &str,
+        help: &str,
+        unit: Option<Unit>,
+        value: Option<Num>,
+    ) -> fmt::Result {
+        let rows: Vec<(Labels, Num)> = value.map(|v| (Vec::new(), v)).into_iter().collect();
+        self.family(name, help, unit, MetricType::Counter, rows)
+    }
+
+    fn info(&mut self, name: &str, help: &str, labels: Labels) -> fmt::Result {
+        let mut metric = self
+            .enc
+            .encode_descriptor(name, help, None, MetricType::Info)?;
+        metric.encode_info(&labels)
+    }
+}
+
+fn encode_value(sample: MetricEncoder, kind: MetricType, value: Num) -> fmt::Result {
+    match (kind, value) {
+        (MetricType::Counter, Num::U(v)) => ConstCounter::new(v).encode(sample),
+        (MetricType::Counter, Num::F(v)) => ConstCounter::new(v).encode(sample),
+        (_, Num::U(v)) => ConstGauge::new(v).encode(sample),
+        (_, Num::I(v)) => ConstGauge::new(v).encode(sample),
+        (_, Num::F(v)) => ConstGauge::new(v).encode(sample),
+    }
+}
+
+fn u(v: Option<u64>) -> Option<Num> {
+    v.map(Num::U)
+}
+
+/// Encodes one snapshot.
+#[derive(Debug)]
+pub struct SnapshotCollector(pub std::sync::Arc<Snapshot>);
+
+impl Collector for SnapshotCollector {
+    fn encode(&self, mut enc: DescriptorEncoder) -> fmt::Result {
+        let mut f = Families { enc: &mut enc };
+        let s = &*self.0;
+        encode_self(&mut f, s)?;
+        encode_meminfo(&mut f, s)?;
+        encode_sysctl(&mut f, s)?;
+        encode_thp(&mut f, s)?;
+        encode_vmstat(&mut f, s)?;
+        encode_pressure(&mut f, s)?;
+        encode_groups(&mut f, &s.groups)?;
+        encode_cgroups(&mut f, s)?;
+        encode_top(&mut f, &s.top)
+    }
+}
+
+/// The OpenMetrics exposition of a snapshot, ending in `# EOF`.
+pub fn openmetrics(snapshot: std::sync::Arc<Snapshot>) -> String {
+    let mut registry = Registry::with_prefix(PREFIX);
+    registry.register_collector(Box::new(SnapshotCollector(snapshot)));
+    let mut out = String::with_capacity(64 * 1024);
+    // Writing to a String cannot fail; a failing encoder would be a bug in a help text.
+    if prometheus_client::encoding::text::encode(&mut out, &registry).is_err() {
+        out.clear();
+        out.push_str("# EOF\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

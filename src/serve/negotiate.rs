@@ -1,0 +1,36 @@
+//! Which exposition a scraper gets: OpenMetrics when its `Accept` asks for it, else the
+//! text format 0.0.4 (promtool only parses that).
+
+/// Content type of the OpenMetrics exposition.
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// Content type of the Prometheus text exposition 0.0.4.
+pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// True when an `Accept` header asks for OpenMetrics with a non-zero weight.
+pub fn wants_openmetrics(accept: &str) -> bool {
+    accept.split(',').any(|range| {
+        let mut parts = range.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("");
+        media.eq_ignore_ascii_case("application/openmetrics-text")
+            && !parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f64>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_negotiation() {
+        // What Prometheus 2.x/3.x sends.
+        assert!(wants_openmetrics("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"));
+        assert!(!wants_openmetrics("text/plain;version=0.0.4"));
+        assert!(!wants_openmetrics("*/*"));
+        assert!(!wants_openmetrics("application/openmetrics-text;q=0"));
+    }
+}
