@@ -70,11 +70,11 @@ fn wrapped(out: &mut String, prefix: &str, text: &str) {
     }
 }
 
-fn percent(a: u64, b: u64) -> String {
-    if b == 0 {
-        "-".into()
-    } else {
-        format!("{:.0} %", a as f64 * 100.0 / b as f64)
+/// `part` as a share of `whole`, or `-` when either is unknown or `whole` is 0.
+fn percent(part: Option<u64>, whole: Option<u64>) -> String {
+    match (part, whole) {
+        (Some(a), Some(b)) if b > 0 => format!("{:.0} %", a as f64 * 100.0 / b as f64),
+        _ => "-".into(),
     }
 }
 
@@ -105,10 +105,7 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
             "{} available of {} ({}); swap {} used of {}",
             opt(h.memory_available_bytes),
             opt(h.memory_total_bytes),
-            percent(
-                h.memory_available_bytes.unwrap_or(0),
-                h.memory_total_bytes.unwrap_or(0)
-            ),
+            percent(h.memory_available_bytes, h.memory_total_bytes),
             opt(h.swap_used_bytes),
             opt(h.swap_total_bytes)
         ),
@@ -126,10 +123,7 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
             "{} committed of a {} limit ({}), {mode}",
             opt(h.committed_bytes),
             opt(h.commit_limit_bytes),
-            percent(
-                h.committed_bytes.unwrap_or(0),
-                h.commit_limit_bytes.unwrap_or(0)
-            )
+            percent(h.committed_bytes, h.commit_limit_bytes)
         ),
     );
     wrapped(

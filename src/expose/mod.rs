@@ -84,15 +84,21 @@ impl Families<'_, '_> {
         Ok(())
     }
 
-    fn gauge(
+    /// A family of one unlabelled sample, skipped when there is no value.
+    fn single(
         &mut self,
         name: &str,
         help: &str,
         unit: Option<Unit>,
+        kind: MetricType,
         value: Option<Num>,
     ) -> fmt::Result {
         let rows: Vec<(Labels, Num)> = value.map(|v| (Vec::new(), v)).into_iter().collect();
-        self.family(name, help, unit, MetricType::Gauge, rows)
+        self.family(name, help, unit, kind, rows)
+    }
+
+    fn gauge(&mut self, name: &str, help: &str, unit: Option<Unit>, v: Option<Num>) -> fmt::Result {
+        self.single(name, help, unit, MetricType::Gauge, v)
     }
 
     fn counter(
@@ -100,10 +106,9 @@ impl Families<'_, '_> {
         name: &str,
         help: &str,
         unit: Option<Unit>,
-        value: Option<Num>,
+        v: Option<Num>,
     ) -> fmt::Result {
-        let rows: Vec<(Labels, Num)> = value.map(|v| (Vec::new(), v)).into_iter().collect();
-        self.family(name, help, unit, MetricType::Counter, rows)
+        self.single(name, help, unit, MetricType::Counter, v)
     }
 
     fn info(&mut self, name: &str, help: &str, labels: Labels) -> fmt::Result {

@@ -1,0 +1,198 @@
+//! The findings: what is worth acting on, read from the signals with the thresholds the
+//! metrics and alerts use (`model::signals`), each with its evidence and remedy.
+
+use super::*;
+
+fn host_finding(kind: &'static str, bytes: u64, evidence: String, remedy: &str) -> Finding {
+    Finding {
+        kind,
+        process: None,
+        bytes,
+        certainty: "observed",
+        evidence,
+        remedy: remedy.into(),
+        cost: None,
+    }
+}
+
+pub(super) fn host_findings(h: &Host, s: &Snapshot) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let (Some(ratio), Some(avail), Some(total)) = (
+        available_ratio(h),
+        h.memory_available_bytes,
+        h.memory_total_bytes,
+    ) {
+        if ratio < signals::LOW_MEMORY_RATIO {
+            out.push(host_finding(
+                "low_memory",
+                total - avail.min(total),
+                format!("{} available of {} ({:.0} %)", size(avail), size(total), ratio * 100.0),
+                "free memory from the findings below, or add memory or swap; the OOM killer takes the first process of the OOM order when it runs out",
+            ));
+        }
+    }
+    if let (Some(c), Some(l), Some(mode)) =
+        (h.committed_bytes, h.commit_limit_bytes, h.overcommit_mode)
+    {
+        if mode == 2 && c as f64 > signals::COMMIT_NEAR_LIMIT_RATIO * l as f64 {
+            out.push(host_finding(
+                "commit_limit",
+                c.saturating_sub(l),
+                format!("Committed_AS {} of CommitLimit {} in overcommit mode 2: allocations fail at the limit", size(c), size(l)),
+                "raise vm.overcommit_ratio or vm.overcommit_kbytes, add swap, or release the untouched commit listed below",
+            ));
+        } else if mode != 2 && c > l {
+            out.push(host_finding(
+                "commit_overrun",
+                c - l,
+                format!("Committed_AS {} exceeds CommitLimit {} (overcommit mode {mode}: not enforced)", size(c), size(l)),
+                "nothing now; do not switch this host to vm.overcommit_memory=2 without raising vm.overcommit_ratio first: every new allocation would fail",
+            ));
+        }
+    }
+    let always = h.thp_enabled.as_deref() == Some("always");
+    if always && h.khugepaged_max_ptes_none.is_some_and(|n| n >= 511) {
+        out.push(host_finding(
+            "thp_regrowth_risk",
+            0,
+            "THP enabled=always with khugepaged/max_ptes_none=511: memory any process releases with MADV_DONTNEED can be collapsed back into huge pages".into(),
+            "echo 0 > /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none (or 64), or echo madvise > /sys/kernel/mm/transparent_hugepage/enabled",
+        ));
+    }
+    let total = h.memory_total_bytes.unwrap_or(u64::MAX) as f64;
+    if let Some(hidden) = h
+        .thp_hidden_bytes
+        .filter(|&b| b as f64 > signals::THP_HIDDEN_MAX_SHARE * total)
+    {
+        out.push(host_finding(
+            "hidden_thp",
+            hidden,
+            format!("{} in partially mapped huge pages (nr_anon_partially_mapped): in no RSS and not in MemFree", size(hidden)),
+            "it returns when the deferred split shrinker runs under memory pressure; khugepaged/max_ptes_none=0 avoids creating more",
+        ));
+    }
+    if let Some(w) = h
+        .pressure_stalled_ratio
+        .filter(|&w| w > signals::PRESSURE_STALLED_RATIO)
+    {
+        out.push(host_finding(
+            "memory_pressure",
+            0,
+            format!("every task stalled on memory {:.0} % of the time over the last interval (PSI full)", w * 100.0),
+            "free memory from the findings below; systemd-oomd and oomd act on this signal",
+        ));
+    }
+    if let Some(t) = s.signals.last_oom_kill_unix_seconds {
+        out.push(host_finding(
+            "oom_kill",
+            0,
+            format!(
+                "the kernel killed a process for memory (vmstat oom_kill rose) at Unix time {t:.0}"
+            ),
+            "journalctl -k | grep -i 'out of memory' names it; then the findings below",
+        ));
+    }
+    out
+}
+
+pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Vec<Finding>) {
+    let sig = &p.signals;
+    let id = p.identity.as_ref();
+    let allocator = id.map(|i| i.allocator);
+    let runtime = id.map_or(Runtime::Native, |i| i.runtime);
+    let mut push =
+        |kind, bytes, certainty, evidence: String, (remedy, cost): (String, Option<&str>)| {
+            out.push(Finding {
+                kind,
+                process: Some(subject(p)),
+                bytes,
+                certainty,
+                evidence,
+                remedy,
+                cost: cost.map(str::to_string),
+            })
+        };
+    if let Some(hoarded) = sig.hoarded_bytes.filter(|&b| b > 0) {
+        let (certainty, evidence) = match (sig.hoard_method, sig.heap) {
+            (Some(Method::Measured), Some(h)) => (
+                "measured",
+                format!(
+                    "glibc heaps hold {} free ({} resident, {} malloc_trim could return) in {} chunks",
+                    size(h.free_bytes()),
+                    size(h.free_resident_bytes()),
+                    size(h.reclaimable_bytes()),
+                    h.main.chunks + h.arenas.chunks
+                ),
+            ),
+            _ => (
+                "suspected",
+                format!(
+                    "idle, RSS at {:.0} % of its peak, heap Rss {} mostly of its anonymous memory; not walked, so live data looks the same",
+                    sig.retained_peak_ratio.unwrap_or(0.0) * 100.0,
+                    size(sig.heap_resident_bytes.unwrap_or(0))
+                ),
+            ),
+        };
+        push(
+            "hoarding",
+            hoarded,
+            certainty,
+            evidence,
+            remedy::hoarding(allocator, runtime),
+        );
+    }
+    if sig.arena_at_ceiling == Some(true) {
+        let reserved = sig.arena_reserved_bytes.unwrap_or(0);
+        let evidence = format!(
+            "{} glibc arena heaps reserve {} of address space, at glibc's ceiling of 8 arenas per CPU{}",
+            sig.arena_heaps.unwrap_or(0),
+            size(reserved),
+            sig.heap.map_or(String::new(), |h| format!("; {} free in them", size(h.arenas.free_bytes)))
+        );
+        push(
+            "arenas",
+            reserved,
+            "observed",
+            evidence,
+            remedy::arenas(runtime),
+        );
+    }
+    if sig.regrown_since_trough_bytes > 0 {
+        let evidence = format!(
+            "{} of anonymous memory grew back in huge pages while the process was idle and its mappings unchanged (khugepaged collapse)",
+            size(sig.regrown_since_trough_bytes)
+        );
+        push(
+            "regrowth",
+            sig.regrown_since_trough_bytes,
+            "observed",
+            evidence,
+            remedy::regrowth(runtime),
+        );
+    }
+    if let Some(untouched) = sig
+        .untouched_commit_bytes
+        .filter(|&b| b >= signals::UNTOUCHED_COMMIT_MIN_BYTES)
+    {
+        let evidence = format!(
+            "{} of commit charge not yet in RAM or swap: it can become RSS without another allocation, and oom_score does not count it",
+            size(untouched)
+        );
+        push(
+            "untouched_commit",
+            untouched,
+            "observed",
+            evidence,
+            remedy::untouched_commit(runtime),
+        );
+    }
+    let score = p.sample.oom_score.unwrap_or(0);
+    if p.oom_rank == 1 && low_memory && score >= signals::OOM_LIKELY_VICTIM_SCORE {
+        let evidence = format!(
+            "first in the OOM killer's order (oom_score {score}, oom_score_adj {}) while memory is low; killing it frees {}",
+            p.sample.oom_score_adj.unwrap_or(0),
+            size(frees(p))
+        );
+        push("oom_victim", frees(p), "observed", evidence, ("protect it with a lower oom_score_adj (systemd OOMScoreAdjust=) if it must live, or free memory from the findings above".into(), None));
+    }
+}

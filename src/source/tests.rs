@@ -1,0 +1,120 @@
+//! Reading and classifying on temporary trees and on the real /proc: one read per file,
+//! growing and cut buffers, the reasons a read fails.
+
+use super::*;
+
+#[test]
+fn missing_file_is_gone_and_its_reason_depends_on_the_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = Source::new(dir.path(), dir.path());
+    let err = source
+        .read_pid(1, "status", &mut Buffer::default())
+        .unwrap_err();
+    assert!(matches!(err, ReadError::Gone(_)));
+    assert_eq!(err.process_reason(), Reason::Vanished);
+    assert_eq!(err.system_reason(), Reason::Unsupported);
+}
+
+#[test]
+fn read_and_parse_classifies_once_for_processes_and_for_the_system() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("7")).unwrap();
+    std::fs::write(dir.path().join("7/oom_score"), "666\n").unwrap();
+    std::fs::write(dir.path().join("meminfo"), "garbage\n").unwrap();
+    let source = Source::new(dir.path(), dir.path());
+    let mut buf = Buffer::default();
+    let number = |t: &str| t.trim().parse::<u64>().ok();
+    assert_eq!(source.parse_pid(7, "oom_score", &mut buf, number), Ok(666));
+    // The same fact, a missing file, read two ways: the process exited; the kernel
+    // lacks the file.
+    assert_eq!(
+        source.parse_pid(8, "oom_score", &mut buf, number),
+        Err(Reason::Vanished)
+    );
+    assert_eq!(
+        source.parse_proc("pressure/memory", &mut buf, number),
+        Err(Reason::Unsupported)
+    );
+    assert_eq!(
+        source.parse_proc("meminfo", &mut buf, number),
+        Err(Reason::Malformed)
+    );
+}
+
+#[test]
+fn invalid_utf8_is_replaced_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("comm"), b"a\xffb\n").unwrap();
+    let source = Source::new(dir.path(), dir.path());
+    let mut buf = Buffer::default();
+    assert_eq!(source.read_proc("comm", &mut buf).unwrap(), "a\u{fffd}b\n");
+    // The buffer is whole again for the next file.
+    std::fs::write(dir.path().join("x"), b"x\n").unwrap();
+    assert_eq!(source.read_proc("x", &mut buf).unwrap(), "x\n");
+}
+
+#[test]
+fn files_larger_than_the_buffer_grow_it_and_large_ones_are_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("7")).unwrap();
+    let big: String = (0..30_000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(dir.path().join("7/smaps"), &big).unwrap();
+    std::fs::write(dir.path().join("7/status"), &big).unwrap();
+    let source = Source::new(dir.path(), dir.path());
+    let mut buf = Buffer::default();
+    assert_eq!(source.read_smaps(7, &mut buf).unwrap(), big);
+    assert!(!buf.was_cut());
+    // A file read in one go still grows the buffer when a read fills it.
+    assert_eq!(source.read_pid(7, "status", &mut buf).unwrap(), big);
+    let huge = "y".repeat(MAX_FILE_BYTES + 10);
+    std::fs::write(dir.path().join("7/status"), &huge).unwrap();
+    assert_eq!(
+        source.read_pid(7, "status", &mut buf).unwrap().len(),
+        MAX_FILE_BYTES
+    );
+    assert!(buf.was_cut());
+    buf.shrink();
+    assert_eq!(source.read_pid(7, "smaps", &mut buf).unwrap(), big);
+}
+
+/// The one-read discipline against the real kernel: every file read in one read equals
+/// the same file read until a read returns 0.
+#[test]
+fn one_read_gives_the_whole_file_on_the_real_proc() {
+    let source = Source::new("/proc", "/sys");
+    let mut buf = Buffer::default();
+    let pid = std::process::id();
+    for file in WHOLE_IN_ONE_READ {
+        let path = format!("/proc/{pid}/{file}");
+        let Ok(expected) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let got = source.read_pid(pid, file, &mut buf).unwrap();
+        // stat, statm and status carry sizes and counters of this very process (other
+        // tests allocate in parallel) that move between reads: compare each line's key,
+        // or for a line of numbers how many there are.
+        let keys = |t: &str| -> Vec<String> {
+            t.lines()
+                .map(|l| match l.split_whitespace().next().unwrap_or("") {
+                    k if k.bytes().all(|b| b.is_ascii_digit()) => {
+                        format!("{} numbers", l.split_whitespace().count())
+                    }
+                    k => k.to_string(),
+                })
+                .collect()
+        };
+        assert_eq!(keys(got), keys(&expected), "{path}");
+        assert!(got.ends_with('\n'), "{path}");
+    }
+}
+
+#[test]
+fn pids_lists_numeric_entries_only() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["1", "42", "self", "sys"] {
+        std::fs::create_dir(dir.path().join(name)).unwrap();
+    }
+    let mut pids = Source::new(dir.path(), dir.path()).pids().unwrap();
+    pids.sort();
+    assert_eq!(pids, [1, 42]);
+}
