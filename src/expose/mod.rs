@@ -4,6 +4,7 @@
 //! rewritten from OpenMetrics (`text.rs`). Encoding reads only a [`Snapshot`]; it never
 //! touches `/proc`.
 
+pub mod catalogue;
 mod processes;
 mod system;
 mod text;
@@ -22,12 +23,13 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::{Registry, Unit as PromUnit};
 
 use crate::collect::heap::walk::{HeapKind, HeapTotals};
 use crate::collect::heap::Outcome;
 use crate::model::derive::{GroupStats, ProcessReport, Snapshot};
 use crate::model::signals::Method;
+use catalogue::*;
 
 /// Every metric starts with this.
 pub const PREFIX: &str = "membloat";
@@ -42,33 +44,52 @@ enum Num {
 
 type Labels<'a> = Vec<(&'static str, &'a str)>;
 
-fn bytes() -> Option<Unit> {
-    Some(Unit::Bytes)
-}
-fn seconds() -> Option<Unit> {
-    Some(Unit::Seconds)
-}
-fn ratio() -> Option<Unit> {
-    Some(Unit::Other("ratio".into()))
-}
-
-/// Writes metric families, skipping a family that has no sample.
+/// Writes metric families from their catalogue rows, skipping a family that has no sample.
 struct Families<'a, 'b> {
     enc: &'a mut DescriptorEncoder<'b>,
 }
 
-impl Families<'_, '_> {
-    fn family(
+fn kind(m: &Metric) -> MetricType {
+    match m.kind {
+        Kind::Gauge => MetricType::Gauge,
+        Kind::Counter => MetricType::Counter,
+        Kind::Info => MetricType::Info,
+    }
+}
+
+fn unit(m: &Metric) -> Option<PromUnit> {
+    match m.unit {
+        catalogue::Unit::None => None,
+        catalogue::Unit::Bytes => Some(PromUnit::Bytes),
+        catalogue::Unit::Seconds => Some(PromUnit::Seconds),
+        catalogue::Unit::Ratio => Some(PromUnit::Other("ratio".into())),
+    }
+}
+
+impl<'b> Families<'_, 'b> {
+    fn family(&mut self, m: &Metric, rows: Vec<(Labels, Num)>) -> fmt::Result {
+        self.named(m, m.base(), m.help, rows)
+    }
+
+    /// A family of a pattern row (`<key>` in its name), one per key the kernel prints.
+    fn keyed(&mut self, m: &Metric, key: &str, rows: Vec<(Labels, Num)>) -> fmt::Result {
+        let name = m.base().replace("<key>", key);
+        let help = m.help.replace("<key>", key);
+        self.named(m, &name, &help, rows)
+    }
+
+    fn named(
         &mut self,
+        m: &Metric,
         name: &str,
         help: &str,
-        unit: Option<Unit>,
-        kind: MetricType,
         rows: Vec<(Labels, Num)>,
     ) -> fmt::Result {
         if rows.is_empty() {
             return Ok(());
         }
+        let kind = kind(m);
+        let unit = unit(m);
         let mut metric = self
             .enc
             .encode_descriptor(name, help, unit.as_ref(), kind)?;
@@ -85,37 +106,19 @@ impl Families<'_, '_> {
     }
 
     /// A family of one unlabelled sample, skipped when there is no value.
-    fn single(
-        &mut self,
-        name: &str,
-        help: &str,
-        unit: Option<Unit>,
-        kind: MetricType,
-        value: Option<Num>,
-    ) -> fmt::Result {
+    fn single(&mut self, m: &Metric, value: Option<Num>) -> fmt::Result {
         let rows: Vec<(Labels, Num)> = value.map(|v| (Vec::new(), v)).into_iter().collect();
-        self.family(name, help, unit, kind, rows)
+        self.family(m, rows)
     }
 
-    fn gauge(&mut self, name: &str, help: &str, unit: Option<Unit>, v: Option<Num>) -> fmt::Result {
-        self.single(name, help, unit, MetricType::Gauge, v)
+    /// The descriptor of an info family whose samples carry labels of their own.
+    fn descriptor(&mut self, m: &Metric) -> Result<MetricEncoder<'_>, fmt::Error> {
+        self.enc
+            .encode_descriptor(m.base(), m.help, None, MetricType::Info)
     }
 
-    fn counter(
-        &mut self,
-        name: &str,
-        help: &str,
-        unit: Option<Unit>,
-        v: Option<Num>,
-    ) -> fmt::Result {
-        self.single(name, help, unit, MetricType::Counter, v)
-    }
-
-    fn info(&mut self, name: &str, help: &str, labels: Labels) -> fmt::Result {
-        let mut metric = self
-            .enc
-            .encode_descriptor(name, help, None, MetricType::Info)?;
-        metric.encode_info(&labels)
+    fn info(&mut self, m: &Metric, labels: Labels) -> fmt::Result {
+        self.descriptor(m)?.encode_info(&labels)
     }
 }
 

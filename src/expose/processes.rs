@@ -9,85 +9,21 @@ pub(super) fn encode_groups(f: &mut Families, groups: &[GroupStats]) -> fmt::Res
             .map(|g| (vec![("group", g.name.as_str())], Num::U(get(g))))
             .collect()
     };
-    let g = MetricType::Gauge;
+    f.family(&GROUP_PROCESSES, rows(|g| g.processes))?;
+    f.family(&GROUP_RESIDENT_BYTES, rows(|g| g.resident_bytes))?;
+    f.family(&GROUP_RESIDENT_PEAK_BYTES, rows(|g| g.resident_peak_bytes))?;
+    f.family(&GROUP_VIRTUAL_BYTES, rows(|g| g.virtual_bytes))?;
+    f.family(&GROUP_SWAP_BYTES, rows(|g| g.swap_bytes))?;
+    f.family(&GROUP_RESIDENT_ANON_BYTES, rows(|g| g.resident_anon_bytes))?;
+    f.family(&GROUP_RESIDENT_FILE_BYTES, rows(|g| g.resident_file_bytes))?;
     f.family(
-        "group_processes",
-        "Processes in the group.",
-        None,
-        g,
-        rows(|g| g.processes),
-    )?;
-    f.family(
-        "group_resident",
-        "Sum of VmRSS over the group (/proc/PID/status).",
-        bytes(),
-        g,
-        rows(|g| g.resident_bytes),
-    )?;
-    f.family(
-        "group_resident_peak",
-        "Sum of VmHWM, each process's peak RSS, over the group (/proc/PID/status).",
-        bytes(),
-        g,
-        rows(|g| g.resident_peak_bytes),
-    )?;
-    f.family(
-        "group_virtual",
-        "Sum of VmSize over the group (/proc/PID/status).",
-        bytes(),
-        g,
-        rows(|g| g.virtual_bytes),
-    )?;
-    f.family(
-        "group_swap",
-        "Sum of VmSwap over the group (/proc/PID/status).",
-        bytes(),
-        g,
-        rows(|g| g.swap_bytes),
-    )?;
-    f.family(
-        "group_resident_anon",
-        "Sum of RssAnon over the group (/proc/PID/status).",
-        bytes(),
-        g,
-        rows(|g| g.resident_anon_bytes),
-    )?;
-    f.family(
-        "group_resident_file",
-        "Sum of RssFile over the group (/proc/PID/status).",
-        bytes(),
-        g,
-        rows(|g| g.resident_file_bytes),
-    )?;
-    f.family(
-        "group_resident_shmem",
-        "Sum of RssShmem over the group (/proc/PID/status).",
-        bytes(),
-        g,
+        &GROUP_RESIDENT_SHMEM_BYTES,
         rows(|g| g.resident_shmem_bytes),
     )?;
-    f.family(
-        "group_pss",
-        "Sum of Pss over the group (/proc/PID/smaps_rollup).",
-        bytes(),
-        g,
-        rows(|g| g.pss_bytes),
-    )?;
-    f.family(
-        "group_anon_huge",
-        "Sum of AnonHugePages over the group (/proc/PID/smaps_rollup).",
-        bytes(),
-        g,
-        rows(|g| g.anon_huge_bytes),
-    )?;
-    f.family(
-        "group_threads",
-        "Sum of threads over the group (/proc/PID/status).",
-        None,
-        g,
-        rows(|g| g.threads),
-    )?;
-    f.family("group_oom_score_max", "Highest oom_score in the group: the OOM killer picks the highest score first (/proc/PID/oom_score).", None, g, rows(|g| g.oom_score_max))?;
+    f.family(&GROUP_PSS_BYTES, rows(|g| g.pss_bytes))?;
+    f.family(&GROUP_ANON_HUGE_BYTES, rows(|g| g.anon_huge_bytes))?;
+    f.family(&GROUP_THREADS, rows(|g| g.threads))?;
+    f.family(&GROUP_OOM_SCORE_MAX, rows(|g| g.oom_score_max))?;
     let hoarded: Vec<(Labels, Num)> = groups
         .iter()
         .flat_map(|g| {
@@ -103,37 +39,31 @@ pub(super) fn encode_groups(f: &mut Families, groups: &[GroupStats]) -> fmt::Res
             })
         })
         .collect();
-    f.family("group_hoarded", "Sum over the group of heap memory the allocator holds free, by method: measured (resident free pages of glibc's heaps that malloc_trim(0) would give back, read by the heap walk) or suspected (inferred from smaps where no walk was possible). See membloat_process_hoarded_bytes.", bytes(), g, hoarded)?;
+    f.family(&GROUP_HOARDED_BYTES, hoarded)?;
     f.family(
-        "group_heap_measured_processes",
-        "Processes of the group whose glibc heaps the latest heap walk measured (deep tier).",
-        None,
-        g,
+        &GROUP_HEAP_MEASURED_PROCESSES,
         rows(|g| g.heap_measured_processes),
     )?;
-    f.family("group_heap_free", "Sum over the measured processes of the group of free chunk bytes in glibc heaps, the top chunks included (heap walk).", bytes(), g, rows(|g| g.heap_free_bytes))?;
-    f.family("group_heap_free_resident", "Sum over the measured processes of the group of free glibc heap bytes in resident pages (heap walk, /proc/PID/pagemap).", bytes(), g, rows(|g| g.heap_free_resident_bytes))?;
-    f.family("group_heap_reclaimable", "Sum over the measured processes of the group of resident free heap pages malloc_trim(0) would give back (heap walk).", bytes(), g, rows(|g| g.heap_reclaimable_bytes))?;
-    f.family("group_regrown_since_trough", "Sum over the group of anonymous memory that grew back in huge pages while the process was idle (khugepaged regrowth).", bytes(), g, rows(|g| g.regrown_since_trough_bytes))?;
+    f.family(&GROUP_HEAP_FREE_BYTES, rows(|g| g.heap_free_bytes))?;
     f.family(
-        "group_untouched_commit",
-        "Sum over the group of commit charge not yet backed by RAM or swap (deep tier).",
-        bytes(),
-        g,
+        &GROUP_HEAP_FREE_RESIDENT_BYTES,
+        rows(|g| g.heap_free_resident_bytes),
+    )?;
+    f.family(
+        &GROUP_HEAP_RECLAIMABLE_BYTES,
+        rows(|g| g.heap_reclaimable_bytes),
+    )?;
+    f.family(
+        &GROUP_REGROWN_SINCE_TROUGH_BYTES,
+        rows(|g| g.regrown_since_trough_bytes),
+    )?;
+    f.family(
+        &GROUP_UNTOUCHED_COMMIT_BYTES,
         rows(|g| g.untouched_commit_bytes),
     )?;
+    f.family(&GROUP_ARENA_HEAPS, rows(|g| g.arena_heaps))?;
     f.family(
-        "group_arena_heaps",
-        "glibc arena heaps found in the group's memory maps (deep tier).",
-        None,
-        g,
-        rows(|g| g.arena_heaps),
-    )?;
-    f.family(
-        "group_arena_reserved",
-        "Address space the group's glibc arena heaps reserve, 64 MiB each (deep tier).",
-        bytes(),
-        g,
+        &GROUP_ARENA_RESERVED_BYTES,
         rows(|g| g.arena_reserved_bytes),
     )
 }
@@ -153,129 +83,74 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
             .collect()
     };
     let flag = |b: Option<bool>| b.map(|b| Num::U(b as u64));
-    let g = MetricType::Gauge;
     f.family(
-        "process_resident",
-        "VmRSS of a top process (/proc/PID/status).",
-        bytes(),
-        g,
+        &PROCESS_RESIDENT_BYTES,
         rows(&|p| u(p.sample.status.vm_rss_bytes)),
     )?;
     f.family(
-        "process_resident_peak",
-        "VmHWM, the peak RSS, of a top process (/proc/PID/status).",
-        bytes(),
-        g,
+        &PROCESS_RESIDENT_PEAK_BYTES,
         rows(&|p| u(p.sample.status.vm_hwm_bytes)),
     )?;
     f.family(
-        "process_virtual",
-        "VmSize of a top process (/proc/PID/status).",
-        bytes(),
-        g,
+        &PROCESS_VIRTUAL_BYTES,
         rows(&|p| u(p.sample.status.vm_size_bytes)),
     )?;
     f.family(
-        "process_swap",
-        "VmSwap of a top process (/proc/PID/status).",
-        bytes(),
-        g,
+        &PROCESS_SWAP_BYTES,
         rows(&|p| u(p.sample.status.vm_swap_bytes)),
     )?;
     f.family(
-        "process_resident_anon",
-        "RssAnon of a top process (/proc/PID/status).",
-        bytes(),
-        g,
+        &PROCESS_RESIDENT_ANON_BYTES,
         rows(&|p| u(p.sample.status.rss_anon_bytes)),
     )?;
     f.family(
-        "process_resident_file",
-        "RssFile of a top process (/proc/PID/status).",
-        bytes(),
-        g,
+        &PROCESS_RESIDENT_FILE_BYTES,
         rows(&|p| u(p.sample.status.rss_file_bytes)),
     )?;
     f.family(
-        "process_resident_shmem",
-        "RssShmem of a top process (/proc/PID/status).",
-        bytes(),
-        g,
+        &PROCESS_RESIDENT_SHMEM_BYTES,
         rows(&|p| u(p.sample.status.rss_shmem_bytes)),
     )?;
     f.family(
-        "process_pss",
-        "Pss of a top process (/proc/PID/smaps_rollup).",
-        bytes(),
-        g,
+        &PROCESS_PSS_BYTES,
         rows(&|p| p.sample.rollup.and_then(|r| u(r.pss_bytes))),
     )?;
     f.family(
-        "process_anon_huge",
-        "AnonHugePages of a top process (/proc/PID/smaps_rollup).",
-        bytes(),
-        g,
+        &PROCESS_ANON_HUGE_BYTES,
         rows(&|p| p.sample.rollup.and_then(|r| u(r.anon_huge_pages_bytes))),
     )?;
+    f.family(&PROCESS_THREADS, rows(&|p| u(p.sample.status.threads)))?;
     f.family(
-        "process_threads",
-        "Threads of a top process (/proc/PID/status).",
-        None,
-        g,
-        rows(&|p| u(p.sample.status.threads)),
+        &PROCESS_THP_ENABLED,
+        rows(&|p| flag(p.sample.status.thp_enabled)),
     )?;
-    f.family("process_thp_enabled", "0 when the process disabled THP with PR_SET_THP_DISABLE, else 1 (/proc/PID/status THP_enabled, kernel 6.x).", None, g, rows(&|p| flag(p.sample.status.thp_enabled)))?;
+    f.family(&PROCESS_OOM_SCORE, rows(&|p| u(p.sample.oom_score)))?;
     f.family(
-        "process_oom_score",
-        "oom_score of a top process: the OOM killer picks the highest first (/proc/PID/oom_score).",
-        None,
-        g,
-        rows(&|p| u(p.sample.oom_score)),
-    )?;
-    f.family(
-        "process_oom_score_adj",
-        "oom_score_adj of a top process, -1000 (never killed) to 1000 (/proc/PID/oom_score_adj).",
-        None,
-        g,
+        &PROCESS_OOM_SCORE_ADJ,
         rows(&|p| p.sample.oom_score_adj.map(Num::I)),
     )?;
-    f.family("process_oom_rank", "Place in the OOM killer's order among all processes: 1 is killed first (highest oom_score).", None, g, rows(&|p| Some(Num::U(p.oom_rank))))?;
+    f.family(&PROCESS_OOM_RANK, rows(&|p| Some(Num::U(p.oom_rank))))?;
     f.family(
-        "process_start_time",
-        "Unix time a top process started (/proc/PID/stat and btime).",
-        seconds(),
-        g,
+        &PROCESS_START_TIME_SECONDS,
         rows(&|p| p.sample.start_time_seconds.map(Num::F)),
     )?;
     f.family(
-        "process_cpu",
-        "User plus system CPU time of a top process (/proc/PID/stat).",
-        seconds(),
-        MetricType::Counter,
+        &PROCESS_CPU_SECONDS_TOTAL,
         rows(&|p| Some(Num::F(p.sample.cpu_seconds))),
     )?;
+    f.family(&PROCESS_IDLE, rows(&|p| flag(p.signals.idle)))?;
     f.family(
-        "process_idle",
-        "1 when the process used no CPU over the last scan interval (under 1 %).",
-        None,
-        g,
-        rows(&|p| flag(p.signals.idle)),
-    )?;
-    f.family(
-        "process_retained_peak",
-        "VmRSS / VmHWM: how much of its peak the process still holds.",
-        ratio(),
-        g,
+        &PROCESS_RETAINED_PEAK_RATIO,
         rows(&|p| p.signals.retained_peak_ratio.map(Num::F)),
     )?;
     f.family(
-        "process_heap_resident",
-        "Rss of the brk heap plus glibc arena heaps (deep tier, /proc/PID/smaps).",
-        bytes(),
-        g,
+        &PROCESS_HEAP_RESIDENT_BYTES,
         rows(&|p| u(p.signals.heap_resident_bytes)),
     )?;
-    f.family("process_heap_size", "Size of the brk heap plus glibc arena heaps; Size far above Rss means the heap was trimmed (deep tier).", bytes(), g, rows(&|p| u(p.signals.heap_size_bytes)))?;
+    f.family(
+        &PROCESS_HEAP_SIZE_BYTES,
+        rows(&|p| u(p.signals.heap_size_bytes)),
+    )?;
     let hoarded: Vec<(Labels, Num)> = top
         .iter()
         .enumerate()
@@ -286,7 +161,7 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
             Some((l, Num::U(p.signals.hoarded_bytes?)))
         })
         .collect();
-    f.family("process_hoarded", "Heap memory the allocator holds free. method=\"measured\": resident pages of glibc's free chunks that malloc_trim(0) would give back, read by the heap walk (0 below 16 MiB). method=\"suspected\" (no walk possible: other allocator, walk off or failed): the heap's Rss when it is >= 64 MiB and >= half of RssAnon, RSS >= 0.8 x peak, heap not trimmed and the process idle; /proc alone cannot tell free chunks from live data.", bytes(), g, hoarded)?;
+    f.family(&PROCESS_HOARDED_BYTES, hoarded)?;
     let per_heap = |get: fn(&HeapTotals) -> u64| -> Vec<(Labels, Num)> {
         top.iter()
             .enumerate()
@@ -300,30 +175,19 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
             })
             .collect()
     };
-    f.family("process_heap_free", "Free chunk bytes in the process's glibc heaps, the top chunk included, by heap (main: the brk heap; arena: other threads' heaps). Heap walk of /proc/PID/mem.", bytes(), g, per_heap(|t| t.free_bytes))?;
-    f.family("process_heap_free_resident", "The part of membloat_process_heap_free_bytes in resident pages: what the host loses (/proc/PID/pagemap).", bytes(), g, per_heap(|t| t.free_resident_bytes))?;
-    f.family("process_heap_reclaimable", "Resident pages wholly inside free chunks (past each chunk's header): what malloc_trim(0) would give back to the kernel. The hoarding figure when measured.", bytes(), g, per_heap(|t| t.reclaimable_bytes))?;
+    f.family(&PROCESS_HEAP_FREE_BYTES, per_heap(|t| t.free_bytes))?;
     f.family(
-        "process_heap_top",
-        "The top chunks: free space at the end of the arenas' current heaps (heap walk).",
-        bytes(),
-        g,
-        per_heap(|t| t.top_bytes),
+        &PROCESS_HEAP_FREE_RESIDENT_BYTES,
+        per_heap(|t| t.free_resident_bytes),
     )?;
     f.family(
-        "process_heap_chunks",
-        "Chunks the heap walk found, by heap.",
-        None,
-        g,
-        per_heap(|t| t.chunks),
+        &PROCESS_HEAP_RECLAIMABLE_BYTES,
+        per_heap(|t| t.reclaimable_bytes),
     )?;
+    f.family(&PROCESS_HEAP_TOP_BYTES, per_heap(|t| t.top_bytes))?;
+    f.family(&PROCESS_HEAP_CHUNKS, per_heap(|t| t.chunks))?;
     if top.iter().any(|p| p.identity.is_some()) {
-        let mut metric = f.enc.encode_descriptor(
-            "process_allocator",
-            "The process's allocator (glibc, jemalloc, tcmalloc, mimalloc, musl, go, static) and runtime (native, go, jvm, python, node; version: Go's from the binary's build info), from its mappings and executable (deep tier).",
-            None,
-            MetricType::Info,
-        )?;
+        let mut metric = f.descriptor(&PROCESS_ALLOCATOR_INFO)?;
         for (i, p) in top.iter().enumerate() {
             if let Some(id) = &p.identity {
                 metric.encode_family(&labels(i))?.encode_info(&vec![
@@ -334,30 +198,30 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
             }
         }
     }
-    f.family("process_arena_heaps", "glibc arena heaps in the process's maps (64 MiB-aligned anonymous MAP_NORESERVE heaps, deep tier).", None, g, rows(&|p| u(p.signals.arena_heaps)))?;
+    f.family(&PROCESS_ARENA_HEAPS, rows(&|p| u(p.signals.arena_heaps)))?;
     f.family(
-        "process_arena_reserved",
-        "Address space the glibc arena heaps reserve, 64 MiB each (deep tier).",
-        bytes(),
-        g,
+        &PROCESS_ARENA_RESERVED_BYTES,
         rows(&|p| u(p.signals.arena_reserved_bytes)),
     )?;
     f.family(
-        "process_arena_at_ceiling",
-        "1 when the arena heaps reached glibc's ceiling of 8 arenas per online CPU (deep tier).",
-        None,
-        g,
+        &PROCESS_ARENA_AT_CEILING,
         rows(&|p| flag(p.signals.arena_at_ceiling)),
     )?;
-    f.family("process_commit", "Commit charge: Size of the mappings charged to the commit limit (VmFlags ac), touched or not (deep tier).", bytes(), g, rows(&|p| u(p.signals.commit_bytes)))?;
-    f.family("process_untouched_commit", "Commit charge minus RssAnon and VmSwap: memory that can still become RSS and that oom_score does not count (deep tier).", bytes(), g, rows(&|p| u(p.signals.untouched_commit_bytes)))?;
-    f.family("process_regrown_since_trough", "Anonymous memory that grew back in huge pages while the process was idle and its mappings unchanged, since its lowest point (khugepaged regrowth).", bytes(), g, rows(&|p| Some(Num::U(p.signals.regrown_since_trough_bytes))))?;
-    f.family("process_regrown", "All anonymous memory that grew back in huge pages while the process was idle, since the exporter first saw it.", bytes(), MetricType::Counter, rows(&|p| Some(Num::U(p.signals.regrown_total_bytes))))?;
+    f.family(&PROCESS_COMMIT_BYTES, rows(&|p| u(p.signals.commit_bytes)))?;
     f.family(
-        "process_thp_anon",
-        "AnonHugePages / RssAnon: the share of anonymous memory in transparent huge pages.",
-        ratio(),
-        g,
+        &PROCESS_UNTOUCHED_COMMIT_BYTES,
+        rows(&|p| u(p.signals.untouched_commit_bytes)),
+    )?;
+    f.family(
+        &PROCESS_REGROWN_SINCE_TROUGH_BYTES,
+        rows(&|p| Some(Num::U(p.signals.regrown_since_trough_bytes))),
+    )?;
+    f.family(
+        &PROCESS_REGROWN_BYTES_TOTAL,
+        rows(&|p| Some(Num::U(p.signals.regrown_total_bytes))),
+    )?;
+    f.family(
+        &PROCESS_THP_ANON_RATIO,
         rows(&|p| p.signals.thp_anon_ratio.map(Num::F)),
     )
 }

@@ -1,0 +1,371 @@
+//! The metric catalogue: one row per family the exporter serves, with its full name as
+//! served, type, unit, labels, the file it comes from and its help text. The encoder
+//! (`system.rs`, `processes.rs`) writes families only through these rows; docs/metrics.md
+//! and the README's tables are generated from them, and tests/catalogue.rs proves that
+//! both are current and that every family a real scrape returns has a row.
+//!
+//! A name holding `<key>` is a pattern: one family per key the kernel prints
+//! (`/proc/vmstat`, `hugepages-SIZE/stats/`).
+
+use crate::config::Collector;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Gauge,
+    Counter,
+    /// A gauge of value 1 whose labels carry the information (`_info`).
+    Info,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Gauge => "gauge",
+            Kind::Counter => "counter",
+            Kind::Info => "info",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    None,
+    Bytes,
+    Seconds,
+    Ratio,
+}
+
+impl Unit {
+    /// The suffix the unit gives a name (`bytes`), empty for none.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::None => "",
+            Unit::Bytes => "bytes",
+            Unit::Seconds => "seconds",
+            Unit::Ratio => "ratio",
+        }
+    }
+}
+
+/// Where a family belongs: the collector whose flag turns it on, or the exporter itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    Exporter,
+    Of(Collector),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metric {
+    /// The full name as served: a counter's ends in `_total`, an info's in `_info`.
+    pub name: &'static str,
+    pub kind: Kind,
+    pub unit: Unit,
+    /// The labels of its samples, in order (an info's carried labels included).
+    pub labels: &'static [&'static str],
+    pub section: Section,
+    /// The kernel files the value is read or derived from.
+    pub source: &'static str,
+    /// The `# HELP` text.
+    pub help: &'static str,
+}
+
+impl Metric {
+    /// The name without the `membloat_` prefix and the suffixes the encoder adds (type and
+    /// unit): what prometheus-client's descriptor takes.
+    pub fn base(&self) -> &'static str {
+        let mut n = self.name.strip_prefix("membloat_").unwrap_or(self.name);
+        n = match self.kind {
+            Kind::Counter => n.strip_suffix("_total").unwrap_or(n),
+            Kind::Info => n.strip_suffix("_info").unwrap_or(n),
+            Kind::Gauge => n,
+        };
+        match self.unit {
+            Unit::None => n,
+            u => n
+                .strip_suffix(u.as_str())
+                .and_then(|n| n.strip_suffix('_'))
+                .unwrap_or(n),
+        }
+    }
+
+    /// Whether the name is a pattern with a `<key>` placeholder.
+    pub fn is_pattern(&self) -> bool {
+        self.name.contains("<key>")
+    }
+}
+
+mod s {
+    use super::Section::{self, Exporter, Of};
+    use crate::config::Collector;
+    pub const EXPORTER: Section = Exporter;
+    pub const MEMINFO: Section = Of(Collector::Meminfo);
+    pub const SYSCTL: Section = Of(Collector::Sysctl);
+    pub const THP: Section = Of(Collector::Thp);
+    pub const VMSTAT: Section = Of(Collector::Vmstat);
+    pub const PRESSURE: Section = Of(Collector::Pressure);
+    pub const PROCESSES: Section = Of(Collector::Processes);
+    pub const CGROUP: Section = Of(Collector::Cgroup);
+}
+
+macro_rules! catalogue {
+    ($($id:ident = $name:literal, $kind:ident, $unit:ident, [$($label:literal),*], $section:ident,
+        $source:literal, $help:literal;)*) => {
+        $(pub const $id: Metric = Metric {
+            name: $name,
+            kind: Kind::$kind,
+            unit: Unit::$unit,
+            labels: &[$($label),*],
+            section: s::$section,
+            source: $source,
+            help: $help,
+        };)*
+        /// Every row, in the order of the exposition.
+        pub const ALL: &[Metric] = &[$($id),*];
+    };
+}
+
+catalogue! {
+    BUILD_INFO = "membloat_build_info", Info, None, ["version"], EXPORTER, "the exporter",
+        "Version of membloat_exporter.";
+    SCANS_TOTAL = "membloat_scans_total", Counter, None, [], EXPORTER, "the exporter",
+        "Scans of /proc completed since the exporter started.";
+    LAST_SCAN_TIMESTAMP_SECONDS = "membloat_last_scan_timestamp_seconds", Gauge, Seconds, [], EXPORTER, "the exporter",
+        "Unix time the latest completed scan started.";
+    SCAN_DURATION_SECONDS = "membloat_scan_duration_seconds", Gauge, Seconds, [], EXPORTER, "the exporter",
+        "Wall time the latest scan took.";
+    PROCESSES_SCANNED = "membloat_processes_scanned", Gauge, None, [], EXPORTER, "the exporter",
+        "Processes with memory (kernel threads excluded) read by the latest scan.";
+    SCRAPE_COLLECTOR_SUCCESS = "membloat_scrape_collector_success", Gauge, None, ["collector"], EXPORTER, "the exporter",
+        "1 when the collector read its source in the latest scan, 0 when it failed or the kernel lacks it.";
+    SCRAPE_COLLECTOR_DURATION_SECONDS = "membloat_scrape_collector_duration_seconds", Gauge, Seconds, ["collector"], EXPORTER, "the exporter",
+        "Time the collector took in the latest scan.";
+    SCAN_ROLLUP_READS = "membloat_scan_rollup_reads", Gauge, None, [], EXPORTER, "the exporter",
+        "Processes whose smaps_rollup the latest scan read; the others had the same statm as in the scan before and are re-read every --collector.processes.rollup-refresh scans.";
+    SCAN_STALLED_PROCESSES = "membloat_scan_stalled_processes", Gauge, None, [], EXPORTER, "the exporter",
+        "Processes the latest scan left behind because their read outlasted --collector.processes.read-timeout.";
+    SCAN_SLOWEST_PROCESS_READ_SECONDS = "membloat_scan_slowest_process_read_seconds", Gauge, Seconds, [], EXPORTER, "the exporter",
+        "Longest time the files of one process took to read in the latest scan.";
+    SCAN_READER_THREADS = "membloat_scan_reader_threads", Gauge, None, [], EXPORTER, "the exporter",
+        "Threads reading /proc/PID files, stuck ones included (--collector.processes.readers, up to 4 more).";
+    DEEP_SCAN_CANDIDATES = "membloat_deep_scan_candidates", Gauge, None, [], EXPORTER, "the exporter",
+        "Processes that met the deep-tier thresholds (--collector.processes.deep-min-size) in the latest scan.";
+    DEEP_SCAN_PROCESSES = "membloat_deep_scan_processes", Gauge, None, [], EXPORTER, "the exporter",
+        "Processes whose /proc/PID/smaps the deep tier read in the latest scan.";
+    DEEP_SCAN_DEFERRED = "membloat_deep_scan_deferred", Gauge, None, [], EXPORTER, "the exporter",
+        "Candidates due for a deep read but left for a later scan by --collector.processes.deep-budget.";
+    DEEP_SCAN_DURATION_SECONDS = "membloat_deep_scan_duration_seconds", Gauge, Seconds, [], EXPORTER, "the exporter",
+        "Wall time of the deep tier in the latest scan.";
+    DEEP_SCAN_CPU_SECONDS = "membloat_deep_scan_cpu_seconds", Gauge, Seconds, [], EXPORTER, "the exporter",
+        "CPU time of the deep tier in the latest scan.";
+    DEEP_CPU_SECONDS_TOTAL = "membloat_deep_cpu_seconds_total", Counter, Seconds, [], EXPORTER, "the exporter",
+        "CPU time of the deep tier since the exporter started.";
+    HEAP_WALK_CPU_SECONDS_TOTAL = "membloat_heap_walk_cpu_seconds_total", Counter, Seconds, [], EXPORTER, "the exporter",
+        "CPU time of the heap walks (reading /proc/PID/mem and pagemap) since the exporter started; part of membloat_deep_cpu_seconds_total.";
+    HEAP_WALKS_TOTAL = "membloat_heap_walks_total", Counter, None, ["outcome"], EXPORTER, "the exporter",
+        "Heap walks of deep-read processes by outcome: measured; not_glibc (another allocator: hoarding stays suspected); inconsistent (the heap changed under two tries, or is not glibc's); budget (more chunks than a walk may visit); unreadable (/proc/PID/mem or pagemap denied or gone).";
+    SCAN_ERRORS_TOTAL = "membloat_scan_errors_total", Counter, None, ["collector", "reason"], EXPORTER, "the exporter",
+        "Values skipped by reason: vanished (process exited), permission_denied, malformed (unparseable or absurd), unsupported (kernel lacks the file), io.";
+    MEMORY_TOTAL_BYTES = "membloat_memory_total_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+        "MemTotal: usable RAM (/proc/meminfo).";
+    MEMORY_FREE_BYTES = "membloat_memory_free_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+        "MemFree: unused RAM (/proc/meminfo).";
+    MEMORY_AVAILABLE_BYTES = "membloat_memory_available_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+        "MemAvailable: memory available to new work without swapping (/proc/meminfo).";
+    MEMORY_COMMITTED_BYTES = "membloat_memory_committed_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+        "Committed_AS: address space committed by all processes, touched or not (/proc/meminfo).";
+    MEMORY_COMMIT_LIMIT_BYTES = "membloat_memory_commit_limit_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+        "CommitLimit: the commit limit, enforced only when vm.overcommit_memory is 2 (/proc/meminfo).";
+    SWAP_TOTAL_BYTES = "membloat_swap_total_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+        "SwapTotal (/proc/meminfo).";
+    MEMORY_ANON_BYTES = "membloat_memory_anon_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+        "AnonPages: anonymous memory mapped by processes (/proc/meminfo).";
+    MEMORY_ANON_HUGE_BYTES = "membloat_memory_anon_huge_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+        "AnonHugePages: anonymous memory in transparent huge pages (/proc/meminfo).";
+    MEMORY_SHMEM_HUGE_BYTES = "membloat_memory_shmem_huge_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+        "ShmemHugePages: shared memory and tmpfs in huge pages (/proc/meminfo).";
+    MEMORY_FILE_HUGE_BYTES = "membloat_memory_file_huge_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+        "FileHugePages: page cache in huge pages (/proc/meminfo).";
+    MEMORY_HUGETLB_BYTES = "membloat_memory_hugetlb_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+        "Hugetlb: memory reserved for hugetlbfs pages (/proc/meminfo).";
+    MEMORY_PAGE_TABLES_BYTES = "membloat_memory_page_tables_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+        "PageTables: memory used by page tables (/proc/meminfo).";
+    COMMIT_RATIO = "membloat_commit_ratio", Gauge, Ratio, [], MEMINFO, "/proc/meminfo",
+        "Committed_AS / CommitLimit. Above 1 is normal unless vm.overcommit_memory is 2, where allocations fail at 1.";
+    COMMIT_LIMIT_REACHED = "membloat_commit_limit_reached", Gauge, None, [], MEMINFO, "/proc/meminfo, /proc/sys/vm",
+        "1 when vm.overcommit_memory is 2 and Committed_AS >= CommitLimit: new allocations fail.";
+    COMMIT_HEADROOM_BYTES = "membloat_commit_headroom_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+        "CommitLimit - Committed_AS: memory that can still be committed in overcommit mode 2; negative is normal in modes 0 and 1.";
+    SWAP_FREE_BYTES = "membloat_swap_free_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+        "SwapFree (/proc/meminfo).";
+    VM_OVERCOMMIT_MEMORY = "membloat_vm_overcommit_memory", Gauge, None, [], SYSCTL, "/proc/sys/vm",
+        "vm.overcommit_memory: 0 heuristic, 1 always overcommit, 2 strict (CommitLimit enforced).";
+    VM_OVERCOMMIT_RATIO = "membloat_vm_overcommit_ratio", Gauge, Ratio, [], SYSCTL, "/proc/sys/vm",
+        "vm.overcommit_ratio as a share of RAM counted in CommitLimit (used when vm.overcommit_kbytes is 0).";
+    VM_OVERCOMMIT_BYTES = "membloat_vm_overcommit_bytes", Gauge, Bytes, [], SYSCTL, "/proc/sys/vm",
+        "vm.overcommit_kbytes: fixed RAM counted in CommitLimit instead of the ratio when not 0.";
+    VM_PANIC_ON_OOM = "membloat_vm_panic_on_oom", Gauge, None, [], SYSCTL, "/proc/sys/vm",
+        "vm.panic_on_oom: 0 kill a process, 1 or 2 panic the kernel on out-of-memory.";
+    VM_SWAPPINESS = "membloat_vm_swappiness", Gauge, None, [], SYSCTL, "/proc/sys/vm",
+        "vm.swappiness: preference for swapping anonymous memory over dropping page cache (0-200).";
+    THP_SETTINGS_INFO = "membloat_thp_settings_info", Info, None, ["enabled", "defrag", "shmem_enabled"], THP, "/sys/kernel/mm/transparent_hugepage",
+        "Transparent huge page modes from /sys/kernel/mm/transparent_hugepage.";
+    KHUGEPAGED_DEFRAG = "membloat_khugepaged_defrag", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+        "khugepaged/defrag: 1 when khugepaged may compact memory to collapse huge pages.";
+    KHUGEPAGED_MAX_PTES_NONE = "membloat_khugepaged_max_ptes_none", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+        "khugepaged/max_ptes_none: empty 4 KiB pages khugepaged may fill to collapse a huge page; 511 (default) lets one touched page become 2 MiB of RSS.";
+    KHUGEPAGED_MAX_PTES_SWAP = "membloat_khugepaged_max_ptes_swap", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+        "khugepaged/max_ptes_swap: swapped-out pages khugepaged may read back to collapse a huge page.";
+    KHUGEPAGED_MAX_PTES_SHARED = "membloat_khugepaged_max_ptes_shared", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+        "khugepaged/max_ptes_shared: shared pages allowed in a range khugepaged collapses.";
+    KHUGEPAGED_PAGES_TO_SCAN = "membloat_khugepaged_pages_to_scan", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+        "khugepaged/pages_to_scan: pages scanned per khugepaged pass.";
+    KHUGEPAGED_SCAN_SLEEP_SECONDS = "membloat_khugepaged_scan_sleep_seconds", Gauge, Seconds, [], THP, "/sys/kernel/mm/transparent_hugepage",
+        "khugepaged/scan_sleep_millisecs: pause between khugepaged passes.";
+    KHUGEPAGED_ALLOC_SLEEP_SECONDS = "membloat_khugepaged_alloc_sleep_seconds", Gauge, Seconds, [], THP, "/sys/kernel/mm/transparent_hugepage",
+        "khugepaged/alloc_sleep_millisecs: pause after a failed huge page allocation.";
+    KHUGEPAGED_PAGES_COLLAPSED_TOTAL = "membloat_khugepaged_pages_collapsed_total", Counter, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+        "khugepaged/pages_collapsed: huge pages khugepaged made by collapsing small pages.";
+    KHUGEPAGED_FULL_SCANS_TOTAL = "membloat_khugepaged_full_scans_total", Counter, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+        "khugepaged/full_scans: complete khugepaged passes over eligible memory.";
+    MTHP_SETTINGS_INFO = "membloat_mthp_settings_info", Info, None, ["enabled", "size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/enabled",
+        "Per-size transparent huge page mode from hugepages-SIZE/enabled (kernel 6.8+).";
+    THP_REGROWTH_RISK = "membloat_thp_regrowth_risk", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+        "1 when THP is not `never` and khugepaged/max_ptes_none is 511: memory released with MADV_DONTNEED can grow back while a program sleeps.";
+    THP_HIDDEN_BYTES = "membloat_thp_hidden_bytes", Gauge, Bytes, [], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
+        "Memory held in partially mapped huge pages (nr_anon_partially_mapped x size, kernel 6.12+): allocated, yet in no RSS, AnonHugePages or MemFree.";
+    MTHP_KEY_TOTAL = "membloat_mthp_<key>_total", Counter, None, ["size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
+        "hugepages-SIZE/stats/<key>: events for huge pages of this size.";
+    MTHP_KEY_FOLIOS = "membloat_mthp_<key>_folios", Gauge, None, ["size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
+        "hugepages-SIZE/stats/nr_<key>: huge pages (folios) of this size currently in that state.";
+    LAST_OOM_KILL_TIMESTAMP_SECONDS = "membloat_last_oom_kill_timestamp_seconds", Gauge, Seconds, [], VMSTAT, "/proc/vmstat",
+        "Unix time of the scan that first saw /proc/vmstat oom_kill rise since the exporter started.";
+    VMSTAT_KEY_TOTAL = "membloat_vmstat_<key>_total", Counter, None, [], VMSTAT, "/proc/vmstat",
+        "/proc/vmstat <key>.";
+    PRESSURE_MEMORY_WAITING_SECONDS_TOTAL = "membloat_pressure_memory_waiting_seconds_total", Counter, Seconds, [], PRESSURE, "/proc/pressure/memory some",
+        "Time in which at least one task stalled on memory (/proc/pressure/memory some).";
+    PRESSURE_MEMORY_STALLED_SECONDS_TOTAL = "membloat_pressure_memory_stalled_seconds_total", Counter, Seconds, [], PRESSURE, "/proc/pressure/memory full",
+        "Time in which all non-idle tasks stalled on memory at once (/proc/pressure/memory full).";
+    PRESSURE_MEMORY_WAITING_RATIO = "membloat_pressure_memory_waiting_ratio", Gauge, Ratio, [], PRESSURE, "/proc/pressure/memory",
+        "Share of the last scan interval in which at least one task stalled on memory (PSI some).";
+    PRESSURE_MEMORY_STALLED_RATIO = "membloat_pressure_memory_stalled_ratio", Gauge, Ratio, [], PRESSURE, "/proc/pressure/memory",
+        "Share of the last scan interval in which all non-idle tasks stalled on memory (PSI full).";
+    GROUP_PROCESSES = "membloat_group_processes", Gauge, None, ["group"], PROCESSES, "/proc/PID",
+        "Processes in the group.";
+    GROUP_RESIDENT_BYTES = "membloat_group_resident_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
+        "Sum of VmRSS over the group (/proc/PID/status).";
+    GROUP_RESIDENT_PEAK_BYTES = "membloat_group_resident_peak_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
+        "Sum of VmHWM, each process's peak RSS, over the group (/proc/PID/status).";
+    GROUP_VIRTUAL_BYTES = "membloat_group_virtual_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
+        "Sum of VmSize over the group (/proc/PID/status).";
+    GROUP_SWAP_BYTES = "membloat_group_swap_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
+        "Sum of VmSwap over the group (/proc/PID/status).";
+    GROUP_RESIDENT_ANON_BYTES = "membloat_group_resident_anon_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
+        "Sum of RssAnon over the group (/proc/PID/status).";
+    GROUP_RESIDENT_FILE_BYTES = "membloat_group_resident_file_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
+        "Sum of RssFile over the group (/proc/PID/status).";
+    GROUP_RESIDENT_SHMEM_BYTES = "membloat_group_resident_shmem_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
+        "Sum of RssShmem over the group (/proc/PID/status).";
+    GROUP_PSS_BYTES = "membloat_group_pss_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps_rollup",
+        "Sum of Pss over the group (/proc/PID/smaps_rollup).";
+    GROUP_ANON_HUGE_BYTES = "membloat_group_anon_huge_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps_rollup",
+        "Sum of AnonHugePages over the group (/proc/PID/smaps_rollup).";
+    GROUP_THREADS = "membloat_group_threads", Gauge, None, ["group"], PROCESSES, "/proc/PID/status",
+        "Sum of threads over the group (/proc/PID/status).";
+    GROUP_OOM_SCORE_MAX = "membloat_group_oom_score_max", Gauge, None, ["group"], PROCESSES, "/proc/PID/oom_score",
+        "Highest oom_score in the group: the OOM killer picks the highest score first (/proc/PID/oom_score).";
+    GROUP_HOARDED_BYTES = "membloat_group_hoarded_bytes", Gauge, Bytes, ["group", "method"], PROCESSES, "/proc/PID/mem, pagemap, smaps",
+        "Sum over the group of heap memory the allocator holds free, by method: measured (resident free pages of glibc's heaps that malloc_trim(0) would give back, read by the heap walk) or suspected (inferred from smaps where no walk was possible). See membloat_process_hoarded_bytes.";
+    GROUP_HEAP_MEASURED_PROCESSES = "membloat_group_heap_measured_processes", Gauge, None, ["group"], PROCESSES, "/proc/PID/mem",
+        "Processes of the group whose glibc heaps the latest heap walk measured (deep tier).";
+    GROUP_HEAP_FREE_BYTES = "membloat_group_heap_free_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/mem",
+        "Sum over the measured processes of the group of free chunk bytes in glibc heaps, the top chunks included (heap walk).";
+    GROUP_HEAP_FREE_RESIDENT_BYTES = "membloat_group_heap_free_resident_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/mem, pagemap",
+        "Sum over the measured processes of the group of free glibc heap bytes in resident pages (heap walk, /proc/PID/pagemap).";
+    GROUP_HEAP_RECLAIMABLE_BYTES = "membloat_group_heap_reclaimable_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/mem, pagemap",
+        "Sum over the measured processes of the group of resident free heap pages malloc_trim(0) would give back (heap walk).";
+    GROUP_REGROWN_SINCE_TROUGH_BYTES = "membloat_group_regrown_since_trough_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps_rollup, stat",
+        "Sum over the group of anonymous memory that grew back in huge pages while the process was idle (khugepaged regrowth).";
+    GROUP_UNTOUCHED_COMMIT_BYTES = "membloat_group_untouched_commit_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps, status",
+        "Sum over the group of commit charge not yet backed by RAM or swap (deep tier).";
+    GROUP_ARENA_HEAPS = "membloat_group_arena_heaps", Gauge, None, ["group"], PROCESSES, "/proc/PID/smaps",
+        "glibc arena heaps found in the group's memory maps (deep tier).";
+    GROUP_ARENA_RESERVED_BYTES = "membloat_group_arena_reserved_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps",
+        "Address space the group's glibc arena heaps reserve, 64 MiB each (deep tier).";
+    PROCESS_RESIDENT_BYTES = "membloat_process_resident_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+        "VmRSS of a top process (/proc/PID/status).";
+    PROCESS_RESIDENT_PEAK_BYTES = "membloat_process_resident_peak_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+        "VmHWM, the peak RSS, of a top process (/proc/PID/status).";
+    PROCESS_VIRTUAL_BYTES = "membloat_process_virtual_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+        "VmSize of a top process (/proc/PID/status).";
+    PROCESS_SWAP_BYTES = "membloat_process_swap_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+        "VmSwap of a top process (/proc/PID/status).";
+    PROCESS_RESIDENT_ANON_BYTES = "membloat_process_resident_anon_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+        "RssAnon of a top process (/proc/PID/status).";
+    PROCESS_RESIDENT_FILE_BYTES = "membloat_process_resident_file_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+        "RssFile of a top process (/proc/PID/status).";
+    PROCESS_RESIDENT_SHMEM_BYTES = "membloat_process_resident_shmem_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+        "RssShmem of a top process (/proc/PID/status).";
+    PROCESS_PSS_BYTES = "membloat_process_pss_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup",
+        "Pss of a top process (/proc/PID/smaps_rollup).";
+    PROCESS_ANON_HUGE_BYTES = "membloat_process_anon_huge_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup",
+        "AnonHugePages of a top process (/proc/PID/smaps_rollup).";
+    PROCESS_THREADS = "membloat_process_threads", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+        "Threads of a top process (/proc/PID/status).";
+    PROCESS_THP_ENABLED = "membloat_process_thp_enabled", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/status THP_enabled, kernel 6.x",
+        "0 when the process disabled THP with PR_SET_THP_DISABLE, else 1 (/proc/PID/status THP_enabled, kernel 6.x).";
+    PROCESS_OOM_SCORE = "membloat_process_oom_score", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/oom_score",
+        "oom_score of a top process: the OOM killer picks the highest first (/proc/PID/oom_score).";
+    PROCESS_OOM_SCORE_ADJ = "membloat_process_oom_score_adj", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/oom_score_adj",
+        "oom_score_adj of a top process, -1000 (never killed) to 1000 (/proc/PID/oom_score_adj).";
+    PROCESS_OOM_RANK = "membloat_process_oom_rank", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/oom_score",
+        "Place in the OOM killer's order among all processes: 1 is killed first (highest oom_score).";
+    PROCESS_START_TIME_SECONDS = "membloat_process_start_time_seconds", Gauge, Seconds, ["pid", "comm"], PROCESSES, "/proc/PID/stat, /proc/stat",
+        "Unix time a top process started (/proc/PID/stat and btime).";
+    PROCESS_CPU_SECONDS_TOTAL = "membloat_process_cpu_seconds_total", Counter, Seconds, ["pid", "comm"], PROCESSES, "/proc/PID/stat",
+        "User plus system CPU time of a top process (/proc/PID/stat).";
+    PROCESS_RETAINED_PEAK_RATIO = "membloat_process_retained_peak_ratio", Gauge, Ratio, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+        "VmRSS / VmHWM: how much of its peak the process still holds.";
+    PROCESS_HEAP_RESIDENT_BYTES = "membloat_process_heap_resident_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
+        "Rss of the brk heap plus glibc arena heaps (deep tier, /proc/PID/smaps).";
+    PROCESS_HEAP_SIZE_BYTES = "membloat_process_heap_size_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
+        "Size of the brk heap plus glibc arena heaps; Size far above Rss means the heap was trimmed (deep tier).";
+    PROCESS_HOARDED_BYTES = "membloat_process_hoarded_bytes", Gauge, Bytes, ["pid", "comm", "method"], PROCESSES, "/proc/PID/mem, pagemap, smaps",
+        "Heap memory the allocator holds free. method=\"measured\": resident pages of glibc's free chunks that malloc_trim(0) would give back, read by the heap walk (0 below 16 MiB). method=\"suspected\" (no walk possible: other allocator, walk off or failed): the heap's Rss when it is >= 64 MiB and >= half of RssAnon, RSS >= 0.8 x peak, heap not trimmed and the process idle; /proc alone cannot tell free chunks from live data.";
+    PROCESS_ALLOCATOR_INFO = "membloat_process_allocator_info", Info, None, ["allocator", "runtime", "version", "pid", "comm"], PROCESSES, "/proc/PID/smaps, exe",
+        "The process's allocator (glibc, jemalloc, tcmalloc, mimalloc, musl, go, static) and runtime (native, go, jvm, python, node; version: Go's from the binary's build info), from its mappings and executable (deep tier).";
+    PROCESS_ARENA_HEAPS = "membloat_process_arena_heaps", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
+        "glibc arena heaps in the process's maps (64 MiB-aligned anonymous MAP_NORESERVE heaps, deep tier).";
+    PROCESS_ARENA_RESERVED_BYTES = "membloat_process_arena_reserved_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
+        "Address space the glibc arena heaps reserve, 64 MiB each (deep tier).";
+    PROCESS_ARENA_AT_CEILING = "membloat_process_arena_at_ceiling", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
+        "1 when the arena heaps reached glibc's ceiling of 8 arenas per online CPU (deep tier).";
+    PROCESS_COMMIT_BYTES = "membloat_process_commit_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
+        "Commit charge: Size of the mappings charged to the commit limit (VmFlags ac), touched or not (deep tier).";
+    PROCESS_UNTOUCHED_COMMIT_BYTES = "membloat_process_untouched_commit_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps, status",
+        "Commit charge minus RssAnon and VmSwap: memory that can still become RSS and that oom_score does not count (deep tier).";
+    PROCESS_REGROWN_SINCE_TROUGH_BYTES = "membloat_process_regrown_since_trough_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup, stat",
+        "Anonymous memory that grew back in huge pages while the process was idle and its mappings unchanged, since its lowest point (khugepaged regrowth).";
+    PROCESS_REGROWN_BYTES_TOTAL = "membloat_process_regrown_bytes_total", Counter, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup, stat",
+        "All anonymous memory that grew back in huge pages while the process was idle, since the exporter first saw it.";
+    PROCESS_THP_ANON_RATIO = "membloat_process_thp_anon_ratio", Gauge, Ratio, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup, status",
+        "AnonHugePages / RssAnon: the share of anonymous memory in transparent huge pages.";
+    PROCESS_IDLE = "membloat_process_idle", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/stat",
+        "1 when the process used no CPU over the last scan interval (under 1 %).";
+    PROCESS_HEAP_FREE_BYTES = "membloat_process_heap_free_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
+        "Free chunk bytes in the process's glibc heaps, the top chunk included, by heap (main: the brk heap; arena: other threads' heaps). Heap walk of /proc/PID/mem.";
+    PROCESS_HEAP_FREE_RESIDENT_BYTES = "membloat_process_heap_free_resident_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem, pagemap",
+        "The part of membloat_process_heap_free_bytes in resident pages: what the host loses (/proc/PID/pagemap).";
+    PROCESS_HEAP_RECLAIMABLE_BYTES = "membloat_process_heap_reclaimable_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem, pagemap",
+        "Resident pages wholly inside free chunks (past each chunk's header): what malloc_trim(0) would give back to the kernel. The hoarding figure when measured.";
+    PROCESS_HEAP_TOP_BYTES = "membloat_process_heap_top_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
+        "The top chunks: free space at the end of the arenas' current heaps (heap walk).";
+    PROCESS_HEAP_CHUNKS = "membloat_process_heap_chunks", Gauge, None, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
+        "Chunks the heap walk found, by heap.";
+    CGROUP_ANON_BYTES = "membloat_cgroup_anon_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",
+        "Anonymous memory of a memory cgroup (container): memory.stat rss on cgroup v1 (own processes), anon on v2 (leaf cgroups).";
+    CGROUP_ANON_HUGE_BYTES = "membloat_cgroup_anon_huge_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",
+        "Anonymous memory of a memory cgroup in transparent huge pages: memory.stat rss_huge on v1, anon_thp on v2.";
+}
+
+#[cfg(test)]
+mod tests;
