@@ -251,61 +251,6 @@ fn disabled_collectors_are_not_read() {
 }
 
 /// Family names in a text exposition, from its `# TYPE` lines.
-fn families(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix("# TYPE "))
-        .filter_map(|l| l.split(' ').next())
-        .map(str::to_string)
-        .collect()
-}
-
-#[test]
-fn readme_catalogue_matches_the_exposition_both_ways() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let text = once(&fixture(), &[]);
-    let exported = families(&text);
-    for name in &exported {
-        let documented = if name.starts_with("membloat_vmstat_") {
-            readme.contains("`membloat_vmstat_<key>_total`")
-        } else if name.starts_with("membloat_mthp_") && name.ends_with("_folios") {
-            readme.contains("`membloat_mthp_<state>_folios{size}`")
-        } else if name.starts_with("membloat_mthp_") && name.ends_with("_total") {
-            readme.contains("`membloat_mthp_<stat>_total{size}`")
-        } else {
-            readme.contains(&format!("`{name}`")) || readme.contains(&format!("`{name}{{"))
-        };
-        assert!(
-            documented,
-            "{name} is exported but not in the README catalogue"
-        );
-    }
-    // And every concrete name the README documents is exported, except those the fixture
-    // cannot show: SwapFree is absurd there (dropped), no OOM kill happened between its
-    // two scans, and a fixture has no process memory for the heap walk to read (the walk
-    // is proven on real processes in tests/heap.rs).
-    let re = regex::Regex::new(r"`(membloat_[a-z_]+)[`{]").unwrap();
-    for cap in re.captures_iter(&readme) {
-        let name = &cap[1];
-        if [
-            "membloat_swap_free_bytes",
-            "membloat_last_oom_kill_timestamp_seconds",
-            "membloat_process_heap_free_bytes",
-            "membloat_process_heap_free_resident_bytes",
-            "membloat_process_heap_reclaimable_bytes",
-            "membloat_process_heap_top_bytes",
-            "membloat_process_heap_chunks",
-        ]
-        .contains(&name)
-        {
-            continue;
-        }
-        assert!(
-            exported.iter().any(|e| e == name),
-            "README documents {name}, which is not exported"
-        );
-    }
-}
 
 #[test]
 fn cgroup_v2_reports_leaf_cgroups_only_so_nothing_is_counted_twice() {

@@ -164,7 +164,7 @@ catalogue! {
     HEAP_WALKS_TOTAL = "membloat_heap_walks_total", Counter, None, ["outcome"], EXPORTER, "the exporter",
         "Heap walks of deep-read processes by outcome: measured; not_glibc (another allocator: hoarding stays suspected); inconsistent (the heap changed under two tries, or is not glibc's); budget (more chunks than a walk may visit); unreadable (/proc/PID/mem or pagemap denied or gone).";
     SCAN_ERRORS_TOTAL = "membloat_scan_errors_total", Counter, None, ["collector", "reason"], EXPORTER, "the exporter",
-        "Values skipped by reason: vanished (process exited), permission_denied, malformed (unparseable or absurd), unsupported (kernel lacks the file), io.";
+        "Values skipped by reason: vanished (the process exited while being read), permission_denied, malformed (unparseable or absurd), unsupported (the kernel lacks the file), io, timeout (a process whose read outlasted --collector.processes.read-timeout, once per scan it is left behind).";
     MEMORY_TOTAL_BYTES = "membloat_memory_total_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "MemTotal: usable RAM (/proc/meminfo).";
     MEMORY_FREE_BYTES = "membloat_memory_free_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
@@ -177,6 +177,8 @@ catalogue! {
         "CommitLimit: the commit limit, enforced only when vm.overcommit_memory is 2 (/proc/meminfo).";
     SWAP_TOTAL_BYTES = "membloat_swap_total_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "SwapTotal (/proc/meminfo).";
+    SWAP_FREE_BYTES = "membloat_swap_free_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+        "SwapFree (/proc/meminfo).";
     MEMORY_ANON_BYTES = "membloat_memory_anon_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "AnonPages: anonymous memory mapped by processes (/proc/meminfo).";
     MEMORY_ANON_HUGE_BYTES = "membloat_memory_anon_huge_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
@@ -190,13 +192,13 @@ catalogue! {
     MEMORY_PAGE_TABLES_BYTES = "membloat_memory_page_tables_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "PageTables: memory used by page tables (/proc/meminfo).";
     COMMIT_RATIO = "membloat_commit_ratio", Gauge, Ratio, [], MEMINFO, "/proc/meminfo",
-        "Committed_AS / CommitLimit. Above 1 is normal unless vm.overcommit_memory is 2, where allocations fail at 1.";
+        "Committed_AS / CommitLimit. Above 1 is normal unless vm.overcommit_memory is 2, where allocations fail at 1; read it beside membloat_vm_overcommit_memory.";
     COMMIT_LIMIT_REACHED = "membloat_commit_limit_reached", Gauge, None, [], MEMINFO, "/proc/meminfo, /proc/sys/vm",
         "1 when vm.overcommit_memory is 2 and Committed_AS >= CommitLimit: new allocations fail.";
+    LAST_OOM_KILL_TIMESTAMP_SECONDS = "membloat_last_oom_kill_timestamp_seconds", Gauge, Seconds, [], VMSTAT, "/proc/vmstat",
+        "Unix time of the scan that first saw /proc/vmstat oom_kill rise since the exporter started; absent until then.";
     COMMIT_HEADROOM_BYTES = "membloat_commit_headroom_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "CommitLimit - Committed_AS: memory that can still be committed in overcommit mode 2; negative is normal in modes 0 and 1.";
-    SWAP_FREE_BYTES = "membloat_swap_free_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
-        "SwapFree (/proc/meminfo).";
     VM_OVERCOMMIT_MEMORY = "membloat_vm_overcommit_memory", Gauge, None, [], SYSCTL, "/proc/sys/vm",
         "vm.overcommit_memory: 0 heuristic, 1 always overcommit, 2 strict (CommitLimit enforced).";
     VM_OVERCOMMIT_RATIO = "membloat_vm_overcommit_ratio", Gauge, Ratio, [], SYSCTL, "/proc/sys/vm",
@@ -229,16 +231,14 @@ catalogue! {
         "khugepaged/full_scans: complete khugepaged passes over eligible memory.";
     MTHP_SETTINGS_INFO = "membloat_mthp_settings_info", Info, None, ["enabled", "size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/enabled",
         "Per-size transparent huge page mode from hugepages-SIZE/enabled (kernel 6.8+).";
+    MTHP_KEY_FOLIOS = "membloat_mthp_<key>_folios", Gauge, None, ["size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
+        "hugepages-SIZE/stats/nr_<key>: huge pages (folios) of this size currently in that state.";
+    MTHP_KEY_TOTAL = "membloat_mthp_<key>_total", Counter, None, ["size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
+        "hugepages-SIZE/stats/<key>: events for huge pages of this size.";
     THP_REGROWTH_RISK = "membloat_thp_regrowth_risk", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
         "1 when THP is not `never` and khugepaged/max_ptes_none is 511: memory released with MADV_DONTNEED can grow back while a program sleeps.";
     THP_HIDDEN_BYTES = "membloat_thp_hidden_bytes", Gauge, Bytes, [], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
         "Memory held in partially mapped huge pages (nr_anon_partially_mapped x size, kernel 6.12+): allocated, yet in no RSS, AnonHugePages or MemFree.";
-    MTHP_KEY_TOTAL = "membloat_mthp_<key>_total", Counter, None, ["size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
-        "hugepages-SIZE/stats/<key>: events for huge pages of this size.";
-    MTHP_KEY_FOLIOS = "membloat_mthp_<key>_folios", Gauge, None, ["size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
-        "hugepages-SIZE/stats/nr_<key>: huge pages (folios) of this size currently in that state.";
-    LAST_OOM_KILL_TIMESTAMP_SECONDS = "membloat_last_oom_kill_timestamp_seconds", Gauge, Seconds, [], VMSTAT, "/proc/vmstat",
-        "Unix time of the scan that first saw /proc/vmstat oom_kill rise since the exporter started.";
     VMSTAT_KEY_TOTAL = "membloat_vmstat_<key>_total", Counter, None, [], VMSTAT, "/proc/vmstat",
         "/proc/vmstat <key>.";
     PRESSURE_MEMORY_WAITING_SECONDS_TOTAL = "membloat_pressure_memory_waiting_seconds_total", Counter, Seconds, [], PRESSURE, "/proc/pressure/memory some",
@@ -274,7 +274,7 @@ catalogue! {
     GROUP_OOM_SCORE_MAX = "membloat_group_oom_score_max", Gauge, None, ["group"], PROCESSES, "/proc/PID/oom_score",
         "Highest oom_score in the group: the OOM killer picks the highest score first (/proc/PID/oom_score).";
     GROUP_HOARDED_BYTES = "membloat_group_hoarded_bytes", Gauge, Bytes, ["group", "method"], PROCESSES, "/proc/PID/mem, pagemap, smaps",
-        "Sum over the group of heap memory the allocator holds free, by method: measured (resident free pages of glibc's heaps that malloc_trim(0) would give back, read by the heap walk) or suspected (inferred from smaps where no walk was possible). See membloat_process_hoarded_bytes.";
+        "Sum over the group of heap memory the allocator holds free, by method: measured (resident free pages of glibc's heaps that malloc_trim(0) would give back, read by the heap walk, 0 below 16 MiB) or suspected (inferred from smaps where no walk was possible). See membloat_process_hoarded_bytes.";
     GROUP_HEAP_MEASURED_PROCESSES = "membloat_group_heap_measured_processes", Gauge, None, ["group"], PROCESSES, "/proc/PID/mem",
         "Processes of the group whose glibc heaps the latest heap walk measured (deep tier).";
     GROUP_HEAP_FREE_BYTES = "membloat_group_heap_free_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/mem",
@@ -291,6 +291,10 @@ catalogue! {
         "glibc arena heaps found in the group's memory maps (deep tier).";
     GROUP_ARENA_RESERVED_BYTES = "membloat_group_arena_reserved_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps",
         "Address space the group's glibc arena heaps reserve, 64 MiB each (deep tier).";
+    CGROUP_ANON_BYTES = "membloat_cgroup_anon_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",
+        "Anonymous memory of a memory cgroup (container): memory.stat rss on cgroup v1 (own processes), anon on v2 (leaf cgroups).";
+    CGROUP_ANON_HUGE_BYTES = "membloat_cgroup_anon_huge_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",
+        "Anonymous memory of a memory cgroup in transparent huge pages: memory.stat rss_huge on v1, anon_thp on v2.";
     PROCESS_RESIDENT_BYTES = "membloat_process_resident_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
         "VmRSS of a top process (/proc/PID/status).";
     PROCESS_RESIDENT_PEAK_BYTES = "membloat_process_resident_peak_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
@@ -323,6 +327,8 @@ catalogue! {
         "Unix time a top process started (/proc/PID/stat and btime).";
     PROCESS_CPU_SECONDS_TOTAL = "membloat_process_cpu_seconds_total", Counter, Seconds, ["pid", "comm"], PROCESSES, "/proc/PID/stat",
         "User plus system CPU time of a top process (/proc/PID/stat).";
+    PROCESS_IDLE = "membloat_process_idle", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/stat",
+        "1 when the process used no CPU over the last scan interval (under 1 %).";
     PROCESS_RETAINED_PEAK_RATIO = "membloat_process_retained_peak_ratio", Gauge, Ratio, ["pid", "comm"], PROCESSES, "/proc/PID/status",
         "VmRSS / VmHWM: how much of its peak the process still holds.";
     PROCESS_HEAP_RESIDENT_BYTES = "membloat_process_heap_resident_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
@@ -331,6 +337,16 @@ catalogue! {
         "Size of the brk heap plus glibc arena heaps; Size far above Rss means the heap was trimmed (deep tier).";
     PROCESS_HOARDED_BYTES = "membloat_process_hoarded_bytes", Gauge, Bytes, ["pid", "comm", "method"], PROCESSES, "/proc/PID/mem, pagemap, smaps",
         "Heap memory the allocator holds free. method=\"measured\": resident pages of glibc's free chunks that malloc_trim(0) would give back, read by the heap walk (0 below 16 MiB). method=\"suspected\" (no walk possible: other allocator, walk off or failed): the heap's Rss when it is >= 64 MiB and >= half of RssAnon, RSS >= 0.8 x peak, heap not trimmed and the process idle; /proc alone cannot tell free chunks from live data.";
+    PROCESS_HEAP_FREE_BYTES = "membloat_process_heap_free_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
+        "Free chunk bytes in the process's glibc heaps, the top chunk included, by heap (main: the brk heap; arena: other threads' heaps). Heap walk of /proc/PID/mem.";
+    PROCESS_HEAP_FREE_RESIDENT_BYTES = "membloat_process_heap_free_resident_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem, pagemap",
+        "The part of membloat_process_heap_free_bytes in resident pages: what the host loses (/proc/PID/pagemap).";
+    PROCESS_HEAP_RECLAIMABLE_BYTES = "membloat_process_heap_reclaimable_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem, pagemap",
+        "Resident pages wholly inside free chunks (past each chunk's header): what malloc_trim(0) would give back to the kernel. The hoarding figure when measured.";
+    PROCESS_HEAP_TOP_BYTES = "membloat_process_heap_top_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
+        "The top chunks: free space at the end of the arenas' current heaps (heap walk).";
+    PROCESS_HEAP_CHUNKS = "membloat_process_heap_chunks", Gauge, None, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
+        "Chunks the heap walk found, by heap.";
     PROCESS_ALLOCATOR_INFO = "membloat_process_allocator_info", Info, None, ["allocator", "runtime", "version", "pid", "comm"], PROCESSES, "/proc/PID/smaps, exe",
         "The process's allocator (glibc, jemalloc, tcmalloc, mimalloc, musl, go, static) and runtime (native, go, jvm, python, node; version: Go's from the binary's build info), from its mappings and executable (deep tier).";
     PROCESS_ARENA_HEAPS = "membloat_process_arena_heaps", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
@@ -349,22 +365,6 @@ catalogue! {
         "All anonymous memory that grew back in huge pages while the process was idle, since the exporter first saw it.";
     PROCESS_THP_ANON_RATIO = "membloat_process_thp_anon_ratio", Gauge, Ratio, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup, status",
         "AnonHugePages / RssAnon: the share of anonymous memory in transparent huge pages.";
-    PROCESS_IDLE = "membloat_process_idle", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/stat",
-        "1 when the process used no CPU over the last scan interval (under 1 %).";
-    PROCESS_HEAP_FREE_BYTES = "membloat_process_heap_free_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
-        "Free chunk bytes in the process's glibc heaps, the top chunk included, by heap (main: the brk heap; arena: other threads' heaps). Heap walk of /proc/PID/mem.";
-    PROCESS_HEAP_FREE_RESIDENT_BYTES = "membloat_process_heap_free_resident_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem, pagemap",
-        "The part of membloat_process_heap_free_bytes in resident pages: what the host loses (/proc/PID/pagemap).";
-    PROCESS_HEAP_RECLAIMABLE_BYTES = "membloat_process_heap_reclaimable_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem, pagemap",
-        "Resident pages wholly inside free chunks (past each chunk's header): what malloc_trim(0) would give back to the kernel. The hoarding figure when measured.";
-    PROCESS_HEAP_TOP_BYTES = "membloat_process_heap_top_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
-        "The top chunks: free space at the end of the arenas' current heaps (heap walk).";
-    PROCESS_HEAP_CHUNKS = "membloat_process_heap_chunks", Gauge, None, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
-        "Chunks the heap walk found, by heap.";
-    CGROUP_ANON_BYTES = "membloat_cgroup_anon_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",
-        "Anonymous memory of a memory cgroup (container): memory.stat rss on cgroup v1 (own processes), anon on v2 (leaf cgroups).";
-    CGROUP_ANON_HUGE_BYTES = "membloat_cgroup_anon_huge_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",
-        "Anonymous memory of a memory cgroup in transparent huge pages: memory.stat rss_huge on v1, anon_thp on v2.";
 }
 
 #[cfg(test)]

@@ -71,6 +71,8 @@ fn thresholds_in_help_texts_are_the_signals_constants() {
         "{}",
         PROCESS_ARENA_AT_CEILING.help
     );
+    let floor = format!("0 below {}", mib(HOARD_MIN_MEASURED_BYTES));
+    assert!(GROUP_HOARDED_BYTES.help.contains(&floor));
 }
 
 fn share(x: f64) -> &'static str {

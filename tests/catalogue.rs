@@ -1,0 +1,234 @@
+//! The metric catalogue (src/expose/catalogue.rs) is the one list of what the exporter
+//! serves: every family a real scrape returns has its row (name, type, help), every row is
+//! served, and docs/metrics.md and the README's tables are generated from it
+//! (MEMBLOAT_UPDATE_GOLDEN=1 regenerates both).
+
+mod common;
+
+use common::*;
+use membloat_exporter::config::Collector;
+use membloat_exporter::expose::catalogue::{Kind, Metric, Section, Unit, ALL};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Rows the fixture and a `--once` of this host cannot show, and why.
+const NOT_SERVED_HERE: [(&str, &str); 1] = [(
+    "membloat_last_oom_kill_timestamp_seconds",
+    "needs an OOM kill between two scans (tests/phenomena.rs makes one)",
+)];
+
+/// Rows only the live host can show: the fixture's SwapFree is absurd (dropped) and a
+/// fixture has no process memory for the heap walk to read.
+const LIVE_ONLY: [&str; 6] = [
+    "membloat_swap_free_bytes",
+    "membloat_process_heap_free_bytes",
+    "membloat_process_heap_free_resident_bytes",
+    "membloat_process_heap_reclaimable_bytes",
+    "membloat_process_heap_top_bytes",
+    "membloat_process_heap_chunks",
+];
+
+/// `# TYPE` and `# HELP` of every family in a text-format exposition.
+fn families(text: &str) -> BTreeMap<String, (String, String)> {
+    let mut out: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap();
+            let help = help.replace("\\n", "\n").replace("\\\\", "\\");
+            out.entry(name.to_string()).or_default().1 = help;
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            out.entry(name.to_string()).or_default().0 = kind.to_string();
+        }
+    }
+    out
+}
+
+/// The row a served family belongs to, and the key a pattern row matched.
+fn row_of(name: &str) -> Option<(&'static Metric, Option<String>)> {
+    if let Some(m) = ALL.iter().find(|m| m.name == name) {
+        return Some((m, None));
+    }
+    ALL.iter().filter(|m| m.is_pattern()).find_map(|m| {
+        let (pre, post) = m.name.split_once("<key>").unwrap();
+        let key = name.strip_prefix(pre)?.strip_suffix(post)?;
+        (!key.is_empty()).then(|| (m, Some(key.to_string())))
+    })
+}
+
+fn text_type(m: &Metric) -> &'static str {
+    match m.kind {
+        Kind::Counter => "counter",
+        // The text format 0.0.4 has no info type.
+        Kind::Gauge | Kind::Info => "gauge",
+    }
+}
+
+fn check_served(text: &str, served: &mut std::collections::BTreeSet<&'static str>) {
+    for (name, (kind, help)) in families(text) {
+        let (m, key) =
+            row_of(&name).unwrap_or_else(|| panic!("{name} is served but has no catalogue row"));
+        served.insert(m.name);
+        assert_eq!(kind, text_type(m), "{name}: type differs from its row");
+        let want = match &key {
+            Some(k) => m.help.replace("<key>", k),
+            None => m.help.to_string(),
+        };
+        assert_eq!(help, want, "{name}: help differs from its row");
+    }
+}
+
+#[test]
+fn every_family_served_has_its_row_and_every_row_is_served() {
+    let mut served = std::collections::BTreeSet::new();
+    let fixture_text = once(&fixture(), &[]);
+    check_served(&fixture_text, &mut served);
+    let from_fixture = served.clone();
+    // This host: every process deep-read, so the heap walk and the deep tier show.
+    let live = run(&[
+        "--once",
+        "--once.interval=1s",
+        "--collector.processes.deep-min-size=0",
+        "--collector.processes.top-k=500",
+    ]);
+    assert!(
+        live.status.success(),
+        "{}",
+        String::from_utf8_lossy(&live.stderr)
+    );
+    check_served(&String::from_utf8_lossy(&live.stdout), &mut served);
+    for m in ALL {
+        if NOT_SERVED_HERE.iter().any(|(n, _)| *n == m.name) {
+            continue;
+        }
+        if LIVE_ONLY.contains(&m.name) {
+            // Only root can read every process's heap; as a user, the test's own
+            // processes may all be too small or too short-lived to walk.
+            if !served.contains(m.name) && !is_root() {
+                eprintln!(
+                    "SKIPPED (needs root): {} is served only by a heap walk",
+                    m.name
+                );
+                continue;
+            }
+        } else {
+            assert!(
+                from_fixture.contains(m.name) || m.is_pattern() && served.contains(m.name),
+                "{} is in the catalogue but the fixture does not serve it",
+                m.name
+            );
+        }
+        assert!(
+            served.contains(m.name),
+            "{} is in the catalogue but never served",
+            m.name
+        );
+    }
+}
+
+fn title(s: Section) -> String {
+    match s {
+        Section::Exporter => "The exporter itself".to_string(),
+        Section::Of(c) => format!("`{}` collector: {}", c.as_str(), c.what()),
+    }
+}
+
+fn sections() -> Vec<Section> {
+    let mut out = vec![Section::Exporter];
+    out.extend(Collector::ALL.map(Section::Of));
+    out
+}
+
+fn table(section: Section) -> String {
+    let mut out = String::from(
+        "| metric | type | unit | meaning | source |\n|--------|------|------|---------|--------|\n",
+    );
+    for m in ALL.iter().filter(|m| m.section == section) {
+        let labels = if m.labels.is_empty() {
+            String::new()
+        } else {
+            format!("{{{}}}", m.labels.join(","))
+        };
+        let unit = match m.unit {
+            Unit::None => "",
+            u => u.as_str(),
+        };
+        let source = if m.source.starts_with('/') {
+            format!("`{}`", m.source)
+        } else {
+            m.source.to_string()
+        };
+        out.push_str(&format!(
+            "| `{}{labels}` | {} | {unit} | {} | {source} |\n",
+            m.name,
+            m.kind.as_str(),
+            m.help.replace('|', "\\|"),
+        ));
+    }
+    out
+}
+
+fn metrics_md() -> String {
+    let mut out = String::from(
+        "# Metric catalogue\n\n\
+         Generated from `src/expose/catalogue.rs` by `tests/catalogue.rs` \
+         (`MEMBLOAT_UPDATE_GOLDEN=1 cargo test --test catalogue`); do not edit by hand.\n\
+         Every name starts with `membloat_`. Sizes are bytes, times seconds, ratios 0-1. \
+         A name holding `<key>` stands for one family per key the kernel prints. The \
+         meaning is the `# HELP` text served with the family.\n",
+    );
+    for s in sections() {
+        out.push_str(&format!("\n## {}\n\n{}", title(s), table(s)));
+    }
+    out
+}
+
+fn key(s: Section) -> &'static str {
+    match s {
+        Section::Exporter => "exporter",
+        Section::Of(c) => c.as_str(),
+    }
+}
+
+/// The README with each `<!-- catalogue:KEY -->` block holding its section's table.
+fn readme_regenerated(readme: &str) -> String {
+    let mut out = readme.to_string();
+    for s in sections() {
+        let open = format!("<!-- catalogue:{} -->\n", key(s));
+        let start = out
+            .find(&open)
+            .unwrap_or_else(|| panic!("README lacks the marker {open:?}"))
+            + open.len();
+        let end = start
+            + out[start..]
+                .find("<!-- /catalogue -->")
+                .expect("README: a catalogue block is not closed");
+        out.replace_range(start..end, &table(s));
+    }
+    out
+}
+
+fn current(path: &Path, want: &str) {
+    if std::env::var_os("MEMBLOAT_UPDATE_GOLDEN").is_some() {
+        std::fs::write(path, want).unwrap();
+    }
+    let got = std::fs::read_to_string(path).unwrap();
+    assert!(
+        got == want,
+        "{} is not what the catalogue generates (MEMBLOAT_UPDATE_GOLDEN=1 cargo test --test catalogue)",
+        path.display()
+    );
+}
+
+#[test]
+fn docs_metrics_md_is_generated_from_the_catalogue() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    current(&root.join("docs/metrics.md"), &metrics_md());
+}
+
+#[test]
+fn readme_tables_are_generated_from_the_catalogue() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    current(&path, &readme_regenerated(&readme));
+}
