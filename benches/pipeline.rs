@@ -15,6 +15,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use membloat_exporter::collect::{CollectorRun, ProcessSample, Sample};
 use membloat_exporter::expose;
 use membloat_exporter::model::derive::{derive, DeriveOptions};
+use membloat_exporter::model::state::State;
 use membloat_exporter::parse::{
     meminfo::Meminfo, pressure::Pressure, smaps, smaps_rollup::SmapsRollup, stat::Stat,
     status::Status, vmstat::Vmstat,
@@ -101,18 +102,18 @@ fn sample(scan: u64) -> Sample {
 
 fn derive_and_encode(c: &mut Criterion) {
     let options = DeriveOptions { top_k: 5 };
-    let first = derive(None, sample(0), options);
+    let (first, _) = derive(State::default(), sample(0), options);
     let second = sample(1);
     let mut g = c.benchmark_group("snapshot_5000_processes");
     g.throughput(Throughput::Elements(PROCESSES as u64));
     g.bench_function("derive", |b| {
         b.iter_batched(
-            || second.clone(),
-            |s| derive(Some(&first), s, options),
+            || (first.clone(), second.clone()),
+            |(state, s)| derive(state, s, options),
             criterion::BatchSize::LargeInput,
         )
     });
-    let snapshot = Arc::new(derive(Some(&first), second.clone(), options));
+    let snapshot = Arc::new(derive(first.clone(), second.clone(), options).1);
     g.bench_function("encode_openmetrics", |b| {
         b.iter(|| expose::openmetrics(snapshot.clone()))
     });

@@ -9,15 +9,17 @@ use crate::collect::{Grouping, Scanner};
 use crate::config::{self, Collector, Config};
 use crate::explain;
 use crate::model::derive::{derive, DeriveOptions, Snapshot};
+use crate::model::state::State;
 use crate::serve::http;
 use crate::serve::shared::{encode, publish_all, Shared};
 use crate::serve::webconfig::WebConfig;
 use crate::source::{Reason, Source};
 
-/// Scanner plus the previous snapshot: one `step` is scan -> derive.
+/// Scanner plus what the model remembers: one `step` is scan -> derive.
 pub struct Pipeline {
     scanner: Scanner,
-    last: Option<Arc<Snapshot>>,
+    /// Taken by each derive and put back; `None` only while a derive runs.
+    state: Option<State>,
     options: DeriveOptions,
     warned_denied: bool,
     /// The heap walk could not open some process's memory: warned once.
@@ -36,7 +38,7 @@ impl Pipeline {
                 cfg.deep.clone(),
                 cfg.reading,
             ),
-            last: None,
+            state: Some(State::default()),
             options: DeriveOptions { top_k: cfg.top_k },
             warned_denied: false,
             warned_walk: false,
@@ -61,9 +63,9 @@ impl Pipeline {
             self.warned_walk = true;
             crate::log!(Warn, "could not open /proc/PID/mem or pagemap of {unreadable} process(es) for the heap walk: other users' processes need CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; their hoarding stays suspected, counted in membloat_heap_walks_total{{outcome=\"unreadable\"}}");
         }
-        let snapshot = Arc::new(derive(self.last.as_deref(), sample, self.options));
-        self.last = Some(snapshot.clone());
-        snapshot
+        let (state, snapshot) = derive(self.state.take().unwrap_or_default(), sample, self.options);
+        self.state = Some(state);
+        Arc::new(snapshot)
     }
 }
 

@@ -1,4 +1,5 @@
-//! Pure derivation: (previous snapshot, current sample) -> the snapshot scrapes encode.
+//! Pure derivation: (state, sample) -> (state, snapshot). The snapshot is what scrapes
+//! and `explain` read; the state is what the next scan needs (`state.rs`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::UNIX_EPOCH;
@@ -9,6 +10,7 @@ use crate::collect::{
 };
 use crate::config::Collector;
 use crate::model::signals::{self, Method, ProcState, Signals};
+use crate::model::state::State;
 use crate::parse::meminfo::Meminfo;
 use crate::parse::pressure::Pressure;
 use crate::parse::vmstat::Vmstat;
@@ -152,8 +154,6 @@ pub struct Snapshot {
     pub heap_walk_cpu_seconds_total: f64,
     pub reads: Option<ReadStats>,
     pub cgroups: Option<Vec<(String, crate::parse::memory_stat::MemoryStat)>>,
-    /// What is remembered of each live process, by (pid, start ticks).
-    pub states: HashMap<(u32, u64), ProcState>,
 }
 
 /// Options of derivation.
@@ -162,8 +162,9 @@ pub struct DeriveOptions {
     pub top_k: usize,
 }
 
-pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> Snapshot {
-    let mut errors = prev.map(|p| p.errors.clone()).unwrap_or_default();
+pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snapshot) {
+    let prev = state;
+    let mut errors = prev.errors;
     // Per-process reads fail routinely (processes exit, other users' files are denied), so
     // their counters start at 0: rate() and alerts then work from the first scrape.
     if sample
@@ -187,7 +188,7 @@ pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> S
         .taken_at
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map(|d| d.as_secs_f64());
-    let elapsed = match (prev.and_then(|p| p.last_scan_unix_seconds), now) {
+    let elapsed = match (prev.last_scan_unix_seconds, now) {
         (Some(a), Some(b)) if b > a => b - a,
         _ => 0.0,
     };
@@ -196,7 +197,7 @@ pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> S
     let mut states = HashMap::with_capacity(sample.processes.len());
     let mut sigs = Vec::with_capacity(sample.processes.len());
     for p in &sample.processes {
-        let before = prev.and_then(|s| s.states.get(&p.key()));
+        let before = prev.processes.get(&p.key());
         let (state, sig) = signals::step(before, p, elapsed, sample.online_cpus);
         states.insert(p.key(), state);
         sigs.push(sig);
@@ -207,7 +208,7 @@ pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> S
         sample.thp.as_ref(),
         sample.sysctl.as_ref(),
     );
-    if let (Some(before), Some(now_p)) = (prev.and_then(|p| p.pressure), sample.pressure) {
+    if let (Some(before), Some(now_p)) = (prev.pressure, sample.pressure) {
         let rate = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (Some(a), Some(b)) if b >= a && elapsed > 0.0 => Some(((b - a) / elapsed).min(1.0)),
             _ => None,
@@ -215,43 +216,51 @@ pub fn derive(prev: Option<&Snapshot>, sample: Sample, opts: DeriveOptions) -> S
         system.pressure_waiting_ratio = rate(before.some_seconds, now_p.some_seconds);
         system.pressure_stalled_ratio = rate(before.full_seconds, now_p.full_seconds);
     }
-    let kills = |s: Option<&Vmstat>| s.and_then(|v| v.get("oom_kill"));
-    system.last_oom_kill_unix_seconds = match (
-        kills(prev.and_then(|p| p.vmstat.as_ref())),
-        kills(sample.vmstat.as_ref()),
-    ) {
+    let oom_kills = sample.vmstat.as_ref().and_then(|v| v.get("oom_kill"));
+    system.last_oom_kill_unix_seconds = match (prev.oom_kills, oom_kills) {
         (Some(a), Some(b)) if b > a => now,
-        _ => prev.and_then(|p| p.signals.last_oom_kill_unix_seconds),
+        _ => prev.last_oom_kill_unix_seconds,
     };
 
-    Snapshot {
-        scans: prev.map_or(0, |p| p.scans) + 1,
+    let next = State {
+        scans: prev.scans + 1,
         last_scan_unix_seconds: now,
-        scan_duration_seconds: Some(sample.duration_seconds),
         errors,
-        signals: system,
-        groups: groups(&sample.processes, &sigs),
-        top: top_k(&sample.processes, &sigs, &states, opts.top_k),
-        processes_scanned,
-        deep_cpu_seconds_total: prev.map_or(0.0, |p| p.deep_cpu_seconds_total)
+        deep_cpu_seconds_total: prev.deep_cpu_seconds_total
             + sample.deep.map_or(0.0, |d| d.cpu_seconds),
         heap_walks_total: prev
-            .map(|p| p.heap_walks_total)
-            .unwrap_or_default()
+            .heap_walks_total
             .plus(&sample.deep.map(|d| d.heap_walks).unwrap_or_default()),
-        heap_walk_cpu_seconds_total: prev.map_or(0.0, |p| p.heap_walk_cpu_seconds_total)
+        heap_walk_cpu_seconds_total: prev.heap_walk_cpu_seconds_total
             + sample.deep.map_or(0.0, |d| d.heap_walk_cpu_seconds),
+        pressure: sample.pressure,
+        oom_kills,
+        last_oom_kill_unix_seconds: system.last_oom_kill_unix_seconds,
+        processes: states,
+    };
+    let snapshot = Snapshot {
+        scans: next.scans,
+        last_scan_unix_seconds: now,
+        scan_duration_seconds: Some(sample.duration_seconds),
+        errors: next.errors.clone(),
+        signals: system,
+        groups: groups(&sample.processes, &sigs),
+        top: top_k(&sample.processes, &sigs, &next.processes, opts.top_k),
+        processes_scanned,
+        deep_cpu_seconds_total: next.deep_cpu_seconds_total,
+        heap_walks_total: next.heap_walks_total,
+        heap_walk_cpu_seconds_total: next.heap_walk_cpu_seconds_total,
         deep: sample.deep,
         reads: sample.reads,
         cgroups: sample.cgroups,
-        states,
         collectors: sample.collectors,
         meminfo: sample.meminfo,
         vmstat: sample.vmstat,
         sysctl: sample.sysctl,
         thp: sample.thp,
         pressure: sample.pressure,
-    }
+    };
+    (next, snapshot)
 }
 
 fn system_signals(

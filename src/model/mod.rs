@@ -1,6 +1,8 @@
 //! The model: pure functions from what a scan read to what it means. `derive` turns
-//! (previous snapshot, sample) into the snapshot scrapes and `explain` read; `signals`
-//! holds the per-process signals and every threshold they and the alerts share.
+//! (state, sample) into the next state and the snapshot scrapes and `explain` read;
+//! `state` is what is remembered between scans; `signals` holds the per-process signals
+//! and every threshold they and the alerts share.
 
 pub mod derive;
 pub mod signals;
+pub mod state;

@@ -1,6 +1,7 @@
 //! Derivation on constructed samples: top-K, groups, counters across scans.
 
 use super::*;
+use crate::model::state::State;
 
 fn process(pid: u32, comm: &str, rss_mib: u64, oom_score: u64) -> ProcessSample {
     let mut p = tests_support::process(pid, comm);
@@ -30,7 +31,7 @@ fn top_k_unites_largest_and_most_likely_oom_victims() {
         process(3, "c", 50, 700),
         process(4, "d", 1, 1),
     ]);
-    let snap = derive(None, s, DeriveOptions { top_k: 1 });
+    let (_, snap) = derive(State::default(), s, DeriveOptions { top_k: 1 });
     let pids: Vec<u32> = snap.top.iter().map(|p| p.sample.pid).collect();
     assert_eq!(pids, [1, 2]);
     let ranks: Vec<u64> = snap.top.iter().map(|p| p.oom_rank).collect();
@@ -44,7 +45,7 @@ fn groups_sum_and_count() {
         process(2, "web", 20, 650),
         process(3, "db", 5, 600),
     ]);
-    let snap = derive(None, s, DeriveOptions { top_k: 0 });
+    let (_, snap) = derive(State::default(), s, DeriveOptions { top_k: 0 });
     assert_eq!(snap.groups.len(), 2);
     let web = &snap.groups[1];
     assert_eq!((web.name.as_str(), web.processes), ("web", 2));
@@ -60,19 +61,24 @@ fn errors_accumulate_across_scans() {
     let mut s1 = sample(vec![]);
     s1.errors
         .insert((Collector::Processes, Reason::Vanished), 2);
-    let first = derive(None, s1, DeriveOptions { top_k: 1 });
+    let (state, first) = derive(State::default(), s1, DeriveOptions { top_k: 1 });
+    assert_eq!(first.scans, 1);
     let mut s2 = sample(vec![]);
     s2.errors
         .insert((Collector::Processes, Reason::Vanished), 1);
     s2.errors.insert((Collector::Meminfo, Reason::Malformed), 1);
-    let second = derive(Some(&first), s2, DeriveOptions { top_k: 1 });
+    let (_, second) = derive(state, s2, DeriveOptions { top_k: 1 });
     assert_eq!(second.scans, 2);
     assert_eq!(second.errors[&(Collector::Processes, Reason::Vanished)], 3);
     assert_eq!(second.errors[&(Collector::Meminfo, Reason::Malformed)], 1);
     // Counters of the processes collector exist from the start, at 0.
     assert_eq!(second.errors[&(Collector::Processes, Reason::Denied)], 0);
     assert_eq!(second.errors.len(), Reason::ALL.len() + 1);
-    let without = derive(None, Sample::default(), DeriveOptions { top_k: 1 });
+    let (_, without) = derive(
+        State::default(),
+        Sample::default(),
+        DeriveOptions { top_k: 1 },
+    );
     assert!(without.errors.is_empty(), "{:?}", without.errors);
 }
 

@@ -1,0 +1,31 @@
+//! What the model remembers between scans. The daemon owns one [`State`] and threads it
+//! through [`derive`](crate::model::derive::derive); a published `Snapshot` never carries
+//! it, so what scrapes read and what the next scan needs are apart.
+
+use std::collections::HashMap;
+
+use crate::collect::heap::WalkCounts;
+use crate::collect::ErrorCounts;
+use crate::model::signals::ProcState;
+use crate::parse::pressure::Pressure;
+
+#[derive(Debug, Clone, Default)]
+pub struct State {
+    /// Scans derived since start.
+    pub scans: u64,
+    /// When the latest scan started (Unix seconds): the next one's elapsed time.
+    pub last_scan_unix_seconds: Option<f64>,
+    /// Running totals since start.
+    pub errors: ErrorCounts,
+    pub deep_cpu_seconds_total: f64,
+    pub heap_walks_total: WalkCounts,
+    pub heap_walk_cpu_seconds_total: f64,
+    /// The latest PSI totals, for the next interval's stall ratios.
+    pub pressure: Option<Pressure>,
+    /// The latest `oom_kill` count of /proc/vmstat, and when it was first seen rising.
+    pub oom_kills: Option<u64>,
+    pub last_oom_kill_unix_seconds: Option<f64>,
+    /// Each live process by (pid, start ticks); an exited process is dropped by the next
+    /// derive.
+    pub processes: HashMap<(u32, u64), ProcState>,
+}
