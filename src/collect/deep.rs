@@ -44,7 +44,7 @@ impl Scanner {
             }
             run.candidates += 1;
             let memory = deep_memory(&p.status);
-            let last = self.deep_read_at.get(&p.key()).copied();
+            let last = self.known(p).and_then(|k| k.deep_read);
             // A process whose address space and memory did not move since its last deep
             // read has the same heaps, arenas and commit: it is read again only after ten
             // intervals, which catches what moves without them.
@@ -98,17 +98,16 @@ impl Scanner {
                         }
                         Err(reason) => count(errs, Collector::Processes, reason, 1),
                     }
-                    self.deep_read_at
-                        .insert(p.key(), (now, deep_memory(&p.status)));
+                    let memory = deep_memory(&p.status);
+                    if let Some(k) = self.known_mut(p) {
+                        k.deep_read = Some((now, memory));
+                    }
                     run.covered += 1;
                 }
                 Some(DeepRead::Deferred) => run.deferred += 1,
                 None => count(errs, Collector::Processes, Reason::Timeout, 1),
             }
         }
-        // Forget processes that are gone, so the map stays as large as the process table.
-        let live: HashSet<(u32, u64)> = processes.iter().map(|p| p.key()).collect();
-        self.deep_read_at.retain(|k, _| live.contains(k));
         run.duration_seconds = started.elapsed().as_secs_f64();
         run.cpu_seconds = Duration::from_nanos(spent.load(Ordering::Acquire)).as_secs_f64();
         run

@@ -9,7 +9,7 @@ pub mod pool;
 mod processes;
 mod system;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -210,8 +210,9 @@ pub struct Scanner {
     boot_time_seconds: Option<f64>,
     deep: DeepConfig,
     reading: ReadConfig,
-    /// When each process's smaps was last read, and its memory then, by (pid, start ticks).
-    deep_read_at: HashMap<(u32, u64), (Instant, DeepMemory)>,
+    /// What is remembered of each process, in pid order (one record per process: the read
+    /// cache and the deep-tier schedule). Rebuilt by every scan, so an exited process is
+    /// forgotten by the next one.
     known: Arc<Vec<Known>>,
     scans: u64,
     pool: Pool,
@@ -247,7 +248,6 @@ impl Scanner {
             boot_time_seconds,
             deep,
             reading,
-            deep_read_at: HashMap::new(),
             known: Arc::new(Vec::new()),
             scans: 0,
             // Readers stuck in a read are replaced, up to four of them.

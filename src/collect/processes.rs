@@ -4,12 +4,13 @@
 
 use super::*;
 
-/// What a scan remembers of a process for the next one: enough to tell whether its memory
-/// changed, and the values it kept when it did not re-read them.
+/// Everything the scanner remembers of a process for the next scan, in one record keyed
+/// by (pid, start ticks): enough to tell whether its memory changed, the values it kept
+/// when it did not re-read them, and when the deep tier last read it.
 #[derive(Debug, Clone)]
 pub(super) struct Known {
-    pid: u32,
-    start_ticks: u64,
+    pub(super) pid: u32,
+    pub(super) start_ticks: u64,
     /// `statm` size, resident and shared pages: when they are unchanged, so is the memory
     /// that status, smaps_rollup and oom_score report.
     statm: Option<[u64; 3]>,
@@ -19,6 +20,8 @@ pub(super) struct Known {
     oom_score: u64,
     rollup: Option<SmapsRollup>,
     group: Option<String>,
+    /// When the deep tier last read this process's smaps, and its memory then.
+    pub(super) deep_read: Option<(Instant, DeepMemory)>,
 }
 
 /// Everything a reader thread needs for one scan.
@@ -48,6 +51,18 @@ struct ProcessRead {
 }
 
 impl Scanner {
+    /// What is remembered of this process, if it is the same one (pid and start time).
+    pub(super) fn known(&self, p: &ProcessSample) -> Option<&Known> {
+        let i = self.known.binary_search_by_key(&p.pid, |k| k.pid).ok()?;
+        Some(&self.known[i]).filter(|k| k.start_ticks == p.start_ticks)
+    }
+
+    pub(super) fn known_mut(&mut self, p: &ProcessSample) -> Option<&mut Known> {
+        let i = self.known.binary_search_by_key(&p.pid, |k| k.pid).ok()?;
+        // The scan that built the list holds the only reference: no copy is made.
+        Some(&mut Arc::make_mut(&mut self.known)[i]).filter(|k| k.start_ticks == p.start_ticks)
+    }
+
     pub(super) fn read_processes(
         &mut self,
         errs: &mut ErrorCounts,
@@ -252,6 +267,7 @@ fn read_process_files(
         oom_score,
         rollup,
         group: group.clone(),
+        deep_read: known.and_then(|k| k.deep_read),
     };
     let sample = ProcessSample {
         pid,
@@ -304,7 +320,6 @@ mod tests {
     }
 
     fn scanner(root: &Path, refresh: u64) -> Scanner {
-        let collectors = Collectors::only(&[Collector::Processes]);
         let deep = DeepConfig {
             interval: Duration::from_secs(3600),
             budget: Duration::from_millis(200),
@@ -312,6 +327,11 @@ mod tests {
             heap_walk: true,
             focus: Vec::new(),
         };
+        scanner_with(root, refresh, deep)
+    }
+
+    fn scanner_with(root: &Path, refresh: u64, deep: DeepConfig) -> Scanner {
+        let collectors = Collectors::only(&[Collector::Processes]);
         let defaults = crate::config::Config::from_args(["membloat_exporter"])
             .map_err(|_| "default flags")
             .unwrap();
@@ -366,6 +386,46 @@ mod tests {
         std::fs::write(p.join("oom_score_adj"), "500\n").unwrap();
         std::fs::write(p.join("oom_score"), "1200\n").unwrap();
         assert_eq!(s.scan().processes[0].oom_score, Some(1200));
+    }
+
+    /// The deep tier's schedule lives in the process's record: read when never read, then
+    /// again only once the interval passed and its memory moved, or after ten intervals;
+    /// a reused pid is a process never read.
+    #[test]
+    fn deep_reads_follow_the_schedule_kept_in_the_process_record() {
+        let (dir, p) = tree();
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kernel-6.18");
+        std::fs::copy(fixture.join("proc/1406/smaps"), p.join("smaps")).unwrap();
+        let interval = Duration::from_millis(150);
+        let deep = DeepConfig {
+            interval,
+            budget: Duration::from_secs(1),
+            min_bytes: 0,
+            heap_walk: false,
+            focus: Vec::new(),
+        };
+        let mut s = scanner_with(dir.path(), 1, deep);
+        let mut covered = |s: &mut Scanner| s.scan().deep.unwrap().covered;
+        assert_eq!(covered(&mut s), 1, "never read: read");
+        assert_eq!(covered(&mut s), 0, "within the interval: not read");
+        std::thread::sleep(interval + Duration::from_millis(20));
+        assert_eq!(covered(&mut s), 0, "memory unchanged: not read");
+        std::fs::write(
+            p.join("status"),
+            STATUS.replace("3000 kB\nRssAnon", "3100 kB\nRssAnon"),
+        )
+        .unwrap();
+        assert_eq!(covered(&mut s), 1, "memory moved after the interval: read");
+        assert_eq!(covered(&mut s), 0);
+        let stat = std::fs::read_to_string(p.join("stat")).unwrap();
+        std::fs::write(p.join("stat"), stat.replace(" 4242 ", " 9999 ")).unwrap();
+        assert_eq!(covered(&mut s), 1, "a reused pid: never read");
+        std::thread::sleep(interval * 10 + Duration::from_millis(20));
+        assert_eq!(
+            covered(&mut s),
+            1,
+            "ten intervals: read whatever its memory"
+        );
     }
 
     #[test]
