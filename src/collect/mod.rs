@@ -29,13 +29,14 @@ use matcher::{Candidate, Matchers};
 use pool::Pool;
 use processes::Known;
 
-/// `/proc/sys/vm` settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// `/proc/sys/vm` settings, in bytes and shares.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sysctl {
     /// `overcommit_memory`: 0 heuristic, 1 always, 2 never (strict accounting).
     pub overcommit_memory: Option<u64>,
-    /// `overcommit_ratio`, in percent of RAM (used in mode 2 when `overcommit_kbytes` is 0).
-    pub overcommit_ratio_percent: Option<u64>,
+    /// `overcommit_ratio` / 100: the share of RAM counted in CommitLimit (when
+    /// `overcommit_kbytes` is 0).
+    pub overcommit_ratio: Option<f64>,
     /// `overcommit_kbytes`, in bytes.
     pub overcommit_bytes: Option<u64>,
     /// `panic_on_oom`.
@@ -52,8 +53,10 @@ pub struct Khugepaged {
     pub max_ptes_swap: Option<u64>,
     pub max_ptes_shared: Option<u64>,
     pub pages_to_scan: Option<u64>,
-    pub scan_sleep_millisecs: Option<u64>,
-    pub alloc_sleep_millisecs: Option<u64>,
+    /// `scan_sleep_millisecs`: the pause between passes.
+    pub scan_sleep: Option<Duration>,
+    /// `alloc_sleep_millisecs`: the pause after a failed huge page allocation.
+    pub alloc_sleep: Option<Duration>,
     /// Counter: huge pages khugepaged collapsed.
     pub pages_collapsed: Option<u64>,
     /// Counter: full passes over all eligible memory.

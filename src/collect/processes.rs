@@ -405,7 +405,7 @@ mod tests {
             focus: Vec::new(),
         };
         let mut s = scanner_with(dir.path(), 1, deep);
-        let mut covered = |s: &mut Scanner| s.scan().deep.unwrap().covered;
+        let covered = |s: &mut Scanner| s.scan().deep.unwrap().covered;
         assert_eq!(covered(&mut s), 1, "never read: read");
         assert_eq!(covered(&mut s), 0, "within the interval: not read");
         std::thread::sleep(interval + Duration::from_millis(20));

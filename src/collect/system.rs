@@ -109,7 +109,7 @@ impl Scanner {
         let mut n = |file: &str| self.number(&vm.join(file), errs, Collector::Sysctl);
         Ok(Sysctl {
             overcommit_memory: n("overcommit_memory"),
-            overcommit_ratio_percent: n("overcommit_ratio"),
+            overcommit_ratio: n("overcommit_ratio").map(|pct| pct as f64 / 100.0),
             overcommit_bytes: n("overcommit_kbytes").and_then(|k| k.checked_mul(1024)),
             panic_on_oom: n("panic_on_oom"),
             swappiness: n("swappiness"),
@@ -133,8 +133,12 @@ impl Scanner {
                 max_ptes_swap: self.number(&kh.join("max_ptes_swap"), errs, c),
                 max_ptes_shared: self.number(&kh.join("max_ptes_shared"), errs, c),
                 pages_to_scan: self.number(&kh.join("pages_to_scan"), errs, c),
-                scan_sleep_millisecs: self.number(&kh.join("scan_sleep_millisecs"), errs, c),
-                alloc_sleep_millisecs: self.number(&kh.join("alloc_sleep_millisecs"), errs, c),
+                scan_sleep: self
+                    .number(&kh.join("scan_sleep_millisecs"), errs, c)
+                    .map(Duration::from_millis),
+                alloc_sleep: self
+                    .number(&kh.join("alloc_sleep_millisecs"), errs, c)
+                    .map(Duration::from_millis),
                 pages_collapsed: self.number(&kh.join("pages_collapsed"), errs, c),
                 full_scans: self.number(&kh.join("full_scans"), errs, c),
             },

@@ -115,10 +115,7 @@ pub(super) fn encode_meminfo(f: &mut Families, s: &Snapshot) -> fmt::Result {
 pub(super) fn encode_sysctl(f: &mut Families, s: &Snapshot) -> fmt::Result {
     let Some(v) = &s.sysctl else { return Ok(()) };
     f.single(&VM_OVERCOMMIT_MEMORY, u(v.overcommit_memory))?;
-    f.single(
-        &VM_OVERCOMMIT_RATIO,
-        v.overcommit_ratio_percent.map(|p| Num::F(p as f64 / 100.0)),
-    )?;
+    f.single(&VM_OVERCOMMIT_RATIO, v.overcommit_ratio.map(Num::F))?;
     f.single(&VM_OVERCOMMIT_BYTES, u(v.overcommit_bytes))?;
     f.single(&VM_PANIC_ON_OOM, u(v.panic_on_oom))?;
     f.single(&VM_SWAPPINESS, u(v.swappiness))
@@ -145,11 +142,11 @@ pub(super) fn encode_thp(f: &mut Families, s: &Snapshot) -> fmt::Result {
         f.single(&KHUGEPAGED_PAGES_TO_SCAN, u(k.pages_to_scan))?;
         f.single(
             &KHUGEPAGED_SCAN_SLEEP_SECONDS,
-            k.scan_sleep_millisecs.map(|ms| Num::F(ms as f64 / 1000.0)),
+            k.scan_sleep.map(|d| Num::F(d.as_secs_f64())),
         )?;
         f.single(
             &KHUGEPAGED_ALLOC_SLEEP_SECONDS,
-            k.alloc_sleep_millisecs.map(|ms| Num::F(ms as f64 / 1000.0)),
+            k.alloc_sleep.map(|d| Num::F(d.as_secs_f64())),
         )?;
         f.single(&KHUGEPAGED_PAGES_COLLAPSED_TOTAL, u(k.pages_collapsed))?;
         f.single(&KHUGEPAGED_FULL_SCANS_TOTAL, u(k.full_scans))?;
