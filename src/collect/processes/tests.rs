@@ -1,0 +1,158 @@
+use super::*;
+use std::path::PathBuf;
+
+const STATUS: &str = "Name:\tidle\nVmSize:\t    5744 kB\nVmHWM:\t    3000 kB\nVmRSS:\t    3000 kB\nRssAnon:\t    2000 kB\nRssFile:\t    1000 kB\nRssShmem:\t       0 kB\nVmSwap:\t       0 kB\nThreads:\t1\n";
+
+fn rollup(pss_kib: u64) -> String {
+    format!("00-ff ---p 00000000 00:00 0 [rollup]\nRss: 3000 kB\nPss: {pss_kib} kB\nAnonymous: 2000 kB\nAnonHugePages: 0 kB\nSwap: 0 kB\n")
+}
+
+/// One process, pid 78, in a tree of its own.
+fn tree() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("78");
+    std::fs::create_dir_all(&p).unwrap();
+    let stat = "78 (idle) S 1 78 78 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 4242 5881856 750 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+    for (f, text) in [
+        ("stat", stat.to_string()),
+        ("status", STATUS.to_string()),
+        ("statm", "1436 750 250 1 0 600 0\n".to_string()),
+        ("smaps_rollup", rollup(2500)),
+        ("oom_score", "666\n".to_string()),
+        ("oom_score_adj", "0\n".to_string()),
+    ] {
+        std::fs::write(p.join(f), text).unwrap();
+    }
+    (dir, p)
+}
+
+fn scanner(root: &Path, refresh: u64) -> Scanner {
+    let deep = DeepConfig {
+        interval: Duration::from_secs(3600),
+        budget: Duration::from_millis(200),
+        min_bytes: u64::MAX,
+        heap_walk: true,
+        focus: Vec::new(),
+    };
+    scanner_with(root, refresh, deep)
+}
+
+fn scanner_with(root: &Path, refresh: u64, deep: DeepConfig) -> Scanner {
+    let collectors = Collectors::only(&[Collector::Processes]);
+    let defaults = crate::config::Config::from_args(["membloat_exporter"])
+        .map_err(|_| "default flags")
+        .unwrap();
+    let reading = ReadConfig {
+        rollup_refresh: refresh,
+        ..defaults.reading
+    };
+    Scanner::new(
+        Source::new(root, root),
+        collectors,
+        Grouping::Comm,
+        deep,
+        reading,
+    )
+}
+
+fn pss_and_reads(s: &mut Scanner) -> (Option<u64>, u64) {
+    let sample = s.scan();
+    let p = &sample.processes[0];
+    (
+        p.rollup.and_then(|r| r.pss_bytes.map(|b| b >> 10)),
+        sample.reads.unwrap().rollups_read,
+    )
+}
+
+#[test]
+fn unchanged_statm_keeps_the_last_rollup_until_the_staggered_refresh() {
+    let (dir, p) = tree();
+    // pid 78 with a refresh of 3: scans 0 and 3 are its refresh scans.
+    let mut s = scanner(dir.path(), 3);
+    assert_eq!(pss_and_reads(&mut s), (Some(2500), 1), "new: read");
+    std::fs::write(p.join("smaps_rollup"), rollup(2600)).unwrap();
+    std::fs::write(p.join("oom_score"), "700\n").unwrap();
+    assert_eq!(
+        pss_and_reads(&mut s),
+        (Some(2500), 0),
+        "statm unchanged: kept"
+    );
+    assert_eq!(s.scan().processes[0].oom_score, Some(666));
+    // Scan 3 is the refresh.
+    assert_eq!(pss_and_reads(&mut s), (Some(2600), 1), "refreshed");
+    std::fs::write(p.join("smaps_rollup"), rollup(2700)).unwrap();
+    assert_eq!(pss_and_reads(&mut s), (Some(2600), 0));
+    // One more resident page: everything is read again at once.
+    std::fs::write(p.join("statm"), "1436 751 250 1 0 600 0\n").unwrap();
+    let sample = s.scan();
+    assert_eq!(sample.reads.unwrap().rollups_read, 1);
+    assert_eq!(sample.processes[0].oom_score, Some(700));
+    let pss = sample.processes[0].rollup.unwrap().pss_bytes;
+    assert_eq!(pss, Some(2700 << 10));
+    // A changed oom_score_adj alone makes oom_score be read again.
+    std::fs::write(p.join("oom_score_adj"), "500\n").unwrap();
+    std::fs::write(p.join("oom_score"), "1200\n").unwrap();
+    assert_eq!(s.scan().processes[0].oom_score, Some(1200));
+}
+
+/// The deep tier's schedule lives in the process's record: read when never read, then
+/// again only once the interval passed and its memory moved, or after ten intervals;
+/// a reused pid is a process never read.
+#[test]
+fn deep_reads_follow_the_schedule_kept_in_the_process_record() {
+    let (dir, p) = tree();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kernel-6.18");
+    std::fs::copy(fixture.join("proc/1406/smaps"), p.join("smaps")).unwrap();
+    let interval = Duration::from_millis(150);
+    let deep = DeepConfig {
+        interval,
+        budget: Duration::from_secs(1),
+        min_bytes: 0,
+        heap_walk: false,
+        focus: Vec::new(),
+    };
+    let mut s = scanner_with(dir.path(), 1, deep);
+    let covered = |s: &mut Scanner| s.scan().deep.unwrap().covered;
+    assert_eq!(covered(&mut s), 1, "never read: read");
+    assert_eq!(covered(&mut s), 0, "within the interval: not read");
+    std::thread::sleep(interval + Duration::from_millis(20));
+    assert_eq!(covered(&mut s), 0, "memory unchanged: not read");
+    std::fs::write(
+        p.join("status"),
+        STATUS.replace("3000 kB\nRssAnon", "3100 kB\nRssAnon"),
+    )
+    .unwrap();
+    assert_eq!(covered(&mut s), 1, "memory moved after the interval: read");
+    assert_eq!(covered(&mut s), 0);
+    let stat = std::fs::read_to_string(p.join("stat")).unwrap();
+    std::fs::write(p.join("stat"), stat.replace(" 4242 ", " 9999 ")).unwrap();
+    assert_eq!(covered(&mut s), 1, "a reused pid: never read");
+    std::thread::sleep(interval * 10 + Duration::from_millis(20));
+    assert_eq!(
+        covered(&mut s),
+        1,
+        "ten intervals: read whatever its memory"
+    );
+}
+
+#[test]
+fn a_reused_pid_is_a_new_process() {
+    let (dir, p) = tree();
+    let mut s = scanner(dir.path(), 1000);
+    assert_eq!(pss_and_reads(&mut s).1, 1);
+    // Same pid, same statm, another start time: nothing is carried over.
+    let stat = std::fs::read_to_string(p.join("stat")).unwrap();
+    std::fs::write(p.join("stat"), stat.replace(" 4242 ", " 9999 ")).unwrap();
+    std::fs::write(p.join("smaps_rollup"), rollup(100)).unwrap();
+    assert_eq!(pss_and_reads(&mut s), (Some(100), 1));
+}
+
+#[test]
+fn refresh_of_one_reads_every_file_every_scan_without_statm() {
+    let (dir, p) = tree();
+    std::fs::remove_file(p.join("statm")).unwrap();
+    let mut s = scanner(dir.path(), 1);
+    assert_eq!(pss_and_reads(&mut s), (Some(2500), 1));
+    std::fs::write(p.join("smaps_rollup"), rollup(2600)).unwrap();
+    assert_eq!(pss_and_reads(&mut s), (Some(2600), 1));
+}
