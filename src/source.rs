@@ -253,13 +253,26 @@ impl Source {
         }
     }
 
-    /// The numeric entries of `<procfs>`, unsorted.
-    pub fn pids(&self) -> Result<Vec<u32>, ReadError> {
+    /// The process directories of `<procfs>`, sorted, and how many entries looked numeric
+    /// but were not a pid as the kernel writes one (`018266`, `+90003`, out of range):
+    /// read as pids they would report one process twice.
+    pub fn pids(&self) -> Result<(Vec<u32>, u64), ReadError> {
         let entries =
             std::fs::read_dir(&self.procfs).map_err(|e| ReadError::new(&self.procfs, e))?;
-        Ok(entries
-            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
-            .collect())
+        let mut pids = Vec::new();
+        let mut odd = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            match canonical_pid(name) {
+                Some(pid) => pids.push(pid),
+                None if name.starts_with(|c: char| c.is_ascii_digit() || c == '+') => odd += 1,
+                None => {}
+            }
+        }
+        pids.sort_unstable();
+        pids.dedup();
+        Ok((pids, odd))
     }
 
     /// True when `path` exists: a kernel feature (a sysfs directory) is there.
@@ -368,6 +381,15 @@ fn read_text(buf: &mut Buffer, whole_in_one: bool, max: usize) -> Result<&str, R
         *len = data.len();
     }
     Ok(std::str::from_utf8(&data[..*len]).unwrap_or_default())
+}
+
+/// A pid written as the kernel writes it: decimal digits, no sign, no leading zero.
+fn canonical_pid(name: &str) -> Option<u32> {
+    let digits = !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit());
+    if !digits || name.starts_with('0') {
+        return None;
+    }
+    name.parse().ok().filter(|&pid| pid > 0)
 }
 
 #[cfg(test)]

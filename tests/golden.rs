@@ -166,6 +166,72 @@ fn copy_tree(from: &Path, to: &Path) {
     assert!(status.success());
 }
 
+/// What a broken kernel could print: a vmstat key twice, pid directories that are not
+/// written as the kernel writes pids, a mapping whose Size is absurd. The exposition stays
+/// valid (one family per name, one series per process) and each problem is counted.
+#[test]
+fn malformed_kernel_output_keeps_the_exposition_valid_and_is_counted() {
+    let malformed = |text: &str, collector: &str| {
+        let series =
+            format!("membloat_scan_errors_total{{collector=\"{collector}\",reason=\"malformed\"}}");
+        value(text, &series).unwrap_or(0.0)
+    };
+    let base = once(&fixture(), &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    copy_tree(&fixture(), &root);
+    let proc = root.join("proc");
+    let mut vmstat = std::fs::read_to_string(proc.join("vmstat")).unwrap();
+    vmstat.push_str("oom_kill 7\nthp_fault_alloc 1\n");
+    std::fs::write(proc.join("vmstat"), vmstat).unwrap();
+    copy_tree(&proc.join("18266"), &proc.join("018266"));
+    copy_tree(&proc.join("18265"), &proc.join("+18265"));
+    let smaps = std::fs::read_to_string(proc.join("18266/smaps")).unwrap();
+    let heap = smaps.find("[heap]").unwrap();
+    let size = heap + smaps[heap..].find("Size:").unwrap();
+    let end = size + smaps[size..].find('\n').unwrap();
+    let absurd = format!(
+        "{}Size: 18014398509481983 kB{}",
+        &smaps[..size],
+        &smaps[end..]
+    );
+    std::fs::write(proc.join("18266/smaps"), absurd).unwrap();
+
+    let text = once(&root, &[]);
+    promtool_check(&text);
+    assert_eq!(
+        text.matches("# HELP membloat_vmstat_oom_kill_total ")
+            .count(),
+        1
+    );
+    assert_eq!(
+        value(&text, "membloat_vmstat_oom_kill_total"),
+        Some(0.0),
+        "the first is kept"
+    );
+    let rss = text
+        .lines()
+        .filter(|l| l.starts_with("membloat_process_resident_bytes{pid=\"18266\""))
+        .count();
+    assert_eq!(rss, 1, "one series for pid 18266");
+    assert!(!text.contains("pid=\"018266\"") && !text.contains("pid=\"+18265\""));
+    // --once scans twice: two duplicated keys and two odd pids a scan; the deep tier
+    // reads 18266's smaps once and rejects its absurd Size.
+    assert_eq!(malformed(&text, "vmstat") - malformed(&base, "vmstat"), 4.0);
+    assert_eq!(
+        malformed(&text, "processes") - malformed(&base, "processes"),
+        5.0
+    );
+    assert_eq!(
+        value(
+            &text,
+            "membloat_process_heap_size_bytes{pid=\"18266\",comm=\"python3\"}"
+        ),
+        Some(0.0),
+        "the absurd Size is dropped, not summed"
+    );
+}
+
 #[test]
 fn kernel_without_thp_or_psi_is_counted_not_fatal() {
     let dir = tempfile::tempdir().unwrap();

@@ -68,8 +68,8 @@ impl Scanner {
         errs: &mut ErrorCounts,
         stats: &mut ReadStats,
     ) -> Result<Vec<ProcessSample>, Reason> {
-        let mut pids = self.source.pids().map_err(|e| e.system_reason())?;
-        pids.sort_unstable();
+        let (pids, odd) = self.source.pids().map_err(|e| e.system_reason())?;
+        count(errs, Collector::Processes, Reason::Malformed, odd);
         let ctx = Arc::new(ReadContext {
             source: self.source.clone(),
             grouping: self.grouping.clone(),

@@ -140,9 +140,12 @@ pub fn parse(text: &str) -> (Vec<Vma>, u32) {
             }
             _ => continue,
         };
+        // No figure of a mapping can exceed its address range: a larger one is absurd,
+        // and summing it could wrap.
+        let range = vma.end - vma.start;
         match kib_to_bytes(value) {
-            Some(b) => *slot = b,
-            None => rejected += 1,
+            Some(b) if b <= range => *slot = b,
+            _ => rejected += 1,
         }
     }
     (vmas, rejected)
@@ -201,13 +204,13 @@ impl SmapsSummary {
                 s.commit_bytes = s.commit_bytes.saturating_add(vma.end - vma.start);
             }
             if vma.brk_heap {
-                s.brk_heap_size_bytes += vma.size_bytes;
-                s.brk_heap_rss_bytes += vma.rss_bytes;
+                s.brk_heap_size_bytes = s.brk_heap_size_bytes.saturating_add(vma.size_bytes);
+                s.brk_heap_rss_bytes = s.brk_heap_rss_bytes.saturating_add(vma.rss_bytes);
             } else if is_arena_heap(vma, vmas.get(i + 1)) {
                 s.arena_heaps += 1;
-                s.arena_reserved_bytes += ARENA_HEAP_BYTES;
-                s.arena_size_bytes += vma.size_bytes;
-                s.arena_rss_bytes += vma.rss_bytes;
+                s.arena_reserved_bytes = s.arena_reserved_bytes.saturating_add(ARENA_HEAP_BYTES);
+                s.arena_size_bytes = s.arena_size_bytes.saturating_add(vma.size_bytes);
+                s.arena_rss_bytes = s.arena_rss_bytes.saturating_add(vma.rss_bytes);
             }
         }
         s
@@ -215,11 +218,12 @@ impl SmapsSummary {
 
     /// Heap memory resident: the brk heap plus the arena heaps.
     pub fn heap_rss_bytes(&self) -> u64 {
-        self.brk_heap_rss_bytes + self.arena_rss_bytes
+        self.brk_heap_rss_bytes.saturating_add(self.arena_rss_bytes)
     }
 
     pub fn heap_size_bytes(&self) -> u64 {
-        self.brk_heap_size_bytes + self.arena_size_bytes
+        self.brk_heap_size_bytes
+            .saturating_add(self.arena_size_bytes)
     }
 }
 
@@ -231,7 +235,9 @@ pub fn is_arena_heap(vma: &Vma, next: Option<&Vma>) -> bool {
     if !(vma.anonymous && vma.noreserve && aligned && vma.perms_are(b"rw-p")) {
         return false;
     }
-    let reservation_end = vma.start + ARENA_HEAP_BYTES;
+    let Some(reservation_end) = vma.start.checked_add(ARENA_HEAP_BYTES) else {
+        return false;
+    };
     if vma.end == reservation_end {
         return true;
     }
@@ -335,5 +341,40 @@ mod tests {
         }
         assert!(summarize("garbage\n").is_err());
         assert_eq!(summarize("").unwrap().0, SmapsSummary::default());
+    }
+
+    /// Two heap mappings whose Size is absurd once summed used to wrap to 1 KiB; a figure
+    /// above a mapping's own range is now rejected and counted, and sums saturate.
+    #[test]
+    fn absurd_sizes_are_counted_not_wrapped() {
+        let huge = (u64::MAX >> 10) / 2 + 1;
+        let text = format!(
+            "{}{}",
+            vma(
+                "55d0c1000000-55d0c1001000 rw-p 00000000 00:00 0 [heap]",
+                huge,
+                4,
+                "ac"
+            ),
+            vma(
+                "55d0c2000000-55d0c2001000 rw-p 00000000 00:00 0 [heap]",
+                huge,
+                4,
+                "ac"
+            ),
+        );
+        let (s, rejected) = summarize(&text).unwrap();
+        assert_eq!(rejected, 2, "each absurd Size counted");
+        assert_eq!(s.brk_heap_size_bytes, 0);
+        assert_eq!(s.brk_heap_rss_bytes, 8 << 10);
+        assert_eq!(s.commit_bytes, 8 << 10);
+        // An arena candidate at the top of the address space does not overflow.
+        let top = vma(
+            "fffffffffc000000-fffffffffc001000 rw-p 00000000 00:00 0",
+            4,
+            4,
+            "nr",
+        );
+        assert_eq!(summarize(&top).unwrap().0.arena_heaps, 0);
     }
 }

@@ -31,8 +31,12 @@ impl Vmstat {
             if !wanted(key) {
                 continue;
             }
+            // A key the kernel printed twice would be a second family of the same name,
+            // which invalidates the whole exposition: the first one is kept.
             match value.trim().parse::<u64>() {
-                Ok(n) if is_metric_name_part(key) => v.counters.push((key.to_string(), n)),
+                Ok(n) if is_metric_name_part(key) && v.get(key).is_none() => {
+                    v.counters.push((key.to_string(), n))
+                }
                 _ => v.rejected += 1,
             }
         }
@@ -89,5 +93,13 @@ mod tests {
     #[test]
     fn empty_is_an_error() {
         assert!(Vmstat::parse("").is_err());
+    }
+
+    #[test]
+    fn a_duplicated_key_keeps_the_first_and_is_counted() {
+        let v = Vmstat::parse("thp_fault_alloc 12\noom_kill 1\nthp_fault_alloc 99\n").unwrap();
+        assert_eq!(v.counters.len(), 2);
+        assert_eq!(v.get("thp_fault_alloc"), Some(12));
+        assert_eq!(v.rejected, 1);
     }
 }

@@ -109,12 +109,22 @@ fn one_read_gives_the_whole_file_on_the_real_proc() {
 }
 
 #[test]
-fn pids_lists_numeric_entries_only() {
+fn pids_lists_canonical_pids_only_and_counts_the_odd_ones() {
     let dir = tempfile::tempdir().unwrap();
-    for name in ["1", "42", "self", "sys"] {
+    for name in [
+        "1",
+        "42",
+        "18266",
+        "018266",
+        "+90003",
+        "0",
+        "99999999999",
+        "self",
+        "sys",
+    ] {
         std::fs::create_dir(dir.path().join(name)).unwrap();
     }
-    let mut pids = Source::new(dir.path(), dir.path()).pids().unwrap();
-    pids.sort();
-    assert_eq!(pids, [1, 42]);
+    let (pids, odd) = Source::new(dir.path(), dir.path()).pids().unwrap();
+    assert_eq!(pids, [1, 42, 18266]);
+    assert_eq!(odd, 4, "018266, +90003, 0 and an out-of-range number");
 }
