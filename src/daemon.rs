@@ -1,5 +1,6 @@
 //! The scan loop and the process's life: bind, scan on an interval, publish, serve, stop.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -182,6 +183,7 @@ pub fn run(cfg: Config) -> i32 {
             return 1;
         }
     };
+    let watched = web.files.clone();
     let code = runtime.block_on(async move {
         let listener = match bind(&cfg.listen_address).await {
             Ok(l) => l,
@@ -207,15 +209,78 @@ pub fn run(cfg: Config) -> i32 {
             max_connections: cfg.max_connections,
             read_header_timeout: cfg.read_header_timeout,
         };
-        let guard = http::Guard::new(web.users, &web.headers);
-        let router = http::router(shared, &cfg.telemetry_path, &limits, guard);
-        http::serve(listener, router, limits, web.tls, shutdown_signal()).await;
+        let web = http::Web::new(web);
+        tokio::spawn(reload_web_config(
+            web.clone(),
+            cfg.web_config_file.clone(),
+            watched,
+        ));
+        let router = http::router(shared, &cfg.telemetry_path, &limits, web.clone());
+        http::serve(listener, router, limits, web, shutdown_signal()).await;
         crate::log!(Info, "shutting down");
         0
     });
     // A scan blocked in a slow /proc read must not hold the exit.
     runtime.shutdown_timeout(Duration::from_millis(200));
     code
+}
+
+/// How often the web config's files are checked for a change.
+const WEB_CONFIG_POLL: Duration = Duration::from_secs(5);
+
+/// Re-reads `--web.config.file` on SIGHUP and when it or a TLS file it names changes, as
+/// exporter-toolkit does; a file that fails to load is logged and the last good config
+/// stays in force. SIGHUP is handled even without a web config, so a `systemctl reload`
+/// or a log rotation never ends the exporter.
+async fn reload_web_config(web: Arc<http::Web>, path: Option<PathBuf>, mut files: Vec<PathBuf>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        crate::log!(Warn, "cannot handle SIGHUP: it will end the exporter");
+        return;
+    };
+    let mut stamps = modified(&files);
+    let mut poll = tokio::time::interval(WEB_CONFIG_POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let why = tokio::select! {
+            _ = hup.recv() => "SIGHUP",
+            _ = poll.tick() => {
+                let now = modified(&files);
+                if now == stamps {
+                    continue;
+                }
+                stamps = now;
+                "a changed file"
+            }
+        };
+        let Some(path) = &path else {
+            crate::log!(Info, "{why}: no --web.config.file to reload");
+            continue;
+        };
+        match WebConfig::load(path) {
+            Ok(config) => {
+                files = config.files.clone();
+                stamps = modified(&files);
+                web.set(config);
+                crate::log!(Info, "{why}: reloaded --web.config.file {}", path.display());
+            }
+            Err(e) => crate::log!(
+                Warn,
+                "{why}: --web.config.file {e}; keeping the configuration in force"
+            ),
+        }
+    }
+}
+
+/// Modification time and size of each file (None when it cannot be read).
+fn modified(files: &[PathBuf]) -> Vec<Option<(std::time::SystemTime, u64)>> {
+    files
+        .iter()
+        .map(|f| {
+            let m = std::fs::metadata(f).ok()?;
+            Some((m.modified().ok()?, m.len()))
+        })
+        .collect()
 }
 
 async fn shutdown_signal() {

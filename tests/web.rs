@@ -459,3 +459,86 @@ fn shipped_example_web_config_passes_promtool_and_works() {
     assert_eq!(curl(d.port, &pki, &["-u", "prometheus:change-me"]).1, 200);
     assert_eq!(curl(d.port, &pki, &[]).1, 401);
 }
+
+fn basic(user: &str, password: &str) -> String {
+    use base64::Engine;
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    format!("Basic {token}")
+}
+
+fn hup(d: &Daemon) {
+    let status = Command::new("kill")
+        .args(["-HUP", &d.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// SIGHUP re-reads the web config and never ends the exporter; a bad file keeps the last
+/// good config; a changed file is picked up without a signal; TLS can be turned on live.
+#[test]
+fn sighup_and_file_changes_reload_the_web_config_and_a_bad_one_keeps_the_last_good() {
+    let pki = Pki::new();
+    let users = |pw: &str| format!("basic_auth_users:\n  prometheus: '{}'\n", hash(pw));
+    let config = pki.config("web.yml", &users("first"));
+    let mut d = start(&config, &[]);
+    let status = |pw: &str| {
+        get(
+            d.port,
+            "/metrics",
+            &[("Authorization", &basic("prometheus", pw))],
+        )
+        .status
+    };
+    assert_eq!(status("first"), 200);
+
+    std::fs::write(&config, users("second")).unwrap();
+    hup(&d);
+    d.wait_until(Duration::from_secs(5), || status("second") == 200);
+    assert_eq!(status("first"), 401, "the old password is gone");
+
+    std::fs::write(&config, "basic_auth_users: [not, a, map\n").unwrap();
+    hup(&d);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        d.child.try_wait().unwrap().is_none(),
+        "SIGHUP ended the exporter"
+    );
+    assert_eq!(
+        status("second"),
+        200,
+        "a bad file keeps the last good config"
+    );
+
+    // No signal: the file's change is noticed by polling.
+    std::fs::write(&config, users("third")).unwrap();
+    d.wait_until(Duration::from_secs(15), || status("third") == 200);
+
+    // TLS turned on by a reload: plain HTTP stops, HTTPS with the password works.
+    let tls = format!(
+        "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n{}",
+        users("fourth")
+    );
+    std::fs::write(&config, tls).unwrap();
+    hup(&d);
+    d.wait_until(Duration::from_secs(5), || {
+        curl(d.port, &pki, &["-u", "prometheus:fourth"]).1 == 200
+    });
+    assert!(d.child.try_wait().unwrap().is_none());
+}
+
+/// Without a web config SIGHUP is logged and ignored: `systemctl reload` and log rotation
+/// never end the exporter.
+#[test]
+fn sighup_without_a_web_config_does_not_end_the_exporter() {
+    let mut d = Daemon::start(FAST);
+    for _ in 0..3 {
+        hup(&d);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        d.child.try_wait().unwrap().is_none(),
+        "SIGHUP ended the exporter"
+    );
+    assert_eq!(d.get("/healthz").status, 200);
+}

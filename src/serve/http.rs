@@ -27,11 +27,11 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
-use tokio_rustls::{rustls, TlsAcceptor};
+use tokio_rustls::TlsAcceptor;
 
 use crate::serve::negotiate;
 use crate::serve::shared::Shared;
-use crate::serve::webconfig::Users;
+use crate::serve::webconfig::{Users, WebConfig};
 
 /// Largest request body accepted; scrapes have none.
 const MAX_BODY_BYTES: u64 = 4096;
@@ -66,6 +66,51 @@ pub struct Guard {
     headers: Arc<Vec<(HeaderName, HeaderValue)>>,
 }
 
+/// The web configuration in force: read per request (authentication, headers) and per
+/// connection (TLS), and swapped whole by a reload, so a rotated certificate or a changed
+/// password takes effect without a restart and a bad file never replaces a good one.
+pub struct Web {
+    active: std::sync::RwLock<Arc<Active>>,
+}
+
+struct Active {
+    guard: Guard,
+    tls: Option<TlsAcceptor>,
+}
+
+impl Web {
+    pub fn new(config: WebConfig) -> Arc<Web> {
+        Arc::new(Web {
+            active: std::sync::RwLock::new(Arc::new(Active::from(config))),
+        })
+    }
+
+    /// Puts `config` in force for the next requests and connections.
+    pub fn set(&self, config: WebConfig) {
+        let active = Arc::new(Active::from(config));
+        match self.active.write() {
+            Ok(mut a) => *a = active,
+            Err(poisoned) => *poisoned.into_inner() = active,
+        }
+    }
+
+    fn active(&self) -> Arc<Active> {
+        match self.active.read() {
+            Ok(a) => a.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+impl From<WebConfig> for Active {
+    fn from(c: WebConfig) -> Active {
+        Active {
+            guard: Guard::new(c.users, &c.headers),
+            tls: c.tls.map(TlsAcceptor::from),
+        }
+    }
+}
+
 impl Guard {
     pub fn new(users: Option<Users>, headers: &[(String, String)]) -> Guard {
         let headers = headers
@@ -84,7 +129,7 @@ impl Guard {
     }
 }
 
-pub fn router(shared: Arc<Shared>, telemetry_path: &str, limits: &Limits, guard: Guard) -> Router {
+pub fn router(shared: Arc<Shared>, telemetry_path: &str, limits: &Limits, web: Arc<Web>) -> Router {
     let state = AppState {
         shared,
         telemetry_path: telemetry_path.into(),
@@ -101,7 +146,7 @@ pub fn router(shared: Arc<Shared>, telemetry_path: &str, limits: &Limits, guard:
         .route("/healthz", get(healthz))
         .route("/explain", get(explain))
         .with_state(state)
-        .layer(axum::middleware::from_fn_with_state(guard, check_request))
+        .layer(axum::middleware::from_fn_with_state(web, check_request))
         .layer(axum::middleware::from_fn_with_state(
             in_flight,
             limit_in_flight,
@@ -165,10 +210,11 @@ impl hyper::body::Body for Held {
 /// Rejects oversized bodies (413) and missing or wrong credentials (401), and adds the
 /// configured response headers.
 async fn check_request(
-    axum::extract::State(guard): axum::extract::State<Guard>,
+    axum::extract::State(web): axum::extract::State<Arc<Web>>,
     request: Request,
     next: Next,
 ) -> Response {
+    let guard = web.active().guard.clone();
     let mut response = if body_too_large(request.headers()) {
         (StatusCode::PAYLOAD_TOO_LARGE, "request body too large\n").into_response()
     } else if !authorized(&guard, request.headers()).await {
@@ -292,7 +338,7 @@ pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: Limits,
-    tls: Option<Arc<rustls::ServerConfig>>,
+    web: Arc<Web>,
     shutdown: impl Future<Output = ()>,
 ) {
     let open = Arc::new(Semaphore::new(limits.max_connections));
@@ -302,7 +348,6 @@ pub async fn serve(
         .header_read_timeout(limits.read_header_timeout)
         .max_buf_size(16 * 1024);
     let builder = Arc::new(builder);
-    let tls = tls.map(TlsAcceptor::from);
     tokio::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -323,7 +368,7 @@ pub async fn serve(
         };
         let service = TowerToHyperService::new(router.clone());
         let builder = builder.clone();
-        let tls = tls.clone();
+        let tls = web.active().tls.clone();
         let handshake_timeout = limits.read_header_timeout;
         tokio::spawn(async move {
             match tls {

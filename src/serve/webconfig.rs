@@ -32,6 +32,8 @@ pub struct WebConfig {
     pub users: Option<Users>,
     /// Extra response headers (`http_server_config.headers`).
     pub headers: Vec<(String, String)>,
+    /// The file and the TLS files it names: a change to any of them means a reload.
+    pub files: Vec<PathBuf>,
 }
 
 impl std::fmt::Debug for WebConfig {
@@ -120,6 +122,7 @@ impl WebConfig {
             tls: None,
             users: None,
             headers: Vec::new(),
+            files: Vec::new(),
         }
     }
 
@@ -130,7 +133,9 @@ impl WebConfig {
         };
         let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
         let base = path.parent().unwrap_or(Path::new("."));
-        Self::parse(&text, base).map_err(fail)
+        let mut config = Self::parse(&text, base).map_err(fail)?;
+        config.files.insert(0, path.to_path_buf());
+        Ok(config)
     }
 
     /// Parses and validates the file's text; relative paths are resolved against `base`.
@@ -139,6 +144,13 @@ impl WebConfig {
             return Ok(WebConfig::none());
         }
         let file: FileFormat = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
+        let files: Vec<PathBuf> = file
+            .tls_server_config
+            .iter()
+            .flat_map(|t| [&t.cert_file, &t.key_file, &t.client_ca_file])
+            .flatten()
+            .map(|p| base.join(p))
+            .collect();
         let tls = file
             .tls_server_config
             .map(|t| tls_config(t, base))
@@ -176,6 +188,7 @@ impl WebConfig {
             tls,
             users,
             headers,
+            files,
         })
     }
 }
