@@ -101,7 +101,10 @@ fn sample(scan: u64) -> Sample {
 }
 
 fn derive_and_encode(c: &mut Criterion) {
-    let options = DeriveOptions { top_k: 5 };
+    let options = DeriveOptions {
+        top_k: 5,
+        max_groups: 500,
+    };
     let (first, _) = derive(State::default(), sample(0), options);
     let second = sample(1);
     let mut g = c.benchmark_group("snapshot_5000_processes");

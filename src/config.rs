@@ -163,6 +163,8 @@ pub struct Config {
     pub scan_interval: Duration,
     pub collectors: Collectors,
     pub top_k: usize,
+    /// Groups exported at most; the rest are folded into `other`.
+    pub max_groups: usize,
     pub group_by: GroupBy,
     pub deep: DeepConfig,
     pub reading: ReadConfig,
@@ -326,6 +328,9 @@ impl Config {
                 .get_one::<usize>("collector.processes.top-k")
                 .copied()
                 .unwrap_or_default(),
+            max_groups: m
+                .get_one::<u32>("collector.processes.max-groups")
+                .map_or(1, |&n| n as usize),
             group_by,
             deep: DeepConfig {
                 interval: duration("collector.processes.deep-interval"),

@@ -40,7 +40,10 @@ impl Pipeline {
                 cfg.reading,
             ),
             state: Some(State::default()),
-            options: DeriveOptions { top_k: cfg.top_k },
+            options: DeriveOptions {
+                top_k: cfg.top_k,
+                max_groups: cfg.max_groups,
+            },
             warned_denied: false,
             warned_walk: false,
         })

@@ -232,6 +232,37 @@ fn malformed_kernel_output_keeps_the_exposition_valid_and_is_counted() {
     );
 }
 
+/// The real binary with a cap of one group: the largest stays, the rest are `other`.
+#[test]
+fn max_groups_folds_the_smaller_groups_into_other() {
+    let all = once(&fixture(), &[]);
+    let groups = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("membloat_group_processes{group=\""))
+            .map(|l| l.split('"').next().unwrap().to_string())
+            .collect()
+    };
+    let before = groups(&all);
+    assert!(before.len() >= 3, "{before:?}");
+    let capped = once(&fixture(), &["--collector.processes.max-groups=1"]);
+    promtool_check(&capped);
+    let after = groups(&capped);
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert!(after.contains(&"other".to_string()));
+    assert_eq!(
+        value(&capped, "membloat_groups_folded"),
+        Some(before.len() as f64 - 1.0)
+    );
+    let processes = |text: &str| -> f64 {
+        text.lines()
+            .filter(|l| l.starts_with("membloat_group_processes{"))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+            .sum()
+    };
+    assert_eq!(processes(&capped), processes(&all), "no process lost");
+    assert_eq!(value(&all, "membloat_groups_folded"), Some(0.0));
+}
+
 #[test]
 fn kernel_without_thp_or_psi_is_counted_not_fatal() {
     let dir = tempfile::tempdir().unwrap();

@@ -249,6 +249,8 @@ catalogue! {
         "Share of the last scan interval in which at least one task stalled on memory (PSI some).";
     PRESSURE_MEMORY_STALLED_RATIO = "membloat_pressure_memory_stalled_ratio", Gauge, Ratio, [], PRESSURE, "/proc/pressure/memory",
         "Share of the last scan interval in which all non-idle tasks stalled on memory (PSI full).";
+    GROUPS_FOLDED = "membloat_groups_folded", Gauge, None, [], PROCESSES, "the exporter",
+        "Groups summed into group=\"other\" by --collector.processes.max-groups in the latest scan; above 0, raise the cap or group with a matcher file.";
     GROUP_PROCESSES = "membloat_group_processes", Gauge, None, ["group"], PROCESSES, "/proc/PID",
         "Processes in the group.";
     GROUP_RESIDENT_BYTES = "membloat_group_resident_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",

@@ -150,7 +150,8 @@ impl Collector for SnapshotCollector {
         encode_thp(&mut f, s)?;
         encode_vmstat(&mut f, s)?;
         encode_pressure(&mut f, s)?;
-        encode_groups(&mut f, &s.groups)?;
+        let folded = s.processes_scanned.map(|_| s.groups_folded);
+        encode_groups(&mut f, &s.groups, folded)?;
         encode_cgroups(&mut f, s)?;
         encode_top(&mut f, &s.top)
     }

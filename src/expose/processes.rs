@@ -2,7 +2,12 @@
 
 use super::*;
 
-pub(super) fn encode_groups(f: &mut Families, groups: &[GroupStats]) -> fmt::Result {
+pub(super) fn encode_groups(
+    f: &mut Families,
+    groups: &[GroupStats],
+    folded: Option<u64>,
+) -> fmt::Result {
+    f.single(&GROUPS_FOLDED, folded.map(Num::U))?;
     let rows = |get: fn(&GroupStats) -> u64| -> Vec<(Labels, Num)> {
         groups
             .iter()

@@ -51,10 +51,11 @@ pub struct GroupStats {
 impl GroupStats {
     fn add(&mut self, p: &ProcessSample, sig: &Signals) {
         let hoarded = sig.hoarded_bytes.unwrap_or(0);
-        match sig.hoard_method {
-            Some(Method::Measured) => self.hoarded_measured_bytes += hoarded,
-            _ => self.hoarded_suspected_bytes += hoarded,
-        }
+        let by_method = match sig.hoard_method {
+            Some(Method::Measured) => &mut self.hoarded_measured_bytes,
+            _ => &mut self.hoarded_suspected_bytes,
+        };
+        *by_method = by_method.saturating_add(hoarded);
         if let Some(h) = &sig.heap {
             self.heap_measured_processes += 1;
             self.heap_free_bytes = self.heap_free_bytes.saturating_add(h.free_bytes());
@@ -65,14 +66,17 @@ impl GroupStats {
                 .heap_reclaimable_bytes
                 .saturating_add(h.reclaimable_bytes());
         }
-        self.regrown_since_trough_bytes += sig.regrown_since_trough_bytes;
-        self.untouched_commit_bytes += sig.untouched_commit_bytes.unwrap_or(0);
-        self.arena_heaps += sig.arena_heaps.unwrap_or(0);
-        self.arena_reserved_bytes += sig.arena_reserved_bytes.unwrap_or(0);
         let s = &p.status;
         let r = p.rollup.unwrap_or_default();
         self.processes += 1;
         for (sum, v) in [
+            (
+                &mut self.regrown_since_trough_bytes,
+                Some(sig.regrown_since_trough_bytes),
+            ),
+            (&mut self.untouched_commit_bytes, sig.untouched_commit_bytes),
+            (&mut self.arena_heaps, sig.arena_heaps),
+            (&mut self.arena_reserved_bytes, sig.arena_reserved_bytes),
             (&mut self.resident_bytes, s.vm_rss_bytes),
             (&mut self.resident_peak_bytes, s.vm_hwm_bytes),
             (&mut self.virtual_bytes, s.vm_size_bytes),
@@ -143,6 +147,8 @@ pub struct Snapshot {
     pub processes_scanned: Option<u64>,
     /// Groups in name order.
     pub groups: Vec<GroupStats>,
+    /// Groups summed into [`OTHER_GROUP`] by the cap, in the latest scan.
+    pub groups_folded: u64,
     /// Top-K by RSS, by oom_score, by hoarded and by regrown bytes, united, in pid order.
     pub top: Vec<ProcessReport>,
     pub deep: Option<DeepRun>,
@@ -160,7 +166,12 @@ pub struct Snapshot {
 #[derive(Debug, Clone, Copy)]
 pub struct DeriveOptions {
     pub top_k: usize,
+    /// Groups kept at most; the smaller ones are summed into [`OTHER_GROUP`].
+    pub max_groups: usize,
 }
+
+/// The group that holds the processes of the groups past `--collector.processes.max-groups`.
+pub const OTHER_GROUP: &str = "other";
 
 pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snapshot) {
     let prev = state;
@@ -238,13 +249,15 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         last_oom_kill_unix_seconds: system.last_oom_kill_unix_seconds,
         processes: states,
     };
+    let (groups, groups_folded) = groups(&sample.processes, &sigs, opts.max_groups);
     let snapshot = Snapshot {
         scans: next.scans,
         last_scan_unix_seconds: now,
         scan_duration_seconds: Some(sample.duration_seconds),
         errors: next.errors.clone(),
         signals: system,
-        groups: groups(&sample.processes, &sigs),
+        groups,
+        groups_folded,
         top: top_k(&sample.processes, &sigs, &next.processes, opts.top_k),
         processes_scanned,
         deep_cpu_seconds_total: next.deep_cpu_seconds_total,
@@ -311,12 +324,39 @@ fn system_signals(
     }
 }
 
-fn groups(processes: &[ProcessSample], sigs: &[Signals]) -> Vec<GroupStats> {
+/// The groups in name order, at most `max` of them plus [`OTHER_GROUP`]: past the cap,
+/// the largest by RSS are kept (ties to the lower name) and the others summed into it.
+/// Returns how many were folded.
+fn groups(processes: &[ProcessSample], sigs: &[Signals], max: usize) -> (Vec<GroupStats>, u64) {
+    let all = sum_groups(processes, sigs, |name| name);
+    if all.len() <= max {
+        return (all.into_values().collect(), 0);
+    }
+    let mut ranked: Vec<(&str, u64)> = all.iter().map(|(n, g)| (*n, g.resident_bytes)).collect();
+    ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let kept: std::collections::HashSet<&str> = ranked.iter().take(max).map(|r| r.0).collect();
+    let folded = (all.len() - max) as u64;
+    let capped = sum_groups(processes, sigs, |name| {
+        if kept.contains(name) {
+            name
+        } else {
+            OTHER_GROUP
+        }
+    });
+    (capped.into_values().collect(), folded)
+}
+
+fn sum_groups<'a>(
+    processes: &'a [ProcessSample],
+    sigs: &[Signals],
+    name_of: impl Fn(&'a str) -> &'a str,
+) -> BTreeMap<&'a str, GroupStats> {
     let mut by_name: BTreeMap<&str, GroupStats> = BTreeMap::new();
     for (p, sig) in processes.iter().zip(sigs) {
         let Some(name) = p.group.as_deref() else {
             continue;
         };
+        let name = name_of(name);
         by_name
             .entry(name)
             .or_insert_with(|| GroupStats {
@@ -325,7 +365,7 @@ fn groups(processes: &[ProcessSample], sigs: &[Signals]) -> Vec<GroupStats> {
             })
             .add(p, sig);
     }
-    by_name.into_values().collect()
+    by_name
 }
 
 /// The union of the K largest by RSS, the K with the highest oom_score, and the K with the

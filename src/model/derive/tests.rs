@@ -11,6 +11,13 @@ fn process(pid: u32, comm: &str, rss_mib: u64, oom_score: u64) -> ProcessSample 
     p
 }
 
+fn opts(top_k: usize) -> DeriveOptions {
+    DeriveOptions {
+        top_k,
+        max_groups: 500,
+    }
+}
+
 fn sample(processes: Vec<ProcessSample>) -> Sample {
     Sample {
         processes,
@@ -31,7 +38,7 @@ fn top_k_unites_largest_and_most_likely_oom_victims() {
         process(3, "c", 50, 700),
         process(4, "d", 1, 1),
     ]);
-    let (_, snap) = derive(State::default(), s, DeriveOptions { top_k: 1 });
+    let (_, snap) = derive(State::default(), s, opts(1));
     let pids: Vec<u32> = snap.top.iter().map(|p| p.sample.pid).collect();
     assert_eq!(pids, [1, 2]);
     let ranks: Vec<u64> = snap.top.iter().map(|p| p.oom_rank).collect();
@@ -45,7 +52,7 @@ fn groups_sum_and_count() {
         process(2, "web", 20, 650),
         process(3, "db", 5, 600),
     ]);
-    let (_, snap) = derive(State::default(), s, DeriveOptions { top_k: 0 });
+    let (_, snap) = derive(State::default(), s, opts(0));
     assert_eq!(snap.groups.len(), 2);
     let web = &snap.groups[1];
     assert_eq!((web.name.as_str(), web.processes), ("web", 2));
@@ -56,29 +63,56 @@ fn groups_sum_and_count() {
     assert_eq!(snap.processes_scanned, Some(3));
 }
 
+/// A user who starts processes of many names cannot grow the group count past the cap:
+/// the largest groups by RSS stay, the rest are summed into `other` and counted.
+#[test]
+fn groups_past_the_cap_are_summed_into_other() {
+    let mut procs: Vec<ProcessSample> = (1..=6)
+        .map(|i| process(i, &format!("spam{i}"), 1, 1))
+        .collect();
+    procs.push(process(10, "db", 500, 1));
+    procs.push(process(11, "web", 300, 1));
+    procs.push(process(12, "web", 1, 1));
+    let s = sample(procs);
+    let capped = DeriveOptions {
+        top_k: 0,
+        max_groups: 2,
+    };
+    let (_, snap) = derive(State::default(), s.clone(), capped);
+    let names: Vec<&str> = snap.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["db", "other", "web"]);
+    assert_eq!(snap.groups_folded, 6);
+    let other = &snap.groups[1];
+    assert_eq!((other.processes, other.resident_bytes), (6, 6 << 20));
+    assert_eq!(
+        snap.groups[2].processes, 2,
+        "a kept group keeps all its processes"
+    );
+    let total: u64 = snap.groups.iter().map(|g| g.processes).sum();
+    assert_eq!(total, 9, "no process lost");
+    let (_, uncapped) = derive(State::default(), s, opts(0));
+    assert_eq!((uncapped.groups.len(), uncapped.groups_folded), (8, 0));
+}
+
 #[test]
 fn errors_accumulate_across_scans() {
     let mut s1 = sample(vec![]);
     s1.errors
         .insert((Collector::Processes, Reason::Vanished), 2);
-    let (state, first) = derive(State::default(), s1, DeriveOptions { top_k: 1 });
+    let (state, first) = derive(State::default(), s1, opts(1));
     assert_eq!(first.scans, 1);
     let mut s2 = sample(vec![]);
     s2.errors
         .insert((Collector::Processes, Reason::Vanished), 1);
     s2.errors.insert((Collector::Meminfo, Reason::Malformed), 1);
-    let (_, second) = derive(state, s2, DeriveOptions { top_k: 1 });
+    let (_, second) = derive(state, s2, opts(1));
     assert_eq!(second.scans, 2);
     assert_eq!(second.errors[&(Collector::Processes, Reason::Vanished)], 3);
     assert_eq!(second.errors[&(Collector::Meminfo, Reason::Malformed)], 1);
     // Counters of the processes collector exist from the start, at 0.
     assert_eq!(second.errors[&(Collector::Processes, Reason::Denied)], 0);
     assert_eq!(second.errors.len(), Reason::ALL.len() + 1);
-    let (_, without) = derive(
-        State::default(),
-        Sample::default(),
-        DeriveOptions { top_k: 1 },
-    );
+    let (_, without) = derive(State::default(), Sample::default(), opts(1));
     assert!(without.errors.is_empty(), "{:?}", without.errors);
 }
 
