@@ -1,0 +1,132 @@
+//! Groups: the sums over the processes of one group, and the cap on how many are
+//! exported.
+
+use std::collections::BTreeMap;
+
+use crate::collect::ProcessSample;
+use crate::model::signals::{Method, Signals};
+
+/// The group that holds the processes of the groups past `--collector.processes.max-groups`.
+pub const OTHER_GROUP: &str = "other";
+
+/// Sums over the processes of one group. Sizes in bytes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroupStats {
+    pub name: String,
+    pub processes: u64,
+    pub resident_bytes: u64,
+    pub resident_peak_bytes: u64,
+    pub virtual_bytes: u64,
+    pub swap_bytes: u64,
+    pub resident_anon_bytes: u64,
+    pub resident_file_bytes: u64,
+    pub resident_shmem_bytes: u64,
+    pub pss_bytes: u64,
+    pub anon_huge_bytes: u64,
+    pub threads: u64,
+    pub oom_score_max: u64,
+    /// Sums of the per-process signals over the processes that have them; hoarded bytes
+    /// by how they were reached (see [`Method`]).
+    pub hoarded_measured_bytes: u64,
+    pub hoarded_suspected_bytes: u64,
+    /// Free and resident free bytes in glibc heaps, over the processes the walk measured.
+    pub heap_free_bytes: u64,
+    pub heap_free_resident_bytes: u64,
+    pub heap_reclaimable_bytes: u64,
+    /// Processes whose heap the walk measured.
+    pub heap_measured_processes: u64,
+    pub regrown_since_trough_bytes: u64,
+    pub untouched_commit_bytes: u64,
+    pub arena_heaps: u64,
+    pub arena_reserved_bytes: u64,
+}
+
+impl GroupStats {
+    fn add(&mut self, p: &ProcessSample, sig: &Signals) {
+        let hoarded = sig.hoarded_bytes.unwrap_or(0);
+        let by_method = match sig.hoard_method {
+            Some(Method::Measured) => &mut self.hoarded_measured_bytes,
+            _ => &mut self.hoarded_suspected_bytes,
+        };
+        *by_method = by_method.saturating_add(hoarded);
+        if let Some(h) = &sig.heap {
+            self.heap_measured_processes += 1;
+            self.heap_free_bytes = self.heap_free_bytes.saturating_add(h.free_bytes());
+            self.heap_free_resident_bytes = self
+                .heap_free_resident_bytes
+                .saturating_add(h.free_resident_bytes());
+            self.heap_reclaimable_bytes = self
+                .heap_reclaimable_bytes
+                .saturating_add(h.reclaimable_bytes());
+        }
+        let s = &p.status;
+        let r = p.rollup.unwrap_or_default();
+        self.processes += 1;
+        for (sum, v) in [
+            (
+                &mut self.regrown_since_trough_bytes,
+                Some(sig.regrown_since_trough_bytes),
+            ),
+            (&mut self.untouched_commit_bytes, sig.untouched_commit_bytes),
+            (&mut self.arena_heaps, sig.arena_heaps),
+            (&mut self.arena_reserved_bytes, sig.arena_reserved_bytes),
+            (&mut self.resident_bytes, s.vm_rss_bytes),
+            (&mut self.resident_peak_bytes, s.vm_hwm_bytes),
+            (&mut self.virtual_bytes, s.vm_size_bytes),
+            (&mut self.swap_bytes, s.vm_swap_bytes),
+            (&mut self.resident_anon_bytes, s.rss_anon_bytes),
+            (&mut self.resident_file_bytes, s.rss_file_bytes),
+            (&mut self.resident_shmem_bytes, s.rss_shmem_bytes),
+            (&mut self.pss_bytes, r.pss_bytes),
+            (&mut self.anon_huge_bytes, r.anon_huge_pages_bytes),
+            (&mut self.threads, s.threads),
+        ] {
+            *sum = sum.saturating_add(v.unwrap_or(0));
+        }
+        self.oom_score_max = self.oom_score_max.max(p.oom_score.unwrap_or(0));
+    }
+}
+
+/// The groups in name order, at most `max` of them plus [`OTHER_GROUP`]: past the cap,
+/// the largest by RSS are kept (ties to the lower name) and the others summed into it.
+/// Returns how many were folded.
+pub fn groups(processes: &[ProcessSample], sigs: &[Signals], max: usize) -> (Vec<GroupStats>, u64) {
+    let all = sum_groups(processes, sigs, |name| name);
+    if all.len() <= max {
+        return (all.into_values().collect(), 0);
+    }
+    let mut ranked: Vec<(&str, u64)> = all.iter().map(|(n, g)| (*n, g.resident_bytes)).collect();
+    ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let kept: std::collections::HashSet<&str> = ranked.iter().take(max).map(|r| r.0).collect();
+    let folded = (all.len() - max) as u64;
+    let capped = sum_groups(processes, sigs, |name| {
+        if kept.contains(name) {
+            name
+        } else {
+            OTHER_GROUP
+        }
+    });
+    (capped.into_values().collect(), folded)
+}
+
+fn sum_groups<'a>(
+    processes: &'a [ProcessSample],
+    sigs: &[Signals],
+    name_of: impl Fn(&'a str) -> &'a str,
+) -> BTreeMap<&'a str, GroupStats> {
+    let mut by_name: BTreeMap<&str, GroupStats> = BTreeMap::new();
+    for (p, sig) in processes.iter().zip(sigs) {
+        let Some(name) = p.group.as_deref() else {
+            continue;
+        };
+        let name = name_of(name);
+        by_name
+            .entry(name)
+            .or_insert_with(|| GroupStats {
+                name: name.to_string(),
+                ..GroupStats::default()
+            })
+            .add(p, sig);
+    }
+    by_name
+}
