@@ -30,7 +30,7 @@ use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
 use crate::serve::negotiate;
-use crate::serve::shared::Shared;
+use crate::serve::shared::{Latest, Shared};
 use crate::serve::webconfig::{Users, WebConfig};
 
 /// Largest request body accepted; scrapes have none.
@@ -70,7 +70,7 @@ pub struct Guard {
 /// connection (TLS), and swapped whole by a reload, so a rotated certificate or a changed
 /// password takes effect without a restart and a bad file never replaces a good one.
 pub struct Web {
-    active: std::sync::RwLock<Arc<Active>>,
+    active: Latest<Active>,
 }
 
 struct Active {
@@ -81,24 +81,17 @@ struct Active {
 impl Web {
     pub fn new(config: WebConfig) -> Arc<Web> {
         Arc::new(Web {
-            active: std::sync::RwLock::new(Arc::new(Active::from(config))),
+            active: Latest::new(Active::from(config)),
         })
     }
 
     /// Puts `config` in force for the next requests and connections.
     pub fn set(&self, config: WebConfig) {
-        let active = Arc::new(Active::from(config));
-        match self.active.write() {
-            Ok(mut a) => *a = active,
-            Err(poisoned) => *poisoned.into_inner() = active,
-        }
+        self.active.set(Active::from(config));
     }
 
     fn active(&self) -> Arc<Active> {
-        match self.active.read() {
-            Ok(a) => a.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.active.get()
     }
 }
 
@@ -298,7 +291,7 @@ async fn explain(State(app): State<AppState>, headers: HeaderMap) -> Response {
     let json = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| a.contains("application/json"));
+        .is_some_and(|a| negotiate::accepts(a, "application/json"));
     if json {
         let body = Body::from(latest.explain_json.clone());
         ([(header::CONTENT_TYPE, "application/json")], body).into_response()

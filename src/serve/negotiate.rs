@@ -9,10 +9,15 @@ pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// True when an `Accept` header asks for OpenMetrics with a non-zero weight.
 pub fn wants_openmetrics(accept: &str) -> bool {
+    accepts(accept, "application/openmetrics-text")
+}
+
+/// True when an `Accept` header names `media` with a non-zero weight.
+pub fn accepts(accept: &str, media: &str) -> bool {
     accept.split(',').any(|range| {
         let mut parts = range.split(';').map(str::trim);
-        let media = parts.next().unwrap_or("");
-        media.eq_ignore_ascii_case("application/openmetrics-text")
+        let named = parts.next().unwrap_or("");
+        named.eq_ignore_ascii_case(media)
             && !parts.any(|p| {
                 p.strip_prefix("q=")
                     .and_then(|q| q.parse::<f64>().ok())
@@ -32,5 +37,10 @@ mod tests {
         assert!(!wants_openmetrics("text/plain;version=0.0.4"));
         assert!(!wants_openmetrics("*/*"));
         assert!(!wants_openmetrics("application/openmetrics-text;q=0"));
+        assert!(accepts(
+            "text/html, application/json;q=0.9",
+            "application/json"
+        ));
+        assert!(!accepts("application/json;q=0", "application/json"));
     }
 }

@@ -20,9 +20,34 @@ pub struct Published {
     pub completed_at: Option<Instant>,
 }
 
+/// A value read by many and replaced whole by one writer: readers take an `Arc` and never
+/// wait on the writer's work; a panic elsewhere never makes it unreadable.
+pub struct Latest<T>(RwLock<Arc<T>>);
+
+impl<T> Latest<T> {
+    pub fn new(value: T) -> Self {
+        Latest(RwLock::new(Arc::new(value)))
+    }
+
+    pub fn get(&self) -> Arc<T> {
+        match self.0.read() {
+            Ok(v) => v.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub fn set(&self, value: T) {
+        let value = Arc::new(value);
+        match self.0.write() {
+            Ok(mut slot) => *slot = value,
+            Err(poisoned) => *poisoned.into_inner() = value,
+        }
+    }
+}
+
 /// What the scan loop and the HTTP handlers share.
 pub struct Shared {
-    published: RwLock<Arc<Published>>,
+    published: Latest<Published>,
     scan_interval: Duration,
 }
 
@@ -30,31 +55,24 @@ impl Shared {
     pub fn new(scan_interval: Duration) -> Self {
         let (openmetrics, text) = encode(Arc::new(Snapshot::default()));
         Shared {
-            published: RwLock::new(Arc::new(Published {
+            published: Latest::new(Published {
                 openmetrics,
                 text,
                 // /explain answers 503 until the first scan completes.
                 explain_text: Bytes::new(),
                 explain_json: Bytes::new(),
                 completed_at: None,
-            })),
+            }),
             scan_interval,
         }
     }
 
     pub fn latest(&self) -> Arc<Published> {
-        self.published
-            .read()
-            .map(|p| p.clone())
-            .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
+        self.published.get()
     }
 
     pub fn publish(&self, p: Published) {
-        let mut slot = self
-            .published
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        *slot = Arc::new(p);
+        self.published.set(p);
     }
 
     /// Time since the latest scan completed; `None` before the first.
