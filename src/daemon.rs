@@ -19,8 +19,7 @@ use crate::source::{Reason, Source};
 /// Scanner plus what the model remembers: one `step` is scan -> derive.
 pub struct Pipeline {
     scanner: Scanner,
-    /// Taken by each derive and put back; `None` only while a derive runs.
-    state: Option<State>,
+    state: State,
     options: DeriveOptions,
     warned_denied: bool,
     /// The heap walk could not open some process's memory: warned once.
@@ -39,7 +38,7 @@ impl Pipeline {
                 cfg.deep.clone(),
                 cfg.reading,
             ),
-            state: Some(State::default()),
+            state: State::default(),
             options: DeriveOptions {
                 top_k: cfg.top_k,
                 max_groups: cfg.max_groups,
@@ -67,8 +66,8 @@ impl Pipeline {
             self.warned_walk = true;
             crate::log!(Warn, "could not open /proc/PID/mem or pagemap of {unreadable} process(es) for the heap walk: other users' processes need CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; their hoarding stays suspected, counted in membloat_heap_walks_total{{outcome=\"unreadable\"}}");
         }
-        let (state, snapshot) = derive(self.state.take().unwrap_or_default(), sample, self.options);
-        self.state = Some(state);
+        let (state, snapshot) = derive(std::mem::take(&mut self.state), sample, self.options);
+        self.state = state;
         Arc::new(snapshot)
     }
 }
