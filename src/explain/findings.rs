@@ -50,8 +50,10 @@ pub(super) fn host_findings(h: &Host, s: &Snapshot) -> Vec<Finding> {
             ));
         }
     }
+    // The host-wide finding only when THP is `always`: in `madvise` mode only programs
+    // that asked for huge pages regrow, and their own regrowth findings name them.
     let always = h.thp_enabled.as_deref() == Some("always");
-    if always && h.khugepaged_max_ptes_none.is_some_and(|n| n >= 511) {
+    if always && s.signals.thp_regrowth_risk == Some(true) {
         out.push(host_finding(
             "thp_regrowth_risk",
             0,

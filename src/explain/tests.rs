@@ -107,6 +107,8 @@ fn thp_always_with_max_ptes_none_511_is_a_risk_madvise_is_not() {
     };
     thp.khugepaged.max_ptes_none = Some(511);
     s.thp = Some(thp.clone());
+    // As derive signals it for both modes: THP usable and max_ptes_none 511.
+    s.signals.thp_regrowth_risk = Some(true);
     assert!(diagnose(&s, &Options::default()).findings.is_empty());
     thp.enabled = Some("always".into());
     s.thp = Some(thp);
