@@ -73,7 +73,7 @@ fn walk(c: &mut Criterion) {
         let child = HeapChild::start(mib, block);
         let pid = child.0.id();
         let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
-        let (vmas, _) = smaps::parse(&text);
+        let (vmas, _) = smaps::parse(&text).expect("smaps of a live process");
         let (brk, _) = heap::heap_ranges(&vmas);
         let (start, end) = brk.expect("a brk heap");
         let first = heap::read(&source, pid, &vmas, true);

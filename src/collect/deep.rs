@@ -132,19 +132,16 @@ fn read_smaps(source: &Source, buf: &mut Buffer, pid: u32, walk: bool) -> DeepRe
         // A process with more mappings than MAX_SMAPS_BYTES holds: a partial summary
         // would understate it.
         Ok(()) if buf.was_cut() => DeepRead::Done(Err(Reason::Malformed), 0),
-        Ok(()) => {
-            let text = buf.text();
-            let (vmas, rejected) = smaps::parse(text);
-            if vmas.is_empty() && !text.trim().is_empty() {
-                DeepRead::Done(Err(Reason::Malformed), 0)
-            } else {
+        Ok(()) => match smaps::parse(buf.text()) {
+            Err(_) => DeepRead::Done(Err(Reason::Malformed), 0),
+            Ok((vmas, rejected)) => {
                 let summary = SmapsSummary::from_vmas(&vmas);
                 let cpu = thread_cpu();
                 let heap = heap::read(source, pid, &vmas, walk);
                 let walk_cpu = thread_cpu().saturating_sub(cpu);
                 DeepRead::Done(Ok(Box::new((summary, heap, walk_cpu))), rejected as u64)
             }
-        }
+        },
         Err(e) => DeepRead::Done(Err(e.process_reason()), 0),
     };
     buf.shrink();

@@ -105,8 +105,9 @@ impl Vma {
     }
 }
 
-/// Parses every mapping. Lines that fit no known shape are skipped and counted.
-pub fn parse(text: &str) -> (Vec<Vma>, u32) {
+/// Parses every mapping. Lines that fit no known shape are skipped and counted; text with
+/// no mapping header at all is an error.
+pub fn parse(text: &str) -> Result<(Vec<Vma>, u32), ParseError> {
     let mut vmas: Vec<Vma> = Vec::new();
     let mut rejected = 0;
     for line in text.lines() {
@@ -148,7 +149,10 @@ pub fn parse(text: &str) -> (Vec<Vma>, u32) {
             _ => rejected += 1,
         }
     }
-    (vmas, rejected)
+    if vmas.is_empty() && !text.trim().is_empty() {
+        return Err(ParseError::Missing("mapping"));
+    }
+    Ok((vmas, rejected))
 }
 
 /// `start-end perms offset dev inode [name]`, or `None` when the line is not a header.
@@ -253,10 +257,7 @@ pub fn is_arena_heap(vma: &Vma, next: Option<&Vma>) -> bool {
 
 /// Convenience for callers that only need the summary.
 pub fn summarize(text: &str) -> Result<(SmapsSummary, u32), ParseError> {
-    let (vmas, rejected) = parse(text);
-    if vmas.is_empty() && !text.trim().is_empty() {
-        return Err(ParseError::Missing("mapping"));
-    }
+    let (vmas, rejected) = parse(text)?;
     Ok((SmapsSummary::from_vmas(&vmas), rejected))
 }
 
