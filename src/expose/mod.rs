@@ -27,7 +27,8 @@ use prometheus_client::registry::{Registry, Unit as PromUnit};
 
 use crate::collect::heap::walk::{HeapKind, HeapTotals};
 use crate::collect::heap::Outcome;
-use crate::model::derive::{GroupStats, ProcessReport, Snapshot};
+use crate::model::derive::{ProcessReport, Snapshot};
+use crate::model::groups::GroupStats;
 use crate::model::signals::Method;
 use catalogue::*;
 

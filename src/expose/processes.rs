@@ -1,6 +1,12 @@
 //! The families of groups and of the top processes.
 
 use super::*;
+use crate::parse::status::Status;
+
+/// A family and the field of a group it reports.
+type GroupField = (&'static Metric, fn(&GroupStats) -> u64);
+/// A family and the `/proc/PID/status` field of a top process it reports.
+type StatusField = (&'static Metric, fn(&Status) -> Option<u64>);
 
 pub(super) fn encode_groups(
     f: &mut Families,
@@ -14,21 +20,23 @@ pub(super) fn encode_groups(
             .map(|g| (vec![("group", g.name.as_str())], Num::U(get(g))))
             .collect()
     };
-    f.family(&GROUP_PROCESSES, rows(|g| g.processes))?;
-    f.family(&GROUP_RESIDENT_BYTES, rows(|g| g.resident_bytes))?;
-    f.family(&GROUP_RESIDENT_PEAK_BYTES, rows(|g| g.resident_peak_bytes))?;
-    f.family(&GROUP_VIRTUAL_BYTES, rows(|g| g.virtual_bytes))?;
-    f.family(&GROUP_SWAP_BYTES, rows(|g| g.swap_bytes))?;
-    f.family(&GROUP_RESIDENT_ANON_BYTES, rows(|g| g.resident_anon_bytes))?;
-    f.family(&GROUP_RESIDENT_FILE_BYTES, rows(|g| g.resident_file_bytes))?;
-    f.family(
-        &GROUP_RESIDENT_SHMEM_BYTES,
-        rows(|g| g.resident_shmem_bytes),
-    )?;
-    f.family(&GROUP_PSS_BYTES, rows(|g| g.pss_bytes))?;
-    f.family(&GROUP_ANON_HUGE_BYTES, rows(|g| g.anon_huge_bytes))?;
-    f.family(&GROUP_THREADS, rows(|g| g.threads))?;
-    f.family(&GROUP_OOM_SCORE_MAX, rows(|g| g.oom_score_max))?;
+    let sums: [GroupField; 12] = [
+        (&GROUP_PROCESSES, |g| g.processes),
+        (&GROUP_RESIDENT_BYTES, |g| g.resident_bytes),
+        (&GROUP_RESIDENT_PEAK_BYTES, |g| g.resident_peak_bytes),
+        (&GROUP_VIRTUAL_BYTES, |g| g.virtual_bytes),
+        (&GROUP_SWAP_BYTES, |g| g.swap_bytes),
+        (&GROUP_RESIDENT_ANON_BYTES, |g| g.resident_anon_bytes),
+        (&GROUP_RESIDENT_FILE_BYTES, |g| g.resident_file_bytes),
+        (&GROUP_RESIDENT_SHMEM_BYTES, |g| g.resident_shmem_bytes),
+        (&GROUP_PSS_BYTES, |g| g.pss_bytes),
+        (&GROUP_ANON_HUGE_BYTES, |g| g.anon_huge_bytes),
+        (&GROUP_THREADS, |g| g.threads),
+        (&GROUP_OOM_SCORE_MAX, |g| g.oom_score_max),
+    ];
+    for (metric, get) in sums {
+        f.family(metric, rows(get))?;
+    }
     let hoarded: Vec<(Labels, Num)> = groups
         .iter()
         .flat_map(|g| {
@@ -45,32 +53,26 @@ pub(super) fn encode_groups(
         })
         .collect();
     f.family(&GROUP_HOARDED_BYTES, hoarded)?;
-    f.family(
-        &GROUP_HEAP_MEASURED_PROCESSES,
-        rows(|g| g.heap_measured_processes),
-    )?;
-    f.family(&GROUP_HEAP_FREE_BYTES, rows(|g| g.heap_free_bytes))?;
-    f.family(
-        &GROUP_HEAP_FREE_RESIDENT_BYTES,
-        rows(|g| g.heap_free_resident_bytes),
-    )?;
-    f.family(
-        &GROUP_HEAP_RECLAIMABLE_BYTES,
-        rows(|g| g.heap_reclaimable_bytes),
-    )?;
-    f.family(
-        &GROUP_REGROWN_SINCE_TROUGH_BYTES,
-        rows(|g| g.regrown_since_trough_bytes),
-    )?;
-    f.family(
-        &GROUP_UNTOUCHED_COMMIT_BYTES,
-        rows(|g| g.untouched_commit_bytes),
-    )?;
-    f.family(&GROUP_ARENA_HEAPS, rows(|g| g.arena_heaps))?;
-    f.family(
-        &GROUP_ARENA_RESERVED_BYTES,
-        rows(|g| g.arena_reserved_bytes),
-    )
+    let deep: [GroupField; 8] = [
+        (&GROUP_HEAP_MEASURED_PROCESSES, |g| {
+            g.heap_measured_processes
+        }),
+        (&GROUP_HEAP_FREE_BYTES, |g| g.heap_free_bytes),
+        (&GROUP_HEAP_FREE_RESIDENT_BYTES, |g| {
+            g.heap_free_resident_bytes
+        }),
+        (&GROUP_HEAP_RECLAIMABLE_BYTES, |g| g.heap_reclaimable_bytes),
+        (&GROUP_REGROWN_SINCE_TROUGH_BYTES, |g| {
+            g.regrown_since_trough_bytes
+        }),
+        (&GROUP_UNTOUCHED_COMMIT_BYTES, |g| g.untouched_commit_bytes),
+        (&GROUP_ARENA_HEAPS, |g| g.arena_heaps),
+        (&GROUP_ARENA_RESERVED_BYTES, |g| g.arena_reserved_bytes),
+    ];
+    for (metric, get) in deep {
+        f.family(metric, rows(get))?;
+    }
+    Ok(())
 }
 
 pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result {
@@ -88,34 +90,18 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
             .collect()
     };
     let flag = |b: Option<bool>| b.map(|b| Num::U(b as u64));
-    f.family(
-        &PROCESS_RESIDENT_BYTES,
-        rows(&|p| u(p.sample.status.vm_rss_bytes)),
-    )?;
-    f.family(
-        &PROCESS_RESIDENT_PEAK_BYTES,
-        rows(&|p| u(p.sample.status.vm_hwm_bytes)),
-    )?;
-    f.family(
-        &PROCESS_VIRTUAL_BYTES,
-        rows(&|p| u(p.sample.status.vm_size_bytes)),
-    )?;
-    f.family(
-        &PROCESS_SWAP_BYTES,
-        rows(&|p| u(p.sample.status.vm_swap_bytes)),
-    )?;
-    f.family(
-        &PROCESS_RESIDENT_ANON_BYTES,
-        rows(&|p| u(p.sample.status.rss_anon_bytes)),
-    )?;
-    f.family(
-        &PROCESS_RESIDENT_FILE_BYTES,
-        rows(&|p| u(p.sample.status.rss_file_bytes)),
-    )?;
-    f.family(
-        &PROCESS_RESIDENT_SHMEM_BYTES,
-        rows(&|p| u(p.sample.status.rss_shmem_bytes)),
-    )?;
+    let status: [StatusField; 7] = [
+        (&PROCESS_RESIDENT_BYTES, |s| s.vm_rss_bytes),
+        (&PROCESS_RESIDENT_PEAK_BYTES, |s| s.vm_hwm_bytes),
+        (&PROCESS_VIRTUAL_BYTES, |s| s.vm_size_bytes),
+        (&PROCESS_SWAP_BYTES, |s| s.vm_swap_bytes),
+        (&PROCESS_RESIDENT_ANON_BYTES, |s| s.rss_anon_bytes),
+        (&PROCESS_RESIDENT_FILE_BYTES, |s| s.rss_file_bytes),
+        (&PROCESS_RESIDENT_SHMEM_BYTES, |s| s.rss_shmem_bytes),
+    ];
+    for (metric, get) in status {
+        f.family(metric, rows(&|p| u(get(&p.sample.status))))?;
+    }
     f.family(
         &PROCESS_PSS_BYTES,
         rows(&|p| p.sample.rollup.and_then(|r| u(r.pss_bytes))),

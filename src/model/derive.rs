@@ -9,8 +9,7 @@ use crate::collect::{
     CollectorRun, DeepRun, ErrorCounts, ProcessSample, ReadStats, Sample, Sysctl, Thp,
 };
 use crate::config::Collector;
-use crate::model::groups::groups;
-pub use crate::model::groups::GroupStats;
+use crate::model::groups::{groups, GroupStats};
 use crate::model::signals::{self, ProcState, Signals};
 use crate::model::state::State;
 use crate::parse::meminfo::Meminfo;
