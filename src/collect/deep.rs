@@ -66,7 +66,8 @@ impl Scanner {
         let batch = self.pool.run(
             due.iter().map(|&(_, _, i)| processes[i].pid).collect(),
             self.reading.timeout,
-            Arc::new(move |bufs: &mut Buffers, pid, n| {
+            Arc::new(move |bufs: &mut Buffers, at: &pool::Step, pid, n| {
+                at.at(super::processes::step::DEEP);
                 // One process is always read; the others while the budget lasts.
                 if n > 0 && counter.load(Ordering::Acquire) >= budget {
                     return DeepRead::Deferred;

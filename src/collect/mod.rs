@@ -28,6 +28,7 @@ use heap::HeapReading;
 use matcher::{Candidate, Matchers};
 use pool::Pool;
 use processes::Known;
+use system::Job;
 
 /// `/proc/sys/vm` settings, in bytes and shares.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -219,7 +220,9 @@ pub struct Scanner {
     known: Arc<Vec<Known>>,
     scans: u64,
     pool: Pool,
-    buf: Buffer,
+    /// The system files' readers, one per collector (`system`).
+    system: Pool,
+    system_work: pool::Work<Option<system::Done>>,
 }
 
 impl Scanner {
@@ -230,32 +233,31 @@ impl Scanner {
         deep: DeepConfig,
         reading: ReadConfig,
     ) -> Self {
-        let mut buf = Buffer::default();
-        let boot_time_seconds = source.read_proc("stat", &mut buf).ok().and_then(|text| {
-            text.lines()
-                .find_map(|l| l.strip_prefix("btime "))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(|v| v as f64)
-        });
         // sysconf(_SC_CLK_TCK) is 100 on every Linux architecture in practice.
         let clk_tck = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
             .ok()
             .flatten()
             .filter(|&t| t > 0)
             .unwrap_or(100) as f64;
+        let jobs = system::Job::ALL.len();
         Scanner {
+            system_work: system::work(source.clone()),
             source,
             collectors,
             grouping: Arc::new(grouping),
             clk_tck,
-            boot_time_seconds,
+            // Read by the first scan, with the other system files.
+            boot_time_seconds: None,
             deep,
             reading,
             known: Arc::new(Vec::new()),
             scans: 0,
             // Readers stuck in a read are replaced, up to four of them.
             pool: Pool::new(reading.readers, reading.readers + 4),
-            buf,
+            // One reader, with another started for each file that never answers (a stuck
+            // job is not started again), so any number of them cost a scan the timeout
+            // once.
+            system: Pool::new(1, 2 * jobs),
         }
     }
 
@@ -273,46 +275,9 @@ impl Scanner {
             ..Sample::default()
         };
         let c = self.collectors;
-        if c.enabled(Collector::Meminfo) {
-            s.meminfo = self.timed(&mut s, Collector::Meminfo, |me, errs| {
-                let m = me
-                    .source
-                    .parse_proc("meminfo", &mut me.buf, |t| Meminfo::parse(t).ok())?;
-                count(
-                    errs,
-                    Collector::Meminfo,
-                    Reason::Malformed,
-                    m.rejected as u64,
-                );
-                Ok(m)
-            });
-        }
-        if c.enabled(Collector::Vmstat) {
-            s.vmstat = self.timed(&mut s, Collector::Vmstat, |me, errs| {
-                let v = me
-                    .source
-                    .parse_proc("vmstat", &mut me.buf, |t| Vmstat::parse(t).ok())?;
-                count(
-                    errs,
-                    Collector::Vmstat,
-                    Reason::Malformed,
-                    v.rejected as u64,
-                );
-                Ok(v)
-            });
-        }
-        if c.enabled(Collector::Sysctl) {
-            s.sysctl = self.timed(&mut s, Collector::Sysctl, |me, errs| me.read_sysctl(errs));
-        }
-        if c.enabled(Collector::Thp) {
-            s.thp = self.timed(&mut s, Collector::Thp, |me, errs| me.read_thp(errs));
-        }
-        if c.enabled(Collector::Pressure) {
-            s.pressure = self.timed(&mut s, Collector::Pressure, |me, _| {
-                me.source
-                    .parse_proc("pressure/memory", &mut me.buf, |t| Pressure::parse(t).ok())
-            });
-        }
+        // The system files are read while the processes are: a stuck file costs the scan
+        // the read timeout once, whichever kind it is.
+        let system = self.start_system();
         if c.enabled(Collector::Processes) {
             let mut stats = ReadStats::default();
             if let Some(list) = self.timed(&mut s, Collector::Processes, |me, errs| {
@@ -321,13 +286,104 @@ impl Scanner {
                 s.processes = list;
                 s.deep = Some(self.read_deep(&mut s.processes, &mut s.errors));
             }
+            stats.threads += self.system.threads() as u64;
             s.reads = Some(stats);
         }
-        if c.enabled(Collector::Cgroup) {
-            s.cgroups = self.timed(&mut s, Collector::Cgroup, |me, errs| me.read_cgroups(errs));
+        let mut done = self.finish_system(system, started + self.reading.timeout, &mut s);
+        let mut take = |job: Job| done.iter_mut().find(|d| d.0 == job).map(|d| d.1.take());
+        if let Some(Some(done)) = take(Job::BootTime) {
+            if let system::Read::BootTime(Some(boot)) = done.read {
+                // The first scan read the processes before btime came back.
+                self.boot_time_seconds = Some(boot);
+                for p in &mut s.processes {
+                    p.start_time_seconds = Some(boot + p.start_ticks as f64 / self.clk_tck);
+                }
+            }
+        }
+        // Collectors in their usual order: the system ones, processes, cgroup.
+        let processes_run = std::mem::take(&mut s.collectors);
+        for job in [
+            Job::Meminfo,
+            Job::Vmstat,
+            Job::Sysctl,
+            Job::Thp,
+            Job::Pressure,
+        ] {
+            if let Some(result) = take(job) {
+                record(&mut s, job, result);
+            }
+        }
+        s.collectors.extend(processes_run);
+        if let Some(result) = take(Job::Cgroup) {
+            record(&mut s, Job::Cgroup, result);
         }
         s.duration_seconds = started.elapsed().as_secs_f64();
         s
+    }
+
+    /// Starts reading the enabled system collectors' files on the system pool, all at
+    /// once, each job on its own reader. A job whose reader is still stuck from an earlier
+    /// scan is not started again.
+    fn start_system(&mut self) -> SystemRun {
+        let c = self.collectors;
+        let mut jobs: Vec<Job> = [
+            Job::Meminfo,
+            Job::Vmstat,
+            Job::Sysctl,
+            Job::Thp,
+            Job::Pressure,
+        ]
+        .into_iter()
+        .filter(|j| c.enabled(j.collector()))
+        .collect();
+        if c.enabled(Collector::Processes) && self.boot_time_seconds.is_none() {
+            jobs.push(Job::BootTime);
+        }
+        if c.enabled(Collector::Cgroup) {
+            jobs.push(Job::Cgroup);
+        }
+        let stuck = self.system.stuck_pids();
+        let run: Vec<u32> = jobs
+            .iter()
+            .map(|&j| j as u32)
+            .filter(|j| !stuck.contains(j))
+            .collect();
+        let running = self.system.submit(run.clone(), &self.system_work);
+        SystemRun { jobs, run, running }
+    }
+
+    /// Waits for the system reads until `deadline`: a job that is not back by then (or
+    /// was not started, its reader still stuck) has `None`.
+    fn finish_system(
+        &mut self,
+        started: SystemRun,
+        deadline: Instant,
+        s: &mut Sample,
+    ) -> Vec<(Job, Option<system::Done>)> {
+        // A reader stuck on one file hands the files after it to another within 20 ms.
+        let nudge = Duration::from_millis(20);
+        let mut results = self
+            .system
+            .wait(started.running, &self.system_work, nudge, deadline)
+            .results;
+        let run = started.run;
+        started
+            .jobs
+            .into_iter()
+            .map(|job| {
+                let done = run
+                    .iter()
+                    .position(|&j| j == job as u32)
+                    .and_then(|i| results[i].take())
+                    .flatten();
+                if let Some(d) = &done {
+                    for (&k, &n) in &d.errors {
+                        *s.errors.entry(k).or_insert(0) += n;
+                    }
+                }
+                (job, done)
+            })
+            .collect()
     }
 
     /// Runs one collector, recording its success, duration and the reason it failed.
@@ -349,6 +405,46 @@ impl Scanner {
         });
         result.ok()
     }
+}
+
+/// The system reads of a scan, under way.
+struct SystemRun {
+    jobs: Vec<Job>,
+    /// The jobs started, in the batch's order.
+    run: Vec<u32>,
+    running: pool::Running<Option<system::Done>>,
+}
+
+/// Records a system collector's read: its value, success and duration; a read that did
+/// not come back within the timeout (`None`) as a failure with reason `timeout`.
+fn record(s: &mut Sample, job: Job, done: Option<system::Done>) {
+    let name = job.collector();
+    let (ok, seconds) = match done {
+        None => {
+            count(&mut s.errors, name, Reason::Timeout, 1);
+            (false, 0.0)
+        }
+        Some(done) => {
+            let ok = match done.read {
+                system::Read::Meminfo(r) => r.map(|v| s.meminfo = Some(v)),
+                system::Read::Vmstat(r) => r.map(|v| s.vmstat = Some(v)),
+                system::Read::Sysctl(r) => r.map(|v| s.sysctl = Some(v)),
+                system::Read::Thp(r) => r.map(|v| s.thp = Some(v)),
+                system::Read::Pressure(r) => r.map(|v| s.pressure = Some(v)),
+                system::Read::Cgroup(r) => r.map(|v| s.cgroups = Some(v)),
+                system::Read::BootTime(_) => Ok(()),
+            };
+            if let Err(reason) = ok {
+                count(&mut s.errors, name, reason, 1);
+            }
+            (ok.is_ok(), done.seconds)
+        }
+    };
+    s.collectors.push(CollectorRun {
+        name,
+        success: ok,
+        duration_seconds: seconds,
+    });
 }
 
 /// CPU time of the calling thread.

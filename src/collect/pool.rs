@@ -12,7 +12,7 @@
 //! than `cap` threads, and the pid a stuck worker is reading can be excluded from the
 //! next batches ([`Pool::stuck_pids`]).
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,12 +28,24 @@ struct WorkerState {
     pid: AtomicU32,
     /// The batch it was last given.
     batch: AtomicU64,
+    /// What the work said it is reading of `pid` (its own codes), 0 between reads.
+    step: AtomicU8,
+}
+
+/// Lets the work say which of an item's files it is reading, so that a stuck read names
+/// the file ([`Pool::stuck`]).
+pub struct Step<'a>(&'a AtomicU8);
+
+impl Step<'_> {
+    pub fn at(&self, step: u8) {
+        self.0.store(step, Ordering::Release);
+    }
 }
 
 type Task = Box<dyn FnOnce(&mut Buffers, &WorkerState) + Send>;
 
-/// What a batch does with one pid: `work(buffers, pid, index in the batch)`.
-pub type Work<T> = Arc<dyn Fn(&mut Buffers, u32, usize) -> T + Send + Sync>;
+/// What a batch does with one pid: `work(buffers, step, pid, index in the batch)`.
+pub type Work<T> = Arc<dyn Fn(&mut Buffers, &Step, u32, usize) -> T + Send + Sync>;
 
 struct Worker {
     tx: Sender<Task>,
@@ -85,11 +97,21 @@ impl Pool {
 
     /// Pids that a worker has been reading since an earlier batch gave up on it.
     pub fn stuck_pids(&self) -> Vec<u32> {
+        self.stuck().into_iter().map(|(pid, _)| pid).collect()
+    }
+
+    /// Each stuck read: the pid, and the step the work said it was at.
+    pub fn stuck(&self) -> Vec<(u32, u8)> {
         self.workers
             .iter()
             .filter(|w| w.state.busy.load(Ordering::Acquire))
-            .map(|w| w.state.pid.load(Ordering::Acquire))
-            .filter(|&pid| pid != 0)
+            .map(|w| {
+                (
+                    w.state.pid.load(Ordering::Acquire),
+                    w.state.step.load(Ordering::Acquire),
+                )
+            })
+            .filter(|&(pid, _)| pid != 0)
             .collect()
     }
 
@@ -107,6 +129,7 @@ impl Pool {
                 for task in rx {
                     task(&mut bufs, &mine);
                     mine.pid.store(0, Ordering::Release);
+                    mine.step.store(0, Ordering::Release);
                     mine.busy.store(false, Ordering::Release);
                 }
             })
@@ -163,14 +186,58 @@ impl Pool {
         true
     }
 
-    /// Reads every pid with `work(buffers, pid, index)` on up to `size` workers. Returns
-    /// once every item is done, or once no item finished for `stall`.
+    /// Reads every pid with `work(buffers, step, pid, index)` on up to `size` workers.
+    /// Returns once every item is done, or once no item finished for `stall`.
     pub fn run<T: Send + 'static>(
         &mut self,
         pids: Vec<u32>,
         stall: Duration,
         work: Work<T>,
     ) -> Batch<T> {
+        let mut running = self.submit(pids, &work);
+        let n = running.results.len();
+        let mut last_progress = Instant::now();
+        // Items given up on: each was in a read for `stall` when another worker was
+        // started for the rest. The batch does not wait for them a second time.
+        let mut given_up: Vec<usize> = Vec::new();
+        // The caller polls rather than waits on the channel: a waiting receiver would be
+        // woken (a context switch) by every single result.
+        let poll = stall.min(Duration::from_millis(1));
+        loop {
+            let before = running.done;
+            running.receive();
+            let pending = given_up
+                .iter()
+                .filter(|&&i| running.results[i].is_none())
+                .count();
+            if running.done + pending == n {
+                break;
+            }
+            if running.done > before {
+                last_progress = Instant::now();
+            } else if last_progress.elapsed() >= stall {
+                // Every worker on this batch is inside one read for `stall` (a worker
+                // takes its next item as soon as it sends a result, so each item in a
+                // read now has been for that long), or none could be started: add one for
+                // the items nobody has taken yet.
+                let taken = running.shared.next.load(Ordering::Acquire).min(n);
+                given_up.extend((0..taken).filter(|&i| running.results[i].is_none()));
+                given_up.sort_unstable();
+                given_up.dedup();
+                if taken < n && self.start(&running.shared, &work) {
+                    last_progress = Instant::now();
+                    continue;
+                }
+                break;
+            }
+            std::thread::sleep(poll);
+        }
+        running.finish()
+    }
+
+    /// Starts a batch on `min(size, items)` workers and returns without waiting for it
+    /// ([`Pool::wait`]).
+    pub fn submit<T: Send + 'static>(&mut self, pids: Vec<u32>, work: &Work<T>) -> Running<T> {
         self.batches += 1;
         let n = pids.len();
         let (tx, rx) = mpsc::channel();
@@ -180,52 +247,84 @@ impl Pool {
             cancelled: AtomicBool::new(false),
             tx,
         });
-        let mut results: Vec<Option<T>> = (0..n).map(|_| None).collect();
         let mut started = 0;
-        while started < self.size.min(n) && self.start(&shared, &work) {
+        while started < self.size.min(n) && self.start(&shared, work) {
             started += 1;
         }
-        let mut done = 0;
+        Running {
+            results: (0..n).map(|_| None).collect(),
+            done: 0,
+            shared,
+            rx,
+        }
+    }
+}
+
+impl Pool {
+    /// Waits for a submitted batch until every item is done or `deadline` passes. Once
+    /// no item finished for `nudge` while some are not taken yet, another worker takes
+    /// them: a stuck read costs the others `nudge`, and all of them are bounded by the one
+    /// deadline however many get stuck.
+    pub fn wait<T: Send + 'static>(
+        &mut self,
+        mut running: Running<T>,
+        work: &Work<T>,
+        nudge: Duration,
+        deadline: Instant,
+    ) -> Batch<T> {
+        let n = running.results.len();
         let mut last_progress = Instant::now();
-        // The caller polls rather than waits on the channel: a waiting receiver would be
-        // woken (a context switch) by every single result.
-        let poll = stall.min(Duration::from_millis(1));
-        while done < n {
-            let before = done;
-            while let Ok((i, r)) = rx.try_recv() {
-                results[i] = Some(r);
-                done += 1;
-            }
-            if done == n {
+        loop {
+            let before = running.done;
+            running.receive();
+            let now = Instant::now();
+            if running.done == n || now >= deadline {
                 break;
             }
-            if done > before {
-                last_progress = Instant::now();
-            } else if last_progress.elapsed() >= stall {
-                // Every worker on this batch is inside one read for `stall`, or none
-                // could be started: add one for the items nobody has taken yet.
-                if shared.next.load(Ordering::Acquire) < n && self.start(&shared, &work) {
-                    last_progress = Instant::now();
-                    continue;
-                }
-                break;
+            let nudged = running.done == before
+                && now.duration_since(last_progress) >= nudge
+                && running.shared.next.load(Ordering::Acquire) < n
+                && self.start(&running.shared, work);
+            if running.done > before || nudged {
+                last_progress = now;
             }
-            std::thread::sleep(poll);
+            std::thread::sleep((deadline - now).min(Duration::from_millis(1)));
         }
-        shared.cancelled.store(true, Ordering::Release);
+        running.finish()
+    }
+}
+
+/// A batch under way ([`Pool::submit`]).
+pub struct Running<T> {
+    results: Vec<Option<T>>,
+    done: usize,
+    shared: Arc<Shared<T>>,
+    rx: mpsc::Receiver<(usize, T)>,
+}
+
+impl<T> Running<T> {
+    fn receive(&mut self) {
+        while let Ok((i, r)) = self.rx.try_recv() {
+            if self.results[i].is_none() {
+                self.results[i] = Some(r);
+                self.done += 1;
+            }
+        }
+    }
+
+    /// Gives up on what is still being read.
+    fn finish(mut self) -> Batch<T> {
+        self.shared.cancelled.store(true, Ordering::Release);
         // Late results that arrived between the last wait and the cancel.
-        while let Ok((i, r)) = rx.try_recv() {
-            if results[i].is_none() {
-                results[i] = Some(r);
-            }
-        }
-        let taken = shared.next.load(Ordering::Acquire).min(n);
+        self.receive();
+        let n = self.results.len();
+        let taken = self.shared.next.load(Ordering::Acquire).min(n);
         let stalled = (0..taken)
-            .filter(|&i| results[i].is_none())
-            .map(|i| shared.pids[i])
+            .filter(|&i| self.results[i].is_none())
+            .map(|i| self.shared.pids[i])
             .collect();
         Batch {
-            results,
+            results: self.results,
             stalled,
             unread: n - taken,
         }
@@ -234,7 +333,7 @@ impl Pool {
 
 fn drain<T>(
     shared: &Shared<T>,
-    work: &(dyn Fn(&mut Buffers, u32, usize) -> T + Send + Sync),
+    work: &(dyn Fn(&mut Buffers, &Step, u32, usize) -> T + Send + Sync),
     bufs: &mut Buffers,
     state: &WorkerState,
 ) {
@@ -243,8 +342,9 @@ fn drain<T>(
         let Some(&pid) = shared.pids.get(i) else {
             return;
         };
+        state.step.store(0, Ordering::Release);
         state.pid.store(pid, Ordering::Release);
-        let r = work(bufs, pid, i);
+        let r = work(bufs, &Step(&state.step), pid, i);
         state.pid.store(0, Ordering::Release);
         if shared.tx.send((i, r)).is_err() {
             return;
@@ -264,7 +364,11 @@ mod tests {
         stall: Duration,
         f: impl Fn(u32) -> u32 + Send + Sync + 'static,
     ) -> Batch<u32> {
-        pool.run(pids, stall, Arc::new(move |_: &mut Buffers, pid, _| f(pid)))
+        pool.run(
+            pids,
+            stall,
+            Arc::new(move |_: &mut Buffers, _: &Step, pid, _| f(pid)),
+        )
     }
 
     #[test]
@@ -295,13 +399,13 @@ mod tests {
     #[test]
     fn a_stuck_read_is_left_behind_and_the_others_are_read() {
         let (gate, release) = blocker();
-        let mut pool = Pool::new(2, 4);
+        let mut pool = Pool::new(1, 4);
         let started = Instant::now();
         let g = gate.clone();
         let batch = pool_run(
             &mut pool,
             (1..=100).collect(),
-            Duration::from_millis(200),
+            Duration::from_millis(500),
             move |pid| {
                 if pid == 13 {
                     let _ = g.lock().unwrap().recv();
@@ -314,7 +418,8 @@ mod tests {
         assert_eq!(batch.unread, 0);
         let read = batch.results.iter().flatten().count();
         assert_eq!(read, 99, "every other pid is read");
-        assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+        // The batch waited for the stuck read once: not again after the others were done.
+        assert!(elapsed < Duration::from_millis(900), "{elapsed:?}");
         assert_eq!(pool.stuck_pids(), vec![13]);
         // The next batch runs on a new thread beside the stuck one.
         let batch = pool_run(&mut pool, vec![1, 2, 3], Duration::from_millis(200), |p| p);

@@ -34,9 +34,31 @@ struct ReadContext {
     scan: u64,
     /// The previous scan's processes, by pid.
     known: Arc<Vec<Known>>,
-    /// Pids a reader from an earlier scan is still stuck on: their smaps_rollup and
-    /// cmdline are not touched again until it comes back.
+    /// Pids a reader from an earlier scan is still stuck on in a file that takes the mmap
+    /// lock: their smaps_rollup and cmdline are not touched again until it comes back.
     stuck: Vec<u32>,
+}
+
+/// Which file of a process a reader is in ([`pool::Step`]), so that a stuck read is
+/// never started again on the same file.
+pub(super) mod step {
+    pub const STAT: u8 = 1;
+    pub const STATM: u8 = 2;
+    pub const STATUS: u8 = 3;
+    pub const SMAPS_ROLLUP: u8 = 4;
+    pub const OOM_SCORE_ADJ: u8 = 5;
+    pub const OOM_SCORE: u8 = 6;
+    pub const CGROUP: u8 = 7;
+    pub const CMDLINE: u8 = 8;
+    /// The deep tier's smaps, mem and pagemap.
+    pub const DEEP: u8 = 9;
+
+    /// Files whose read takes the process's mmap lock: a process stuck in the kernel
+    /// holding it blocks them all, and only them (status, stat and the oom files are
+    /// read from counters).
+    pub fn takes_mmap_lock(step: u8) -> bool {
+        matches!(step, SMAPS_ROLLUP | CMDLINE | DEEP)
+    }
 }
 
 /// One process as a reader thread saw it.
@@ -68,8 +90,18 @@ impl Scanner {
         errs: &mut ErrorCounts,
         stats: &mut ReadStats,
     ) -> Result<Vec<ProcessSample>, Reason> {
-        let (pids, odd) = self.source.pids().map_err(|e| e.system_reason())?;
+        let (mut pids, odd) = self.source.pids().map_err(|e| e.system_reason())?;
         count(errs, Collector::Processes, Reason::Malformed, odd);
+        // A reader stuck in a file that does not take the mmap lock (a FIFO, a broken
+        // filesystem) would get stuck again on the same file: such a process is left out
+        // until the reader comes back, and counted as stalled.
+        let stuck = self.pool.stuck();
+        let left_out: Vec<u32> = stuck
+            .iter()
+            .filter(|&&(_, at)| !step::takes_mmap_lock(at))
+            .map(|&(pid, _)| pid)
+            .collect();
+        pids.retain(|pid| !left_out.contains(pid));
         let ctx = Arc::new(ReadContext {
             source: self.source.clone(),
             grouping: self.grouping.clone(),
@@ -78,13 +110,15 @@ impl Scanner {
             rollup_refresh: self.reading.rollup_refresh.max(1),
             scan: self.scans,
             known: self.known.clone(),
-            stuck: self.pool.stuck_pids(),
+            stuck: stuck.iter().map(|&(pid, _)| pid).collect(),
         });
         self.scans += 1;
         let batch = self.pool.run(
             pids,
             self.reading.timeout,
-            Arc::new(move |bufs: &mut Buffers, pid, _| read_process(&ctx, bufs, pid)),
+            Arc::new(move |bufs: &mut Buffers, at: &pool::Step, pid, _| {
+                read_process(&ctx, bufs, at, pid)
+            }),
         );
         let mut out = Vec::with_capacity(batch.results.len());
         let mut known = Vec::with_capacity(batch.results.len());
@@ -110,10 +144,14 @@ impl Scanner {
             }
         }
         let left = batch.stalled.len() + batch.unread;
-        stats.stalled = left as u64;
+        stats.stalled = (left + left_out.len()) as u64;
         count(errs, Collector::Processes, Reason::Timeout, left as u64);
         // What was known of a stalled process is kept for when its reader comes back.
-        for pid in batch.stalled {
+        let mut kept = batch.stalled;
+        kept.extend(&left_out);
+        kept.sort_unstable();
+        kept.dedup();
+        for pid in kept {
             if let Ok(i) = self.known.binary_search_by_key(&pid, |k| k.pid) {
                 known.push(self.known[i].clone());
             }
@@ -126,7 +164,7 @@ impl Scanner {
 }
 
 /// One process, on a reader thread.
-fn read_process(ctx: &ReadContext, bufs: &mut Buffers, pid: u32) -> ProcessRead {
+fn read_process(ctx: &ReadContext, bufs: &mut Buffers, at: &pool::Step, pid: u32) -> ProcessRead {
     let started = Instant::now();
     let mut read = ProcessRead {
         outcome: Ok(None),
@@ -135,7 +173,7 @@ fn read_process(ctx: &ReadContext, bufs: &mut Buffers, pid: u32) -> ProcessRead 
         rollup_read: false,
         seconds: 0.0,
     };
-    read.outcome = read_process_files(ctx, bufs, pid, &mut read);
+    read.outcome = read_process_files(ctx, bufs, at, pid, &mut read);
     read.seconds = started.elapsed().as_secs_f64();
     read
 }
@@ -151,10 +189,12 @@ fn read_process(ctx: &ReadContext, bufs: &mut Buffers, pid: u32) -> ProcessRead 
 fn read_process_files(
     ctx: &ReadContext,
     bufs: &mut Buffers,
+    at: &pool::Step,
     pid: u32,
     read: &mut ProcessRead,
 ) -> Result<Option<(ProcessSample, Known)>, Reason> {
     let source = &ctx.source;
+    at.at(step::STAT);
     let stat = source.parse_pid(pid, "stat", &mut bufs.main, |t| Stat::parse(t).ok())?;
     let known = ctx
         .known
@@ -165,6 +205,7 @@ fn read_process_files(
     let stuck = ctx.stuck.contains(&pid);
     let refresh = (ctx.scan + pid as u64) % ctx.rollup_refresh == 0;
     let statm = if ctx.rollup_refresh > 1 && known.is_some() {
+        at.at(step::STATM);
         Some(source.parse_pid(pid, "statm", &mut bufs.main, statm::parse)?)
     } else {
         None
@@ -176,6 +217,7 @@ fn read_process_files(
     let status = match known {
         Some(k) if unchanged => k.status.clone(),
         _ => {
+            at.at(step::STATUS);
             let status =
                 source.parse_pid(pid, "status", &mut bufs.main, |t| Status::parse(t).ok())?;
             if status.vm_rss_bytes.is_none() {
@@ -189,15 +231,19 @@ fn read_process_files(
     // with what this one saw.
     let statm = match statm {
         Some(m) => Some(m),
-        None if ctx.rollup_refresh > 1 => source
-            .read_pid(pid, "statm", &mut bufs.main)
-            .ok()
-            .and_then(statm::parse),
+        None if ctx.rollup_refresh > 1 => {
+            at.at(step::STATM);
+            source
+                .read_pid(pid, "statm", &mut bufs.main)
+                .ok()
+                .and_then(statm::parse)
+        }
         None => None,
     };
     let reread = !stuck && (!unchanged || known.is_some_and(|k| k.rollup.is_none()));
     let rollup = if reread {
         read.rollup_read = true;
+        at.at(step::SMAPS_ROLLUP);
         match source.read_pid(pid, "smaps_rollup", &mut bufs.main) {
             Ok(text) => match SmapsRollup::parse(text) {
                 Ok(r) => r,
@@ -219,6 +265,7 @@ fn read_process_files(
     if let Some(r) = &rollup {
         read.malformed += r.rejected as u64;
     }
+    at.at(step::OOM_SCORE_ADJ);
     let oom_score_adj = source.parse_pid(pid, "oom_score_adj", &mut bufs.main, |t| {
         parse::parse_i64(t)
             .ok()
@@ -228,15 +275,19 @@ fn read_process_files(
     // swap size, which the refresh catches).
     let oom_score = match known {
         Some(k) if unchanged && k.oom_score_adj == oom_score_adj => k.oom_score,
-        _ => source.parse_pid(pid, "oom_score", &mut bufs.main, |t| {
-            parse::parse_u64(t).ok()
-        })?,
+        _ => {
+            at.at(step::OOM_SCORE);
+            source.parse_pid(pid, "oom_score", &mut bufs.main, |t| {
+                parse::parse_u64(t).ok()
+            })?
+        }
     };
     let regroup = known.is_none_or(|k| (refresh && !stuck) || k.comm != stat.comm);
     let group = match (&*ctx.grouping, known) {
         (Grouping::Comm, _) => Some(stat.comm.clone()),
         (_, Some(k)) if !regroup => k.group.clone(),
         (Grouping::Cgroup, _) => {
+            at.at(step::CGROUP);
             let group = source.parse_pid(pid, "cgroup", &mut bufs.main, |t| {
                 Some(cgroup::memory_cgroup(t).unwrap_or("").to_string())
             })?;
@@ -244,6 +295,7 @@ fn read_process_files(
         }
         (Grouping::Matcher(m), _) => {
             let cmdline = if m.needs_cmdline() && !stuck {
+                at.at(step::CMDLINE);
                 source
                     .read_pid(pid, "cmdline", &mut bufs.aux)
                     .map_err(|e| e.process_reason())?

@@ -1,13 +1,128 @@
-//! The system collectors' settings and cgroups: sysctl, THP and khugepaged settings and
-//! counters, memory cgroups.
+//! The system collectors: meminfo, vmstat, pressure, sysctl, THP and khugepaged settings
+//! and counters, memory cgroups, and `btime`. Each is one item of a batch on a pool of
+//! its own, read while the processes are: a file that never answers (a FIFO, a hung
+//! filesystem) costs a scan the read timeout once, and the collector reading it is then
+//! left out, reported as `timeout`, until its reader comes back; it is never started
+//! again on the stuck file, so no thread leaks.
 
 use super::*;
 
-impl Scanner {
+/// One system collector's read, as a pool item (pool items are never 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub(super) enum Job {
+    Meminfo = 1,
+    Vmstat,
+    Sysctl,
+    Thp,
+    Pressure,
+    Cgroup,
+    /// `btime` from `/proc/stat`, until it was read once.
+    BootTime,
+}
+
+impl Job {
+    pub(super) const ALL: [Job; 7] = [
+        Job::Meminfo,
+        Job::Vmstat,
+        Job::Sysctl,
+        Job::Thp,
+        Job::Pressure,
+        Job::Cgroup,
+        Job::BootTime,
+    ];
+
+    fn from_item(item: u32) -> Option<Job> {
+        Job::ALL.into_iter().find(|j| *j as u32 == item)
+    }
+
+    /// The collector a failure of this read is counted against.
+    pub(super) fn collector(self) -> Collector {
+        match self {
+            Job::Meminfo => Collector::Meminfo,
+            Job::Vmstat => Collector::Vmstat,
+            Job::Sysctl => Collector::Sysctl,
+            Job::Thp => Collector::Thp,
+            Job::Pressure => Collector::Pressure,
+            Job::Cgroup => Collector::Cgroup,
+            Job::BootTime => Collector::Processes,
+        }
+    }
+}
+
+/// What one system read produced.
+pub(super) enum Read {
+    Meminfo(Result<Meminfo, Reason>),
+    Vmstat(Result<Vmstat, Reason>),
+    Sysctl(Result<Sysctl, Reason>),
+    Thp(Result<Thp, Reason>),
+    Pressure(Result<Pressure, Reason>),
+    Cgroup(Result<Vec<(String, MemoryStat)>, Reason>),
+    BootTime(Option<f64>),
+}
+
+/// A system read's result with the problems it counted and how long it took.
+pub(super) struct Done {
+    pub(super) read: Read,
+    pub(super) errors: ErrorCounts,
+    pub(super) seconds: f64,
+}
+
+/// Runs one job on a reader thread.
+pub(super) fn run(source: &Source, buf: &mut Buffer, job: Job) -> Done {
+    let started = Instant::now();
+    let mut errors = ErrorCounts::new();
+    let mut f = Files { source, buf };
+    let errs = &mut errors;
+    let read = match job {
+        Job::Meminfo => Read::Meminfo(
+            f.source
+                .parse_proc("meminfo", f.buf, |t| Meminfo::parse(t).ok())
+                .inspect(|m| count(errs, job.collector(), Reason::Malformed, m.rejected as u64)),
+        ),
+        Job::Vmstat => Read::Vmstat(
+            f.source
+                .parse_proc("vmstat", f.buf, |t| Vmstat::parse(t).ok())
+                .inspect(|v| count(errs, job.collector(), Reason::Malformed, v.rejected as u64)),
+        ),
+        Job::Sysctl => Read::Sysctl(f.read_sysctl(errs)),
+        Job::Thp => Read::Thp(f.read_thp(errs)),
+        Job::Pressure => Read::Pressure(
+            f.source
+                .parse_proc("pressure/memory", f.buf, |t| Pressure::parse(t).ok()),
+        ),
+        Job::Cgroup => Read::Cgroup(f.read_cgroups(errs)),
+        Job::BootTime => Read::BootTime(f.source.read_proc("stat", f.buf).ok().and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("btime "))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(|v| v as f64)
+        })),
+    };
+    Done {
+        read,
+        errors,
+        seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+/// The work of the system pool: item `n` is `Job` number `n`.
+pub(super) fn work(source: Source) -> pool::Work<Option<Done>> {
+    Arc::new(move |bufs: &mut Buffers, _: &pool::Step, item, _| {
+        Job::from_item(item).map(|job| run(&source, &mut bufs.main, job))
+    })
+}
+
+struct Files<'a> {
+    source: &'a Source,
+    buf: &'a mut Buffer,
+}
+
+impl Files<'_> {
     /// Every memory cgroup's anonymous and huge page memory. cgroup v1 `rss`/`rss_huge` count
     /// a cgroup's own processes, so every cgroup with some is reported; v2 counts are
     /// hierarchical, so only leaf cgroups are, and no memory is counted twice.
-    pub(super) fn read_cgroups(
+    fn read_cgroups(
         &mut self,
         errs: &mut ErrorCounts,
     ) -> Result<Vec<(String, MemoryStat)>, Reason> {
@@ -36,10 +151,7 @@ impl Scanner {
             if v2 && has_children {
                 continue;
             }
-            let stat = match self
-                .source
-                .read_path(&dir.join("memory.stat"), &mut self.buf)
-            {
+            let stat = match self.source.read_path(&dir.join("memory.stat"), self.buf) {
                 Ok(text) => match MemoryStat::parse(text) {
                     Ok(stat) => stat,
                     Err(_) => {
@@ -76,7 +188,7 @@ impl Scanner {
         collector: Collector,
         parse: fn(&str) -> Result<T, parse::ParseError>,
     ) -> Option<T> {
-        let reason = match self.source.read_path(path, &mut self.buf) {
+        let reason = match self.source.read_path(path, self.buf) {
             Ok(text) => match parse(text) {
                 Ok(v) => return Some(v),
                 Err(_) => Reason::Malformed,
@@ -101,7 +213,7 @@ impl Scanner {
         self.setting(path, errs, collector, sysfs::selected)
     }
 
-    pub(super) fn read_sysctl(&mut self, errs: &mut ErrorCounts) -> Result<Sysctl, Reason> {
+    fn read_sysctl(&mut self, errs: &mut ErrorCounts) -> Result<Sysctl, Reason> {
         let vm = self.source.procfs().join("sys/vm");
         if !self.source.exists(&vm) {
             return Err(Reason::Unsupported);
@@ -116,7 +228,7 @@ impl Scanner {
         })
     }
 
-    pub(super) fn read_thp(&mut self, errs: &mut ErrorCounts) -> Result<Thp, Reason> {
+    fn read_thp(&mut self, errs: &mut ErrorCounts) -> Result<Thp, Reason> {
         let root = self.source.sysfs().join("kernel/mm/transparent_hugepage");
         if !self.source.exists(&root) {
             return Err(Reason::Unsupported);

@@ -72,7 +72,7 @@ pub(super) fn command() -> Command {
             .help("Threads that read /proc/PID files; a thread stuck in one process's read is replaced (up to 4 more)"))
         .arg(Arg::new("collector.processes.read-timeout").long("collector.processes.read-timeout").value_name("DURATION")
             .default_value("5s").value_parser(positive_duration)
-            .help("A scan stops waiting for a process whose read has taken this long, counts it (reason=\"timeout\") and skips its smaps_rollup until the read returns"))
+            .help("A scan stops waiting for a read of a system file or of a process that has taken this long, counts it (reason=\"timeout\") and does not start that read again until it returns"))
         .arg(Arg::new("log.level").long("log.level").value_name("LEVEL")
             .default_value("info").value_parser(["error", "warn", "info", "debug"])
             .help("Only log messages with the given severity or above"))

@@ -142,11 +142,11 @@ catalogue! {
     SCAN_ROLLUP_READS = "membloat_scan_rollup_reads", Gauge, None, [], EXPORTER, "the exporter",
         "Processes whose smaps_rollup the latest scan read; the others had the same statm as in the scan before and are re-read every --collector.processes.rollup-refresh scans.";
     SCAN_STALLED_PROCESSES = "membloat_scan_stalled_processes", Gauge, None, [], EXPORTER, "the exporter",
-        "Processes the latest scan left behind because their read outlasted --collector.processes.read-timeout.";
+        "Processes the latest scan left behind because their read outlasted --collector.processes.read-timeout, or left out while a reader is still stuck in one of their files.";
     SCAN_SLOWEST_PROCESS_READ_SECONDS = "membloat_scan_slowest_process_read_seconds", Gauge, Seconds, [], EXPORTER, "the exporter",
         "Longest time the files of one process took to read in the latest scan.";
     SCAN_READER_THREADS = "membloat_scan_reader_threads", Gauge, None, [], EXPORTER, "the exporter",
-        "Threads reading /proc/PID files, stuck ones included (--collector.processes.readers, up to 4 more).";
+        "Threads reading /proc and /sys files, stuck ones included: --collector.processes.readers (up to 4 more) for processes, one for system files (and one more per system file stuck).";
     DEEP_SCAN_CANDIDATES = "membloat_deep_scan_candidates", Gauge, None, [], EXPORTER, "the exporter",
         "Processes that met the deep-tier thresholds (--collector.processes.deep-min-size) in the latest scan.";
     DEEP_SCAN_PROCESSES = "membloat_deep_scan_processes", Gauge, None, [], EXPORTER, "the exporter",
@@ -164,7 +164,7 @@ catalogue! {
     HEAP_WALKS_TOTAL = "membloat_heap_walks_total", Counter, None, ["outcome"], EXPORTER, "the exporter",
         "Heap walks of deep-read processes by outcome: measured; not_glibc (another allocator: hoarding stays suspected); inconsistent (the heap changed under two tries, or is not glibc's); budget (more chunks than a walk may visit); unreadable (/proc/PID/mem or pagemap denied or gone).";
     SCAN_ERRORS_TOTAL = "membloat_scan_errors_total", Counter, None, ["collector", "reason"], EXPORTER, "the exporter",
-        "Values skipped by reason: vanished (the process exited while being read), permission_denied, malformed (unparseable or absurd), unsupported (the kernel lacks the file), io, timeout (a process whose read outlasted --collector.processes.read-timeout, once per scan it is left behind).";
+        "Values skipped by reason: vanished (the process exited while being read), permission_denied, malformed (unparseable or absurd), unsupported (the kernel lacks the file), io, timeout (a read that outlasted --collector.processes.read-timeout: a process once, when it is left behind; a system collector every scan its reader is still stuck).";
     MEMORY_TOTAL_BYTES = "membloat_memory_total_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "MemTotal: usable RAM (/proc/meminfo).";
     MEMORY_FREE_BYTES = "membloat_memory_free_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",

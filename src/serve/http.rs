@@ -302,8 +302,12 @@ async fn explain(State(app): State<AppState>, headers: HeaderMap) -> Response {
 }
 
 async fn healthz(State(app): State<AppState>) -> Response {
-    match app.shared.scan_age() {
-        Some(age) if age <= app.shared.stale_after() => (StatusCode::OK, "ok\n").into_response(),
+    let latest = app.shared.latest();
+    match latest.completed_at.map(|t| t.elapsed()) {
+        Some(age) if age <= app.shared.stale_after() => match &latest.trouble {
+            None => (StatusCode::OK, "ok\n").into_response(),
+            Some(why) => (StatusCode::SERVICE_UNAVAILABLE, why.clone()).into_response(),
+        },
         Some(age) => (
             StatusCode::SERVICE_UNAVAILABLE,
             format!("last scan completed {:.1}s ago\n", age.as_secs_f64()),

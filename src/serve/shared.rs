@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 
+use crate::config::Collector;
 use crate::explain;
 use crate::expose;
 use crate::model::derive::Snapshot;
@@ -18,6 +19,8 @@ pub struct Published {
     pub explain_text: Bytes,
     pub explain_json: Bytes,
     pub completed_at: Option<Instant>,
+    /// Why `/healthz` fails although the scan completed.
+    pub trouble: Option<String>,
 }
 
 /// A value read by many and replaced whole by one writer: readers take an `Arc` and never
@@ -62,6 +65,7 @@ impl Shared {
                 explain_text: Bytes::new(),
                 explain_json: Bytes::new(),
                 completed_at: None,
+                trouble: None,
             }),
             scan_interval,
         }
@@ -73,11 +77,6 @@ impl Shared {
 
     pub fn publish(&self, p: Published) {
         self.published.set(p);
-    }
-
-    /// Time since the latest scan completed; `None` before the first.
-    pub fn scan_age(&self) -> Option<Duration> {
-        self.latest().completed_at.map(|t| t.elapsed())
     }
 
     /// `/healthz` fails once no scan completed for three intervals (at least 30 s).
@@ -96,6 +95,7 @@ pub fn encode(snapshot: Arc<Snapshot>) -> (Bytes, Bytes) {
 /// Everything a scan publishes: both expositions and the diagnosis in text and JSON.
 pub fn publish_all(snapshot: Arc<Snapshot>) -> Published {
     let d = explain::diagnose(&snapshot, &explain::Options::default());
+    let trouble = trouble(&snapshot);
     let (openmetrics, text) = encode(snapshot);
     Published {
         openmetrics,
@@ -103,5 +103,19 @@ pub fn publish_all(snapshot: Arc<Snapshot>) -> Published {
         explain_text: Bytes::from(explain::render::text(&d, false)),
         explain_json: Bytes::from(explain::render::json(&d)),
         completed_at: Some(Instant::now()),
+        trouble,
+    }
+}
+
+/// A completed scan that is no use: the processes collector is on but read no process
+/// (every reader stuck, `/proc` unreadable). The exporter's own process is always there
+/// to read, so none at all is never a quiet host.
+fn trouble(s: &Snapshot) -> Option<String> {
+    let ran = s.collectors.iter().any(|c| c.name == Collector::Processes);
+    match s.processes_scanned {
+        _ if !ran => None,
+        Some(n) if n > 0 => None,
+        Some(_) => Some("the last scan read no process\n".into()),
+        None => Some("the processes collector failed in the last scan\n".into()),
     }
 }
