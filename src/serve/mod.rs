@@ -2,6 +2,7 @@
 //! `--web.config.file` (`webconfig`), and the published scan both share (`shared`).
 //! Nothing here reads /proc: handlers copy what the scan loop published.
 
+mod conns;
 pub mod http;
 pub mod negotiate;
 pub mod shared;
