@@ -24,6 +24,8 @@ pub struct Pipeline {
     warned_denied: bool,
     /// The heap walk could not open some process's memory: warned once.
     warned_walk: bool,
+    /// (collector, reason) pairs already warned about.
+    warned: std::collections::BTreeSet<(Collector, Reason)>,
 }
 
 impl Pipeline {
@@ -45,6 +47,7 @@ impl Pipeline {
             },
             warned_denied: false,
             warned_walk: false,
+            warned: Default::default(),
         })
     }
 
@@ -58,6 +61,24 @@ impl Pipeline {
         if denied > 0 && !self.warned_denied {
             self.warned_denied = true;
             crate::log!(Warn, "permission denied reading smaps_rollup of {denied} process(es): reading other users' memory maps needs CAP_SYS_PTRACE; partial coverage is counted in membloat_scan_errors_total");
+        }
+        // Why a source gives nothing, said once each: the fix differs (a capability, a
+        // mount option, a kernel feature) and none changes by itself.
+        for (&(collector, reason), &n) in &sample.errors {
+            let why = match reason {
+                Reason::Hidden => "/proc is mounted with hidepid and the exporter lacks CAP_SYS_PTRACE: other users' processes are not listed at all; grant CAP_SYS_PTRACE or add the exporter to the mount's gid=",
+                Reason::Denied if collector != Collector::Processes => "permission denied: the exporter may not read this source (check --path.procfs/--path.sysfs and the container's mounts)",
+                Reason::Unsupported => "the kernel does not provide this source (an older kernel, or the feature is off); its metrics are absent",
+                _ => continue,
+            };
+            if n > 0 && self.warned.insert((collector, reason)) {
+                crate::log!(
+                    Warn,
+                    "collector {}: {why}; counted in membloat_scan_errors_total{{reason=\"{}\"}}",
+                    collector.as_str(),
+                    reason.as_str()
+                );
+            }
         }
         let unreadable = sample.deep.map_or(0, |d| {
             d.heap_walks.get(crate::collect::heap::Outcome::Unreadable)

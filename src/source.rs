@@ -24,16 +24,20 @@ pub enum Reason {
     /// A read of a process that did not finish within `--collector.processes.read-timeout`
     /// (its memory map lock held elsewhere, or a huge process): left for later.
     Timeout,
+    /// `/proc` is mounted with `hidepid` and the exporter lacks CAP_SYS_PTRACE: other
+    /// users' processes are not listed at all (counted once per scan).
+    Hidden,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 6] = [
+    pub const ALL: [Reason; 7] = [
         Reason::Vanished,
         Reason::Denied,
         Reason::Malformed,
         Reason::Unsupported,
         Reason::Io,
         Reason::Timeout,
+        Reason::Hidden,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -44,6 +48,7 @@ impl Reason {
             Reason::Unsupported => "unsupported",
             Reason::Io => "io",
             Reason::Timeout => "timeout",
+            Reason::Hidden => "hidden",
         }
     }
 }
@@ -278,6 +283,43 @@ impl Source {
     /// True when `path` exists: a kernel feature (a sysfs directory) is there.
     pub fn exists(&self, path: &Path) -> bool {
         path.exists()
+    }
+
+    /// Whether `--path.procfs` is a proc mount with `hidepid` that hides other users'
+    /// processes from this exporter: it lacks CAP_SYS_PTRACE, which `hidepid` exempts.
+    /// Read from the exporter's own mount table and capabilities (`/proc/self`); a
+    /// `gid=` exemption is not detected.
+    pub fn hides_processes(&self) -> bool {
+        let point = std::fs::canonicalize(&self.procfs).unwrap_or_else(|_| self.procfs.clone());
+        let Some(point) = point.to_str() else {
+            return false;
+        };
+        let hides = std::fs::read_to_string("/proc/self/mountinfo")
+            .ok()
+            .and_then(|t| crate::parse::mountinfo::hides_processes(&t, point))
+            .unwrap_or(false);
+        const CAP_SYS_PTRACE: u32 = 19;
+        let ptrace = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|t| {
+                let hex = t.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+                u64::from_str_radix(hex.trim(), 16).ok()
+            })
+            .is_some_and(|caps| caps & (1 << CAP_SYS_PTRACE) != 0);
+        hides && !ptrace
+    }
+
+    /// Whether a kernel feature's directory can be used: `Unsupported` when it does not
+    /// exist, `Denied` when the exporter may not look (an unreadable `--path.sysfs`).
+    pub fn feature(&self, path: &Path) -> Result<(), Reason> {
+        match std::fs::metadata(path) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(match e.kind() {
+                io::ErrorKind::NotFound => Reason::Unsupported,
+                io::ErrorKind::PermissionDenied => Reason::Denied,
+                _ => Reason::Io,
+            }),
+        }
     }
 
     /// The subdirectories of `dir`, for walking the cgroup tree.

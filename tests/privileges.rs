@@ -35,13 +35,18 @@ impl Drop for Sleeper {
 /// `--once` (two scans) over every process, as `setpriv` makes it: nobody, no groups, and
 /// exactly the capabilities in `caps` (e.g. "+sys_ptrace"), or unchanged as root.
 fn once_as(caps: Option<&str>) -> Output {
+    once_as_with(caps, &[])
+}
+
+fn once_as_with(caps: Option<&str>, extra: &[&str]) -> Output {
     // Every process is deep-read, so the heap walk runs on the root-owned sleeper too.
-    let args = [
+    let mut args = vec![
         "--once",
         "--once.interval=0s",
         "--collector.processes.top-k=100000",
         "--collector.processes.deep-min-size=0",
     ];
+    args.extend(extra);
     match caps {
         None => Command::new(bin()).args(args).output().unwrap(),
         Some(caps) => {
@@ -281,4 +286,84 @@ fn opens_mem_only_after_smaps_never_environ_or_io() {
         .filter(|(p, _)| p.ends_with("/mem") || p.ends_with("/pagemap"))
         .collect();
     assert!(memory.is_empty(), "heap walk off, yet opened {memory:?}");
+}
+
+/// A proc mounted for the test, unmounted when dropped (also when the test fails).
+struct ProcMount(std::path::PathBuf);
+
+impl Drop for ProcMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A `/proc` mounted with `hidepid=invisible` shows nobody only its own process, and an
+/// unreadable `--path.sysfs` is not "unsupported": each is counted under its own reason
+/// and warned once.
+#[test]
+#[ignore = "needs root"]
+fn hidepid_and_an_unreadable_sysfs_are_told_apart_from_unsupported() {
+    needs_root("mounting a proc with hidepid");
+    let _sleeper = Sleeper::start();
+    let dir = tempfile::tempdir().unwrap();
+    let proc = dir.path().join("proc");
+    std::fs::create_dir(&proc).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "proc", "-o", "hidepid=invisible", "proc"])
+        .arg(&proc)
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "mount -t proc -o hidepid=invisible");
+    let _mount = ProcMount(proc.clone());
+    // A sysfs nobody may not enter: THP and cgroups are there, but unreadable.
+    let sys = dir.path().join("sys");
+    std::fs::create_dir_all(sys.join("kernel/mm/transparent_hugepage")).unwrap();
+    std::fs::create_dir_all(sys.join("fs/cgroup/memory")).unwrap();
+    nix::unistd::chown(&sys, Some(0.into()), Some(0.into())).unwrap();
+    std::fs::set_permissions(&sys, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let out = once_as_with(
+        Some(""),
+        &[
+            &format!("--path.procfs={}", proc.display()),
+            &format!("--path.sysfs={}", sys.display()),
+        ],
+    );
+    let text = text(&out);
+    promtool_check(&text);
+    let hidden = "membloat_scan_errors_total{collector=\"processes\",reason=\"hidden\"}";
+    assert!(value(&text, hidden).unwrap() >= 1.0, "{text}");
+    let scanned = value(&text, "membloat_processes_scanned").unwrap();
+    assert!(scanned <= 2.0, "{scanned} processes seen through hidepid");
+    for collector in ["thp", "cgroup"] {
+        let denied = format!(
+            "membloat_scan_errors_total{{collector=\"{collector}\",reason=\"permission_denied\"}}"
+        );
+        let unsupported = format!(
+            "membloat_scan_errors_total{{collector=\"{collector}\",reason=\"unsupported\"}}"
+        );
+        assert!(value(&text, &denied).unwrap() >= 1.0, "{collector}\n{text}");
+        assert_eq!(
+            value(&text, &unsupported).unwrap_or(0.0),
+            0.0,
+            "{collector}"
+        );
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("hidepid").count(), 1, "{stderr}");
+    assert_eq!(
+        stderr.matches("collector thp: permission denied").count(),
+        1,
+        "{stderr}"
+    );
+
+    // Root (CAP_SYS_PTRACE) sees through hidepid: nothing hidden.
+    let out = once_as_with(None, &[&format!("--path.procfs={}", proc.display())]);
+    let as_root = self::text(&out);
+    assert_eq!(value(&as_root, hidden), Some(0.0));
+    assert!(value(&as_root, "membloat_processes_scanned").unwrap() > 10.0);
 }

@@ -220,7 +220,9 @@ pub struct Scanner {
     known: Arc<Vec<Known>>,
     scans: u64,
     pool: Pool,
-    /// The system files' readers, one per collector (`system`).
+    /// `/proc` hides other users' processes from this exporter (`hidepid`).
+    hidden: bool,
+    /// The system files' readers (`system`).
     system: Pool,
     system_work: pool::Work<Option<system::Done>>,
 }
@@ -240,7 +242,9 @@ impl Scanner {
             .filter(|&t| t > 0)
             .unwrap_or(100) as f64;
         let jobs = system::Job::ALL.len();
+        let hidden = collectors.enabled(Collector::Processes) && source.hides_processes();
         Scanner {
+            hidden,
             system_work: system::work(source.clone()),
             source,
             collectors,
@@ -280,6 +284,9 @@ impl Scanner {
         let system = self.start_system();
         if c.enabled(Collector::Processes) {
             let mut stats = ReadStats::default();
+            if self.hidden {
+                count(&mut s.errors, Collector::Processes, Reason::Hidden, 1);
+            }
             if let Some(list) = self.timed(&mut s, Collector::Processes, |me, errs| {
                 me.read_processes(errs, &mut stats)
             }) {

@@ -128,6 +128,7 @@ impl Files<'_> {
     ) -> Result<Vec<(String, MemoryStat)>, Reason> {
         const MAX_CGROUPS: usize = 10_000;
         let root = self.source.sysfs().join("fs/cgroup");
+        self.source.feature(&root)?;
         let (base, v2) = if self.source.exists(&root.join("cgroup.controllers")) {
             (root, true)
         } else if self.source.exists(&root.join("memory")) {
@@ -215,9 +216,7 @@ impl Files<'_> {
 
     fn read_sysctl(&mut self, errs: &mut ErrorCounts) -> Result<Sysctl, Reason> {
         let vm = self.source.procfs().join("sys/vm");
-        if !self.source.exists(&vm) {
-            return Err(Reason::Unsupported);
-        }
+        self.source.feature(&vm)?;
         let mut n = |file: &str| self.number(&vm.join(file), errs, Collector::Sysctl);
         Ok(Sysctl {
             overcommit_memory: n("overcommit_memory"),
@@ -230,9 +229,7 @@ impl Files<'_> {
 
     fn read_thp(&mut self, errs: &mut ErrorCounts) -> Result<Thp, Reason> {
         let root = self.source.sysfs().join("kernel/mm/transparent_hugepage");
-        if !self.source.exists(&root) {
-            return Err(Reason::Unsupported);
-        }
+        self.source.feature(&root)?;
         let c = Collector::Thp;
         let kh = root.join("khugepaged");
         let mut thp = Thp {

@@ -164,7 +164,7 @@ catalogue! {
     HEAP_WALKS_TOTAL = "membloat_heap_walks_total", Counter, None, ["outcome"], EXPORTER, "the exporter",
         "Heap walks of deep-read processes by outcome: measured; not_glibc (another allocator: hoarding stays suspected); inconsistent (the heap changed under two tries, or is not glibc's); budget (more chunks than a walk may visit); unreadable (/proc/PID/mem or pagemap denied or gone).";
     SCAN_ERRORS_TOTAL = "membloat_scan_errors_total", Counter, None, ["collector", "reason"], EXPORTER, "the exporter",
-        "Values skipped by reason: vanished (the process exited while being read), permission_denied, malformed (unparseable or absurd), unsupported (the kernel lacks the file), io, timeout (a read that outlasted --collector.processes.read-timeout: a process once, when it is left behind; a system collector every scan its reader is still stuck).";
+        "Values skipped by reason: vanished (the process exited while being read), permission_denied (the exporter may not read it), malformed (unparseable or absurd), unsupported (the kernel lacks the file), io, hidden (/proc has hidepid and the exporter lacks CAP_SYS_PTRACE: other users' processes are not listed; once per scan), timeout (a read that outlasted --collector.processes.read-timeout: a process once, when it is left behind; a system collector every scan its reader is still stuck).";
     MEMORY_TOTAL_BYTES = "membloat_memory_total_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "MemTotal: usable RAM (/proc/meminfo).";
     MEMORY_FREE_BYTES = "membloat_memory_free_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",

@@ -8,6 +8,7 @@
 pub mod cgroup;
 pub mod meminfo;
 pub mod memory_stat;
+pub mod mountinfo;
 pub mod pressure;
 pub mod smaps;
 pub mod smaps_rollup;
