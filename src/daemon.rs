@@ -11,9 +11,10 @@ use crate::config::{self, Collector, Config};
 use crate::explain;
 use crate::model::derive::{derive, DeriveOptions, Snapshot};
 use crate::model::state::State;
-use crate::serve::http;
+use crate::serve::auth::Web;
 use crate::serve::shared::{encode, publish_all, Shared};
 use crate::serve::webconfig::WebConfig;
+use crate::serve::{http, listen};
 use crate::source::{Reason, Source};
 
 /// Scanner plus what the model remembers: one `step` is scan -> derive.
@@ -232,14 +233,14 @@ pub fn run(cfg: Config) -> i32 {
             max_connections: cfg.max_connections,
             read_header_timeout: cfg.read_header_timeout,
         };
-        let web = http::Web::new(web);
+        let web = Web::new(web);
         tokio::spawn(reload_web_config(
             web.clone(),
             cfg.web_config_file.clone(),
             watched,
         ));
         let router = http::router(shared, &cfg.telemetry_path, &limits, web.clone());
-        http::serve(listener, router, limits, web, shutdown_signal()).await;
+        listen::serve(listener, router, limits, web, shutdown_signal()).await;
         crate::log!(Info, "shutting down");
         0
     });
@@ -255,7 +256,7 @@ const WEB_CONFIG_POLL: Duration = Duration::from_secs(5);
 /// exporter-toolkit does; a file that fails to load is logged and the last good config
 /// stays in force. SIGHUP is handled even without a web config, so a `systemctl reload`
 /// or a log rotation never ends the exporter.
-async fn reload_web_config(web: Arc<http::Web>, path: Option<PathBuf>, mut files: Vec<PathBuf>) {
+async fn reload_web_config(web: Arc<Web>, path: Option<PathBuf>, mut files: Vec<PathBuf>) {
     use tokio::signal::unix::{signal, SignalKind};
     let Ok(mut hup) = signal(SignalKind::hangup()) else {
         crate::log!(Warn, "cannot handle SIGHUP: it will end the exporter");

@@ -28,7 +28,6 @@ use heap::HeapReading;
 use matcher::{Candidate, Matchers};
 use pool::Pool;
 use processes::Known;
-use system::Job;
 
 /// `/proc/sys/vm` settings, in bytes and shares.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -296,101 +295,9 @@ impl Scanner {
             stats.threads += self.system.threads() as u64;
             s.reads = Some(stats);
         }
-        let mut done = self.finish_system(system, started + self.reading.timeout, &mut s);
-        let mut take = |job: Job| done.iter_mut().find(|d| d.0 == job).map(|d| d.1.take());
-        if let Some(Some(done)) = take(Job::BootTime) {
-            if let system::Read::BootTime(Some(boot)) = done.read {
-                // The first scan read the processes before btime came back.
-                self.boot_time_seconds = Some(boot);
-                for p in &mut s.processes {
-                    p.start_time_seconds = Some(boot + p.start_ticks as f64 / self.clk_tck);
-                }
-            }
-        }
-        // Collectors in their usual order: the system ones, processes, cgroup.
-        let processes_run = std::mem::take(&mut s.collectors);
-        for job in [
-            Job::Meminfo,
-            Job::Vmstat,
-            Job::Sysctl,
-            Job::Thp,
-            Job::Pressure,
-        ] {
-            if let Some(result) = take(job) {
-                record(&mut s, job, result);
-            }
-        }
-        s.collectors.extend(processes_run);
-        if let Some(result) = take(Job::Cgroup) {
-            record(&mut s, Job::Cgroup, result);
-        }
+        self.finish_system(system, started + self.reading.timeout, &mut s);
         s.duration_seconds = started.elapsed().as_secs_f64();
         s
-    }
-
-    /// Starts reading the enabled system collectors' files on the system pool, all at
-    /// once, each job on its own reader. A job whose reader is still stuck from an earlier
-    /// scan is not started again.
-    fn start_system(&mut self) -> SystemRun {
-        let c = self.collectors;
-        let mut jobs: Vec<Job> = [
-            Job::Meminfo,
-            Job::Vmstat,
-            Job::Sysctl,
-            Job::Thp,
-            Job::Pressure,
-        ]
-        .into_iter()
-        .filter(|j| c.enabled(j.collector()))
-        .collect();
-        if c.enabled(Collector::Processes) && self.boot_time_seconds.is_none() {
-            jobs.push(Job::BootTime);
-        }
-        if c.enabled(Collector::Cgroup) {
-            jobs.push(Job::Cgroup);
-        }
-        let stuck = self.system.stuck_pids();
-        let run: Vec<u32> = jobs
-            .iter()
-            .map(|&j| j as u32)
-            .filter(|j| !stuck.contains(j))
-            .collect();
-        let running = self.system.submit(run.clone(), &self.system_work);
-        SystemRun { jobs, run, running }
-    }
-
-    /// Waits for the system reads until `deadline`: a job that is not back by then (or
-    /// was not started, its reader still stuck) has `None`.
-    fn finish_system(
-        &mut self,
-        started: SystemRun,
-        deadline: Instant,
-        s: &mut Sample,
-    ) -> Vec<(Job, Option<system::Done>)> {
-        // A reader stuck on one file hands the files after it to another within 20 ms.
-        let nudge = Duration::from_millis(20);
-        let mut results = self
-            .system
-            .wait(started.running, &self.system_work, nudge, deadline)
-            .results;
-        let run = started.run;
-        started
-            .jobs
-            .into_iter()
-            .map(|job| {
-                let done = run
-                    .iter()
-                    .position(|&j| j == job as u32)
-                    .and_then(|i| results[i].take())
-                    .flatten();
-                if let Some(d) = &done {
-                    for (&k, &n) in &d.errors {
-                        *s.errors.entry(k).or_insert(0) += n;
-                    }
-                }
-                (job, done)
-            })
-            .collect()
     }
 
     /// Runs one collector, recording its success, duration and the reason it failed.
@@ -412,46 +319,6 @@ impl Scanner {
         });
         result.ok()
     }
-}
-
-/// The system reads of a scan, under way.
-struct SystemRun {
-    jobs: Vec<Job>,
-    /// The jobs started, in the batch's order.
-    run: Vec<u32>,
-    running: pool::Running<Option<system::Done>>,
-}
-
-/// Records a system collector's read: its value, success and duration; a read that did
-/// not come back within the timeout (`None`) as a failure with reason `timeout`.
-fn record(s: &mut Sample, job: Job, done: Option<system::Done>) {
-    let name = job.collector();
-    let (ok, seconds) = match done {
-        None => {
-            count(&mut s.errors, name, Reason::Timeout, 1);
-            (false, 0.0)
-        }
-        Some(done) => {
-            let ok = match done.read {
-                system::Read::Meminfo(r) => r.map(|v| s.meminfo = Some(v)),
-                system::Read::Vmstat(r) => r.map(|v| s.vmstat = Some(v)),
-                system::Read::Sysctl(r) => r.map(|v| s.sysctl = Some(v)),
-                system::Read::Thp(r) => r.map(|v| s.thp = Some(v)),
-                system::Read::Pressure(r) => r.map(|v| s.pressure = Some(v)),
-                system::Read::Cgroup(r) => r.map(|v| s.cgroups = Some(v)),
-                system::Read::BootTime(_) => Ok(()),
-            };
-            if let Err(reason) = ok {
-                count(&mut s.errors, name, reason, 1);
-            }
-            (ok.is_ok(), done.seconds)
-        }
-    };
-    s.collectors.push(CollectorRun {
-        name,
-        success: ok,
-        duration_seconds: seconds,
-    });
 }
 
 /// CPU time of the calling thread.

@@ -1,9 +1,14 @@
-//! Serving: the HTTP server and its hardening (`http`), TLS and basic auth from
-//! `--web.config.file` (`webconfig`), and the published scan both share (`shared`).
+//! Serving: the routes and their limits (`http`), accepting connections and the
+//! connection cap (`listen`, `conns`), response bodies (`body`), who may ask (`auth`, from
+//! `--web.config.file`, read by `webconfig`), and the published scan both share
+//! (`shared`).
 //! Nothing here reads /proc: handlers copy what the scan loop published.
 
+pub mod auth;
+mod body;
 mod conns;
 pub mod http;
+pub mod listen;
 pub mod negotiate;
 pub mod shared;
 pub mod webconfig;
