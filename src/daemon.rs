@@ -22,10 +22,10 @@ pub struct Pipeline {
     scanner: Scanner,
     state: State,
     options: DeriveOptions,
-    warned_denied: bool,
     /// The heap walk could not open some process's memory: warned once.
     warned_walk: bool,
-    /// (collector, reason) pairs already warned about.
+    /// (collector, reason) pairs already warned about: permission denied, hidden,
+    /// unsupported.
     warned: std::collections::BTreeSet<(Collector, Reason)>,
 }
 
@@ -46,7 +46,6 @@ impl Pipeline {
                 top_k: cfg.top_k,
                 max_groups: cfg.max_groups,
             },
-            warned_denied: false,
             warned_walk: false,
             warned: Default::default(),
         })
@@ -54,32 +53,21 @@ impl Pipeline {
 
     pub fn step(&mut self) -> Arc<Snapshot> {
         let sample = self.scanner.scan();
-        let denied = sample
-            .errors
-            .get(&(Collector::Processes, Reason::Denied))
-            .copied()
-            .unwrap_or(0);
-        if denied > 0 && !self.warned_denied {
-            self.warned_denied = true;
-            crate::log!(Warn, "permission denied reading smaps_rollup of {denied} process(es): reading other users' memory maps needs CAP_SYS_PTRACE; partial coverage is counted in membloat_scan_errors_total");
-        }
-        // Why a source gives nothing, said once each: the fix differs (a capability, a
-        // mount option, a kernel feature) and none changes by itself.
+        // Why a source gives nothing or only part, said once each: the fix differs (a
+        // capability, a mount option, a kernel feature) and none changes by itself.
         for (&(collector, reason), &n) in &sample.errors {
-            let why = match reason {
-                Reason::Hidden => "/proc is mounted with hidepid and the exporter lacks CAP_SYS_PTRACE: other users' processes are not listed at all; grant CAP_SYS_PTRACE or add the exporter to the mount's gid=",
-                Reason::Denied if collector != Collector::Processes => "permission denied: the exporter may not read this source (check --path.procfs/--path.sysfs and the container's mounts)",
-                Reason::Unsupported => "the kernel does not provide this source (an older kernel, or the feature is off); its metrics are absent",
+            if n == 0 || self.warned.contains(&(collector, reason)) {
+                continue;
+            }
+            let why = match (collector, reason) {
+                (Collector::Processes, Reason::Denied) => format!("permission denied reading smaps_rollup of {n} process(es): reading other users' memory maps needs CAP_SYS_PTRACE; partial coverage is counted in membloat_scan_errors_total"),
+                (_, Reason::Hidden) => counted(collector, reason, "/proc is mounted with hidepid and the exporter lacks CAP_SYS_PTRACE: other users' processes are not listed at all; grant CAP_SYS_PTRACE or add the exporter to the mount's gid="),
+                (_, Reason::Denied) => counted(collector, reason, "permission denied: the exporter may not read this source (check --path.procfs/--path.sysfs and the container's mounts)"),
+                (_, Reason::Unsupported) => counted(collector, reason, "the kernel does not provide this source (an older kernel, or the feature is off); its metrics are absent"),
                 _ => continue,
             };
-            if n > 0 && self.warned.insert((collector, reason)) {
-                crate::log!(
-                    Warn,
-                    "collector {}: {why}; counted in membloat_scan_errors_total{{reason=\"{}\"}}",
-                    collector.as_str(),
-                    reason.as_str()
-                );
-            }
+            self.warned.insert((collector, reason));
+            crate::log!(Warn, "{why}");
         }
         let unreadable = sample.deep.map_or(0, |d| {
             d.heap_walks.get(crate::collect::heap::Outcome::Unreadable)
@@ -92,6 +80,15 @@ impl Pipeline {
         self.state = state;
         Arc::new(snapshot)
     }
+}
+
+/// A warning about one collector's source, naming the series that counts it.
+fn counted(collector: Collector, reason: Reason, why: &str) -> String {
+    format!(
+        "collector {}: {why}; counted in membloat_scan_errors_total{{reason=\"{}\"}}",
+        collector.as_str(),
+        reason.as_str()
+    )
 }
 
 /// Fails early with a clear message when the roots cannot be read.

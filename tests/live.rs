@@ -125,18 +125,10 @@ fn landing_page_health_and_unknown_paths() {
 fn scrapes_are_served_while_a_scan_is_stuck_in_a_slow_read() {
     // A smaps_rollup that blocks until written: a read as slow as we like.
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("tree");
-    assert!(Command::new("cp")
-        .arg("-a")
-        .arg(fixture())
-        .arg(&root)
-        .status()
-        .unwrap()
-        .success());
+    let root = fixture_copy(dir.path());
     let slow = root.join("proc/18265/smaps_rollup");
     let real = std::fs::read(&slow).unwrap();
-    std::fs::remove_file(&slow).unwrap();
-    nix::unistd::mkfifo(&slow, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    make_fifo(&slow);
     let procfs = format!("--path.procfs={}", root.join("proc").display());
     let sysfs = format!("--path.sysfs={}", root.join("sys").display());
     let d = Daemon::spawn(

@@ -83,9 +83,7 @@ fn tree_with_a_stuck_process(dir: &Path) {
             std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
         }
     }
-    let fifo = dir.join("proc/77/smaps_rollup");
-    std::fs::remove_file(&fifo).unwrap();
-    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    make_fifo(&dir.join("proc/77/smaps_rollup"));
     for f in ["meminfo", "vmstat", "stat"] {
         std::fs::copy(fixture().join("proc").join(f), dir.join("proc").join(f)).unwrap();
     }
@@ -142,21 +140,11 @@ fn a_read_that_never_returns_is_left_behind_and_reported() {
     promtool_check(&text);
 }
 
-/// A copy of the fixture tree in which `fifos` never answer: opening one blocks until a
-/// writer comes, as a read on a hung filesystem or of a process stuck in the kernel does.
+/// A copy of the fixture tree in which `fifos` never answer.
 fn tree_with_fifos(dir: &Path, fifos: &[&str]) -> std::path::PathBuf {
-    let root = dir.join("tree");
-    assert!(std::process::Command::new("cp")
-        .arg("-a")
-        .arg(fixture())
-        .arg(&root)
-        .status()
-        .unwrap()
-        .success());
+    let root = fixture_copy(dir);
     for f in fifos {
-        let path = root.join(f);
-        std::fs::remove_file(&path).unwrap();
-        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        make_fifo(&root.join(f));
     }
     root
 }

@@ -19,6 +19,26 @@ pub fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kernel-6.18")
 }
 
+/// A copy of the fixture tree under `dir`, to change; its root.
+pub fn fixture_copy(dir: &Path) -> PathBuf {
+    let root = dir.join("tree");
+    assert!(Command::new("cp")
+        .arg("-a")
+        .arg(fixture())
+        .arg(&root)
+        .status()
+        .unwrap()
+        .success());
+    root
+}
+
+/// Replaces the file at `path` by a FIFO: opening it blocks until a writer comes, as a
+/// read on a hung filesystem or of a process stuck in the kernel does.
+pub fn make_fifo(path: &Path) {
+    std::fs::remove_file(path).unwrap();
+    nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
+}
+
 /// Runs the binary to completion with `args`.
 pub fn run(args: &[&str]) -> Output {
     Command::new(bin())
