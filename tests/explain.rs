@@ -318,7 +318,12 @@ fn regrowth_is_explained_by_the_running_exporter() {
         ("khugepaged/max_ptes_none", "511"),
         ("khugepaged/scan_sleep_millisecs", "600000"),
     ]);
-    let d = Daemon::start(&["--scan.interval=200ms"]);
+    // At its trough the reproducer is small: without an unbounded top-K it is not among the
+    // per-process series on a busy host, and its idle flag is never seen.
+    let d = Daemon::start(&[
+        "--scan.interval=200ms",
+        "--collector.processes.top-k=100000",
+    ]);
     let r = Repro::start("regrowth", &[], &[]);
     let idle = r.series("membloat_process_idle", "regrowth");
     let start = Instant::now();
