@@ -58,5 +58,15 @@ else
   root_only="did not run (not root)"
 fi
 cargo test --all-targets "$@" 2>&1 | tee -a "$log"
-awk -v root_only="$root_only" '/^test result:/ { p += $4; f += $6 }
-  END { print "needs-root tests: " root_only; printf "%d passed, %d failed\n", p, f }' "$log"
+# A short fuzzing run of every target from the corpus in fuzz/corpus (docs/fuzzing.md): it
+# builds the fuzzer with coverage and fails on any finding. MEMBLOAT_FUZZ_SECONDS per
+# target (0 skips it).
+fuzz_seconds=${MEMBLOAT_FUZZ_SECONDS:-4}
+fuzz="skipped (MEMBLOAT_FUZZ_SECONDS=0)"
+if [ "$fuzz_seconds" != 0 ]; then
+  ./scripts/fuzz.sh run --seconds "$fuzz_seconds" | tee "$log.fuzz"
+  fuzz=$(grep '^total:' "$log.fuzz")
+  rm -f "$log.fuzz"
+fi
+awk -v root_only="$root_only" -v fuzz="$fuzz" '/^test result:/ { p += $4; f += $6 }
+  END { print "needs-root tests: " root_only; print "fuzzing: " fuzz; printf "%d passed, %d failed\n", p, f }' "$log"

@@ -172,7 +172,11 @@ pub(super) async fn authorize(web: &Web, guard: &Guard, headers: &HeaderMap) -> 
 
 /// `Authorization: Basic base64(user:password)`.
 fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    credentials(headers.get(header::AUTHORIZATION)?.to_str().ok()?)
+}
+
+/// The user and password of an `Authorization` value, when it is `Basic` and well formed.
+pub fn credentials(value: &str) -> Option<(String, String)> {
     let (scheme, encoded) = value.split_once(' ')?;
     if !scheme.eq_ignore_ascii_case("basic") {
         return None;

@@ -1,0 +1,400 @@
+//! The fuzz targets: every parser of text the kernel, another user or an operator writes,
+//! the heap walk over memory a process controls, and the whole path from a /proc tree to
+//! both expositions and the diagnosis. Each takes bytes, must not panic, and checks what
+//! must hold of its output whatever the input (a `panic!` there is a finding too).
+//!
+//! Shared by the fuzzer (`membloat-fuzz`) and by `tests/fuzz_corpus.rs`, which replays the
+//! corpus and every past finding on each `cargo test`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use membloat_exporter::collect::heap::walk::{self, ArenaHeap, Fault, HeapKind, Target as Memory};
+use membloat_exporter::collect::heap::{self as heap, runtime};
+use membloat_exporter::collect::matcher::{Candidate, Matchers};
+use membloat_exporter::config::{self, Config};
+use membloat_exporter::daemon::Pipeline;
+use membloat_exporter::parse::{
+    cgroup, meminfo::Meminfo, memory_stat::MemoryStat, mountinfo, pressure::Pressure, smaps,
+    smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status, sysfs, vmstat::Vmstat,
+};
+use membloat_exporter::serve::webconfig::WebConfig;
+use membloat_exporter::serve::{auth, negotiate, shared};
+
+pub struct FuzzTarget {
+    pub name: &'static str,
+    pub run: fn(&[u8]),
+    /// Longest input tried.
+    pub max_len: usize,
+    /// Inputs are memory images, not lines of text.
+    pub binary: bool,
+    /// Files under the repository root that seed the corpus (`*` matches one component).
+    pub seeds: &'static [&'static str],
+}
+
+macro_rules! targets {
+    ($($name:literal => $run:ident, $max:expr, $binary:expr, [$($seed:expr),*];)*) => {
+        pub const TARGETS: &[FuzzTarget] = &[$(FuzzTarget {
+            name: $name, run: $run, max_len: $max, binary: $binary, seeds: &[$($seed),*],
+        }),*];
+    };
+}
+
+targets! {
+    "meminfo" => meminfo, 8 << 10, false, ["tests/fixtures/kernel-6.18/proc/meminfo"];
+    "vmstat" => vmstat, 16 << 10, false, ["tests/fixtures/kernel-6.18/proc/vmstat"];
+    "status" => status, 8 << 10, false, ["tests/fixtures/kernel-6.18/proc/*/status"];
+    "stat" => stat, 4 << 10, false, ["tests/fixtures/kernel-6.18/proc/*/stat"];
+    "statm" => statm, 1 << 10, false, ["tests/fixtures/kernel-6.18/proc/*/statm"];
+    "smaps" => smaps, 64 << 10, false, ["tests/fixtures/kernel-6.18/proc/*/smaps"];
+    "smaps_rollup" => smaps_rollup, 4 << 10, false, ["tests/fixtures/kernel-6.18/proc/*/smaps_rollup"];
+    "pressure" => pressure, 1 << 10, false, ["tests/fixtures/kernel-6.18/proc/pressure/memory"];
+    "memory_stat" => memory_stat, 8 << 10, false, ["tests/fixtures/kernel-6.18/sys/fs/cgroup/memory/*/memory.stat"];
+    "cgroup" => cgroup, 4 << 10, false, ["tests/fixtures/kernel-6.18/proc/*/cgroup"];
+    "sysfs" => sysfs, 1 << 10, false, ["tests/fixtures/kernel-6.18/sys/kernel/mm/transparent_hugepage/enabled"];
+    "mountinfo" => mountinfo, 16 << 10, false, [];
+    "matcher" => matcher, 2 << 10, false, [];
+    "webconfig" => webconfig, 4 << 10, false, ["deploy/web-config.yml"];
+    "http_headers" => http_headers, 1 << 10, false, [];
+    "flags" => flags, 2 << 10, false, [];
+    "heap_walk" => heap_walk, 64 << 10, true, [];
+    "go_buildinfo" => go_buildinfo, 16 << 10, true, [];
+    "pipeline" => pipeline, 256 << 10, false, [];
+}
+
+pub fn find(name: &str) -> Option<&'static FuzzTarget> {
+    TARGETS.iter().find(|t| t.name == name)
+}
+
+/// Text as the exporter's reader hands it over: invalid UTF-8 replaced.
+fn text(data: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(data)
+}
+
+fn bytes_from_kib(v: Option<u64>, what: &str) {
+    if let Some(v) = v {
+        assert!(v % 1024 == 0, "{what} = {v}: not kB times 1024");
+    }
+}
+
+fn meminfo(data: &[u8]) {
+    if let Ok(m) = Meminfo::parse(&text(data)) {
+        for (v, what) in [
+            (m.mem_total_bytes, "MemTotal"),
+            (m.mem_available_bytes, "MemAvailable"),
+            (m.committed_as_bytes, "Committed_AS"),
+            (m.swap_free_bytes, "SwapFree"),
+            (m.hugetlb_bytes, "Hugetlb"),
+        ] {
+            bytes_from_kib(v, what);
+        }
+    }
+}
+
+fn vmstat(data: &[u8]) {
+    if let Ok(v) = Vmstat::parse(&text(data)) {
+        // Each key becomes a series name: once each, and only characters a name may hold.
+        let mut keys = std::collections::HashSet::new();
+        for (k, _) in &v.counters {
+            assert!(keys.insert(k.as_str()), "{k} twice");
+            assert!(
+                !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+                "key {k:?}"
+            );
+        }
+    }
+}
+
+fn status(data: &[u8]) {
+    if let Ok(s) = Status::parse(&text(data)) {
+        bytes_from_kib(s.vm_rss_bytes, "VmRSS");
+        bytes_from_kib(s.vm_hwm_bytes, "VmHWM");
+        bytes_from_kib(s.rss_anon_bytes, "RssAnon");
+        bytes_from_kib(s.vm_swap_bytes, "VmSwap");
+    }
+}
+
+fn stat(data: &[u8]) {
+    let t = text(data);
+    if let Ok(s) = Stat::parse(&t) {
+        assert!(t.contains(&s.comm), "comm {:?} is not in the input", s.comm);
+    }
+}
+
+fn statm(data: &[u8]) {
+    let _ = statm::parse(&text(data));
+}
+
+fn smaps(data: &[u8]) {
+    let t = text(data);
+    if let Ok((vmas, _)) = smaps::parse(&t) {
+        for v in &vmas {
+            assert!(
+                v.start <= v.end,
+                "mapping {:x}-{:x} ends before it starts",
+                v.start,
+                v.end
+            );
+        }
+        let s = smaps::SmapsSummary::from_vmas(&vmas);
+        let _ = (s.heap_rss_bytes(), s.heap_size_bytes());
+        let _ = heap::heap_ranges(&vmas);
+    }
+    let _ = smaps::summarize(&t);
+}
+
+fn smaps_rollup(data: &[u8]) {
+    if let Ok(Some(r)) = SmapsRollup::parse(&text(data)) {
+        bytes_from_kib(r.rss_bytes, "Rss");
+        bytes_from_kib(r.pss_bytes, "Pss");
+        bytes_from_kib(r.swap_bytes, "Swap");
+    }
+}
+
+fn pressure(data: &[u8]) {
+    if let Ok(p) = Pressure::parse(&text(data)) {
+        for v in [p.some_seconds, p.full_seconds].into_iter().flatten() {
+            assert!(v.is_finite() && v >= 0.0, "pressure total {v}");
+        }
+    }
+}
+
+fn memory_stat(data: &[u8]) {
+    let _ = MemoryStat::parse(&text(data));
+}
+
+fn cgroup(data: &[u8]) {
+    let t = text(data);
+    if let Some(path) = cgroup::memory_cgroup(&t) {
+        assert!(t.contains(path));
+    }
+}
+
+fn sysfs(data: &[u8]) {
+    let t = text(data);
+    if let Ok(word) = sysfs::selected(&t) {
+        // The word is a label value: nothing that needs escaping.
+        assert!(
+            !word.is_empty() && !word.contains(['"', '\\', '\n', ' ']),
+            "{word:?}"
+        );
+    }
+    for line in t.lines() {
+        if let Some(b) = sysfs::hugepage_dir_size_bytes(line) {
+            assert!(b % 1024 == 0);
+        }
+    }
+}
+
+fn mountinfo(data: &[u8]) {
+    let t = text(data);
+    let _ = mountinfo::hides_processes(&t, "/proc");
+    if let Some(point) = t.lines().next() {
+        let _ = mountinfo::hides_processes(&t, point);
+    }
+}
+
+fn matcher(data: &[u8]) {
+    let t = text(data);
+    // The last two lines (after a `---` line) name a process to match: comm, then cmdline.
+    let (yaml, probe) = t
+        .split_once("\n---\n")
+        .unwrap_or((&t, "bash\n/bin/bash\0-c\0x"));
+    let mut probe = probe.lines();
+    let comm = probe.next().unwrap_or("");
+    let cmdline = probe.next().unwrap_or("");
+    if let Ok(m) = Matchers::parse(yaml) {
+        let _ = m.needs_cmdline();
+        let _ = m.group(&Candidate { comm, cmdline });
+    }
+}
+
+fn webconfig(data: &[u8]) {
+    let t = text(data);
+    // Paths would be opened for real (a certificate at /dev/zero reads forever), and a
+    // bcrypt cost is 2^cost rounds by design: neither is worth the fuzzer's time.
+    if t.contains("/dev") || t.contains("/proc") || t.contains("/sys") || costly(&t) {
+        return;
+    }
+    let _ = WebConfig::parse(&t, Path::new("/nonexistent/membloat-fuzz"));
+}
+
+/// A `$2?$NN$` bcrypt prefix with a cost above 6.
+fn costly(t: &str) -> bool {
+    t.match_indices("$2").any(|(i, _)| {
+        let cost = t.get(i + 4..i + 6).and_then(|c| c.parse::<u32>().ok());
+        cost.is_some_and(|c| c > 6)
+    })
+}
+
+fn http_headers(data: &[u8]) {
+    for value in text(data).lines() {
+        if let Some((user, _)) = auth::credentials(value) {
+            assert!(!user.contains(':'), "user {user:?} holds the separator");
+        }
+        let _ = negotiate::wants_openmetrics(value);
+        let _ = negotiate::accepts(value, "text/plain");
+    }
+}
+
+fn flags(data: &[u8]) {
+    let t = text(data);
+    for line in t.lines() {
+        let _ = config::parse_duration(line);
+        let _ = config::parse_size(line);
+        let _ = config::socket_addrs(line);
+    }
+    let args = std::iter::once("membloat_exporter").chain(t.lines());
+    let _ = Config::from_args(args);
+}
+
+/// A process's memory as the fuzzer writes it: one image at a fixed address, every page
+/// resident except those whose first byte is 0xee.
+struct Image<'a> {
+    base: u64,
+    bytes: &'a [u8],
+}
+
+impl Memory for Image<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Fault> {
+        let at = usize::try_from(addr.checked_sub(self.base).ok_or(Fault::Unreadable)?)
+            .map_err(|_| Fault::Unreadable)?;
+        let src = self
+            .bytes
+            .get(at..at.checked_add(buf.len()).ok_or(Fault::Unreadable)?)
+            .ok_or(Fault::Unreadable)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn resident_bytes(&mut self, start: u64, end: u64) -> Result<u64, Fault> {
+        if start > end {
+            panic!("resident_bytes of a range that ends before it starts: {start:x}-{end:x}");
+        }
+        let mut total = 0;
+        let mut page = start & !4095;
+        while page < end {
+            let off = page.wrapping_sub(self.base) as usize;
+            if self.bytes.get(off) != Some(&0xee) {
+                total += end.min(page + 4096) - start.max(page);
+            }
+            page += 4096;
+        }
+        Ok(total)
+    }
+}
+
+/// The first byte chooses the layout: even, a brk heap; odd, one 64 MiB-aligned arena heap
+/// (its `heap_info` first). The rest is the heap's memory.
+fn heap_walk(data: &[u8]) {
+    let Some((&mode, image)) = data.split_first() else {
+        return;
+    };
+    let arena = mode % 2 == 1;
+    let base: u64 = if arena {
+        0x7f00_0000_0000
+    } else {
+        0x5555_5555_a000
+    };
+    let end = base + image.len() as u64;
+    let mut mem = Image { base, bytes: image };
+    let (brk, arenas) = if arena {
+        (
+            None,
+            vec![ArenaHeap {
+                start: base,
+                rw_end: end,
+            }],
+        )
+    } else {
+        (Some((base, end)), vec![])
+    };
+    if let Ok(m) = heap::measure(&mut mem, brk, &arenas, 100_000) {
+        for kind in HeapKind::ALL {
+            let t = m.of(kind);
+            assert!(t.free_bytes <= image.len() as u64, "{kind:?}: {t:?}");
+            assert!(t.free_resident_bytes <= t.free_bytes, "{kind:?}: {t:?}");
+            assert!(
+                t.reclaimable_bytes <= t.free_resident_bytes,
+                "{kind:?}: {t:?}"
+            );
+            assert!(t.top_bytes <= t.free_bytes, "{kind:?}: {t:?}");
+        }
+        let _ = (
+            m.free_resident_bytes(),
+            m.reclaimable_bytes(),
+            m.free_bytes(),
+        );
+    }
+    let mut w = walk::Walker::new(&mut mem, 1000);
+    let _ = w.heap(walk::brk_first_chunk(base), end, HeapKind::Main);
+}
+
+fn go_buildinfo(data: &[u8]) {
+    let read = |offset: u64, buf: &mut [u8]| {
+        let Ok(at) = usize::try_from(offset) else {
+            return false;
+        };
+        match data.get(at..at.saturating_add(buf.len())) {
+            Some(src) if src.len() == buf.len() => {
+                buf.copy_from_slice(src);
+                true
+            }
+            _ => false,
+        }
+    };
+    if let Some(v) = runtime::go_version(read) {
+        // The version becomes a label value.
+        assert!(!v.contains(['"', '\\', '\n']), "version {v:?}");
+    }
+}
+
+static TREES: AtomicUsize = AtomicUsize::new(0);
+
+/// The whole path: the input unpacked as a /proc and /sys tree, two scans, then both
+/// expositions (checked as Prometheus would) and the diagnosis in text and JSON.
+fn pipeline(data: &[u8]) {
+    let n = TREES.fetch_add(1, Ordering::Relaxed);
+    // tmpfs when there is one: a tree is written and read twice per input.
+    let shm = Path::new("/dev/shm");
+    let tmp = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let root = tmp.join(format!("membloat-fuzz-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("proc")).unwrap();
+    std::fs::create_dir_all(root.join("sys")).unwrap();
+    struct Remove(PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _remove = Remove(root.clone());
+    crate::tree::unpack(data, &root);
+    let args = [
+        "membloat_exporter".to_string(),
+        format!("--path.procfs={}", root.join("proc").display()),
+        format!("--path.sysfs={}", root.join("sys").display()),
+        "--collector.processes.top-k=1000".into(),
+        "--collector.processes.deep-interval=0s".into(),
+        "--collector.processes.deep-min-size=0".into(),
+    ];
+    let cfg = Config::from_args(args).unwrap_or_else(|_| panic!("the fuzz flags are valid"));
+    let mut p = Pipeline::new(&cfg).unwrap();
+    p.step();
+    let published = shared::publish_all(p.step());
+    let text = std::str::from_utf8(&published.text).expect("text exposition is UTF-8");
+    let om = std::str::from_utf8(&published.openmetrics).expect("OpenMetrics is UTF-8");
+    if let Err(e) = crate::check::exposition(text, false) {
+        panic!("text exposition: {e}");
+    }
+    if let Err(e) = crate::check::exposition(om, true) {
+        panic!("OpenMetrics exposition: {e}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&published.explain_json).expect("/explain JSON parses");
+    assert!(json.is_object());
+}

@@ -1,0 +1,86 @@
+//! Every fuzz target (fuzz/src/targets.rs) on its whole corpus and on every past finding
+//! (fuzz/regressions), without instrumentation: what the fuzzer once found stays fixed, and
+//! a change that breaks a parser on an input the corpus holds fails here, on `cargo test`.
+
+#[path = "../fuzz/src/check.rs"]
+mod check;
+// The fuzzer's own fields (seeds, lengths) are unused here.
+#[allow(dead_code)]
+#[path = "../fuzz/src/targets.rs"]
+mod targets;
+#[path = "../fuzz/src/tree.rs"]
+mod tree;
+
+use std::path::Path;
+use std::sync::Mutex;
+
+static PANIC: Mutex<Option<String>> = Mutex::new(None);
+
+fn inputs(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_target_passes_its_corpus_and_past_findings() {
+    membloat_exporter::log::set_level(membloat_exporter::config::LogLevel::Error);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    // A panic on a reader thread is a failure too: the hook sees every thread's.
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|info| {
+        PANIC.lock().unwrap().get_or_insert(info.to_string());
+    }));
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for t in targets::TARGETS {
+        let corpus = inputs(&root.join("corpus").join(t.name));
+        assert!(
+            !corpus.is_empty(),
+            "{}: no corpus (membloat-fuzz seed)",
+            t.name
+        );
+        for file in corpus
+            .iter()
+            .chain(&inputs(&root.join("regressions").join(t.name)))
+        {
+            let data = std::fs::read(file).unwrap();
+            let _ = std::panic::catch_unwind(|| (t.run)(&data));
+            total += 1;
+            if let Some(msg) = PANIC.lock().unwrap().take() {
+                failures.push(format!("{}: {msg}", file.display()));
+            }
+        }
+    }
+    std::panic::set_hook(default);
+    eprintln!("{total} inputs replayed");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_tree_survives_packing() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kernel-6.18");
+    let packed = tree::pack(&fixture, usize::MAX);
+    let out = tempfile::tempdir().unwrap();
+    let files = tree::unpack(&packed, out.path());
+    assert!(files > 200, "{files} files");
+    for f in [
+        "proc/meminfo",
+        "proc/1406/smaps",
+        "sys/kernel/mm/transparent_hugepage/enabled",
+    ] {
+        let same =
+            std::fs::read(out.path().join(f)).unwrap() == std::fs::read(fixture.join(f)).unwrap();
+        assert!(same, "{f} differs after pack and unpack");
+    }
+    // Paths that leave the tree are not written.
+    let hostile = b"=== proc/../../escape\nx\n=== /etc/x\ny\n=== sys/ok\nz\n";
+    assert_eq!(tree::unpack(hostile, out.path()), 1);
+    assert!(!out.path().join("../escape").exists());
+}
