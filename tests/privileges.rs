@@ -347,6 +347,10 @@ fn hidepid_and_an_unreadable_sysfs_are_told_apart_from_unsupported() {
             "membloat_scan_errors_total{{collector=\"{collector}\",reason=\"unsupported\"}}"
         );
         assert!(value(&text, &denied).unwrap() >= 1.0, "{collector}\n{text}");
+        // Denied is a failure the operator can fix, so it fails the collector (and alerts);
+        // unsupported does not (tests/golden.rs).
+        let success = format!("membloat_scrape_collector_success{{collector=\"{collector}\"}}");
+        assert_eq!(value(&text, &success), Some(0.0), "{collector}");
         assert_eq!(
             value(&text, &unsupported).unwrap_or(0.0),
             0.0,

@@ -314,7 +314,8 @@ impl Scanner {
         }
         s.collectors.push(CollectorRun {
             name,
-            success: result.is_ok(),
+            // Unsupported is reported, not failed (as in `system::record`).
+            success: matches!(result, Ok(_) | Err(Reason::Unsupported)),
             duration_seconds: started.elapsed().as_secs_f64(),
         });
         result.ok()

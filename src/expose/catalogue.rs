@@ -136,7 +136,7 @@ catalogue! {
     PROCESSES_SCANNED = "membloat_processes_scanned", Gauge, None, [], EXPORTER, "the exporter",
         "Processes with memory (kernel threads excluded) read by the latest scan.";
     SCRAPE_COLLECTOR_SUCCESS = "membloat_scrape_collector_success", Gauge, None, ["collector"], EXPORTER, "the exporter",
-        "1 when the collector read its source in the latest scan, 0 when it failed or the kernel lacks it.";
+        "1 when the collector read its source in the latest scan or the kernel lacks the source (counted as unsupported in membloat_scan_errors_total), 0 when it failed.";
     SCRAPE_COLLECTOR_DURATION_SECONDS = "membloat_scrape_collector_duration_seconds", Gauge, Seconds, ["collector"], EXPORTER, "the exporter",
         "Time the collector took in the latest scan.";
     SCAN_ROLLUP_READS = "membloat_scan_rollup_reads", Gauge, None, [], EXPORTER, "the exporter",
