@@ -185,6 +185,7 @@ pub struct ExplainConfig {
     pub json: bool,
 }
 
+pub mod build;
 mod flags;
 use flags::command;
 

@@ -230,3 +230,63 @@ fn once_on_the_live_machine_prints_a_valid_exposition() {
     // The process-wide THP mode here is one of the kernel's three.
     assert!(text.contains("membloat_thp_settings_info{enabled=\""));
 }
+
+/// `--version` says what the binary was built from, as the Prometheus exporters do, and
+/// `membloat_build_info` carries the same facts as labels.
+#[test]
+fn version_and_build_info_name_the_revision_toolchain_and_target() {
+    let out = run(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    let version = String::from_utf8(out.stdout).unwrap();
+    let rustc = tool("rustc").arg("--version").output().unwrap();
+    let rustc = String::from_utf8(rustc.stdout).unwrap();
+    let rust_version = rustc.split_whitespace().nth(1).unwrap();
+    assert!(
+        version.contains(&format!("rust version:     {rust_version}\n")),
+        "{version}"
+    );
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8(o.stdout).unwrap().trim().to_string());
+    if let Some(head) = &head {
+        assert!(version.contains(&format!("revision: {head})")), "{version}");
+    } else {
+        eprintln!("not a git checkout: the revision is not checked");
+    }
+    let field = |name: &str| {
+        version
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_else(|| panic!("{name} in {version}"))
+    };
+    let date = field("build date:");
+    assert!(
+        date.len() == 20 && date.ends_with('Z') && date.as_bytes()[10] == b'T',
+        "{date}"
+    );
+    let platform = field("platform:");
+    assert!(platform.contains("linux"), "{platform}");
+
+    let out = run(&["--once", "--once.interval=10ms"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let revision = head.as_deref().unwrap_or("unknown");
+    let want = format!(
+        "membloat_build_info{{version=\"{}\",revision=\"{revision}\",branch=\"",
+        env!("CARGO_PKG_VERSION")
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&want))
+        .unwrap_or_else(|| panic!("no {want} in the exposition"));
+    assert!(line.contains(&format!("builddate=\"{date}\"")), "{line}");
+    assert!(
+        line.contains(&format!("rustversion=\"{rust_version}\"")),
+        "{line}"
+    );
+    assert!(line.contains(&format!("target=\"{platform}\"")), "{line}");
+}

@@ -9,7 +9,7 @@ use super::{parse_duration, parse_size, positive_duration, Collector};
 
 pub(super) fn command() -> Command {
     let mut cmd = Command::new("membloat_exporter")
-        .version(env!("CARGO_PKG_VERSION"))
+        .version(super::build::LONG_VERSION)
         .about("Prometheus exporter that finds memory bloat on Linux hosts and warns before the OOM killer strikes.")
         .arg(Arg::new("web.listen-address").long("web.listen-address").value_name("ADDRESS")
             .default_value(":10293")

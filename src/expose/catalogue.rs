@@ -125,8 +125,8 @@ macro_rules! catalogue {
 }
 
 catalogue! {
-    BUILD_INFO = "membloat_build_info", Info, None, ["version"], EXPORTER, "the exporter",
-        "Version of membloat_exporter.";
+    BUILD_INFO = "membloat_build_info", Info, None, ["version", "revision", "branch", "builddate", "rustversion", "target"], EXPORTER, "the exporter",
+        "Version of membloat_exporter, the git revision and branch it was built from, the build date (UTC), the rustc version and the target triple, as --version prints them.";
     SCANS_TOTAL = "membloat_scans_total", Counter, None, [], EXPORTER, "the exporter",
         "Scans of /proc completed since the exporter started.";
     LAST_SCAN_TIMESTAMP_SECONDS = "membloat_last_scan_timestamp_seconds", Gauge, Seconds, [], EXPORTER, "the exporter",

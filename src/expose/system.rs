@@ -4,7 +4,7 @@
 use super::*;
 
 pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
-    f.info(&BUILD_INFO, vec![("version", env!("CARGO_PKG_VERSION"))])?;
+    f.info(&BUILD_INFO, crate::config::build::labels())?;
     f.single(&SCANS_TOTAL, Some(Num::U(s.scans)))?;
     f.single(
         &LAST_SCAN_TIMESTAMP_SECONDS,

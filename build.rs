@@ -1,0 +1,71 @@
+//! Build facts for `--version` and `membloat_build_info`: the git revision and branch, the
+//! build date (UTC, RFC 3339; `SOURCE_DATE_EPOCH` makes it reproducible), the rustc
+//! version and the target triple. Outside a git checkout the revision is `unknown` unless
+//! `MEMBLOAT_REVISION` is set (container builds pass it).
+
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+fn output(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(cmd).args(args).output().ok()?;
+    let s = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !s.is_empty()).then_some(s)
+}
+
+/// Days since 1970-01-01 to (year, month, day): Howard Hinnant's `civil_from_days`.
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn main() {
+    println!("cargo:rerun-if-changed=.git/HEAD");
+    println!("cargo:rerun-if-changed=.git/refs/heads");
+    println!("cargo:rerun-if-env-changed=MEMBLOAT_REVISION");
+    println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    let revision = std::env::var("MEMBLOAT_REVISION")
+        .ok()
+        .filter(|r| !r.is_empty())
+        .or_else(|| output("git", &["rev-parse", "HEAD"]))
+        .unwrap_or_else(|| "unknown".into());
+    let branch =
+        output("git", &["rev-parse", "--abbrev-ref", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    let secs = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64)
+        });
+    let (y, mo, d) = civil(secs.div_euclid(86_400));
+    let t = secs.rem_euclid(86_400);
+    let date = format!(
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        t / 3600,
+        t / 60 % 60,
+        t % 60
+    );
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    // "rustc 1.95.0 (59807616e 2026-04-14)" -> "1.95.0"
+    let rust_version = output(&rustc, &["--version"])
+        .and_then(|v| v.split_whitespace().nth(1).map(str::to_string))
+        .unwrap_or_else(|| "unknown".into());
+    let target = std::env::var("TARGET").unwrap_or_else(|_| "unknown".into());
+    for (k, v) in [
+        ("MEMBLOAT_REVISION", revision),
+        ("MEMBLOAT_BRANCH", branch),
+        ("MEMBLOAT_BUILD_DATE", date),
+        ("MEMBLOAT_RUST_VERSION", rust_version),
+        ("MEMBLOAT_TARGET", target),
+    ] {
+        println!("cargo:rustc-env={k}={v}");
+    }
+}
