@@ -740,3 +740,56 @@ fn sighup_without_a_web_config_does_not_end_the_exporter() {
     );
     assert_eq!(d.get("/healthz").status, 200);
 }
+
+/// A scraper that accepts gzip (Prometheus does) gets the same exposition gzipped, about a
+/// sixth of the bytes; one that does not, or refuses it, gets it plain.
+#[test]
+fn metrics_are_gzipped_for_scrapers_that_accept_it() {
+    let d = Daemon::start(&["--scan.interval=1h"]);
+    let url = format!("http://127.0.0.1:{}/metrics", d.port);
+    let fetch = |encoding: Option<&str>| {
+        let mut c = tool("curl");
+        c.args(["-s", "-D", "-", &url]);
+        if let Some(e) = encoding {
+            c.args(["-H", &format!("Accept-Encoding: {e}")]);
+        }
+        let out = c.output().unwrap();
+        let split = out
+            .stdout
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap();
+        let head = String::from_utf8_lossy(&out.stdout[..split]).to_lowercase();
+        (head, out.stdout[split + 4..].to_vec())
+    };
+    let (head, plain) = fetch(None);
+    assert!(!head.contains("content-encoding"), "{head}");
+    for accept in ["gzip", "deflate, gzip;q=0.8", "*"] {
+        let (head, gz) = fetch(Some(accept));
+        assert!(head.contains("content-encoding: gzip"), "{accept}: {head}");
+        assert!(head.contains("vary: accept, accept-encoding"), "{head}");
+        assert_eq!(&gz[..2], b"\x1f\x8b", "{accept}: not gzip");
+        let mut unzipped = Vec::new();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_end(&mut unzipped)
+            .unwrap();
+        assert_eq!(unzipped, plain, "{accept}: not the same exposition");
+        assert!(
+            gz.len() * 4 < plain.len(),
+            "{} of {} bytes",
+            gz.len(),
+            plain.len()
+        );
+    }
+    for refused in ["gzip;q=0", "identity", "*, gzip;q=0"] {
+        let (head, body) = fetch(Some(refused));
+        assert!(!head.contains("content-encoding"), "{refused}: {head}");
+        assert_eq!(body, plain, "{refused}");
+    }
+    let (_, gz) = fetch(Some("gzip"));
+    eprintln!(
+        "exposition {} bytes, gzipped {} bytes",
+        plain.len(),
+        gz.len()
+    );
+}

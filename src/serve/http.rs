@@ -151,7 +151,8 @@ async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Response {
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let (content_type, body) = if negotiate::wants_openmetrics(accept) {
+    let om = negotiate::wants_openmetrics(accept);
+    let (content_type, body) = if om {
         (
             negotiate::OPENMETRICS_CONTENT_TYPE,
             latest.openmetrics.clone(),
@@ -159,7 +160,20 @@ async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Response {
     } else {
         (negotiate::TEXT_CONTENT_TYPE, latest.text.clone())
     };
-    ([(header::CONTENT_TYPE, content_type)], chunked(body)).into_response()
+    let gzip = headers
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(negotiate::accepts_gzip);
+    let vary = (header::VARY, "Accept, Accept-Encoding");
+    if gzip {
+        let headers = [
+            (header::CONTENT_TYPE, content_type),
+            (header::CONTENT_ENCODING, "gzip"),
+            vary,
+        ];
+        return (headers, chunked(latest.gzipped(om))).into_response();
+    }
+    ([(header::CONTENT_TYPE, content_type), vary], chunked(body)).into_response()
 }
 
 /// The latest scan's diagnosis: JSON when the client asks for it, else text.

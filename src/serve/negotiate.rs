@@ -12,6 +12,26 @@ pub fn wants_openmetrics(accept: &str) -> bool {
     accepts(accept, "application/openmetrics-text")
 }
 
+/// True when an `Accept-Encoding` header takes gzip with a non-zero weight: named
+/// (`gzip`, `x-gzip`), or through `*` when not named.
+pub fn accepts_gzip(accept_encoding: &str) -> bool {
+    let (mut named, mut any) = (None, None);
+    for coding in accept_encoding.split(',') {
+        let mut parts = coding.split(';').map(str::trim);
+        let name = parts.next().unwrap_or("");
+        let weight = parts
+            .find_map(|p| p.strip_prefix("q="))
+            .map_or(Some(1.0), |q| q.parse::<f64>().ok());
+        let ok = weight.is_some_and(|q| q > 0.0);
+        if name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip") {
+            named = Some(ok);
+        } else if name == "*" {
+            any = Some(ok);
+        }
+    }
+    named.or(any).unwrap_or(false)
+}
+
 /// True when an `Accept` header names `media` with a non-zero weight.
 pub fn accepts(accept: &str, media: &str) -> bool {
     accept.split(',').any(|range| {
@@ -28,6 +48,18 @@ pub fn accepts(accept: &str, media: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn gzip_by_name_or_wildcard_unless_refused() {
+        use super::accepts_gzip;
+        assert!(accepts_gzip("gzip"));
+        assert!(accepts_gzip("deflate, GZIP;q=0.5"));
+        assert!(accepts_gzip("*"));
+        assert!(!accepts_gzip("gzip;q=0"));
+        assert!(!accepts_gzip("*, gzip;q=0"));
+        assert!(!accepts_gzip("identity"));
+        assert!(!accepts_gzip(""));
+    }
+
     use super::*;
 
     #[test]

@@ -1,7 +1,8 @@
 //! What the scan loop publishes and the HTTP handlers serve: the latest scan, encoded once
 //! per scan in both expositions, and its diagnosis. A scrape only copies these bytes.
 
-use std::sync::{Arc, RwLock};
+use std::io::Write;
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
@@ -21,6 +22,30 @@ pub struct Published {
     pub completed_at: Option<Instant>,
     /// Why `/healthz` fails although the scan completed.
     pub trouble: Option<String>,
+    /// The gzip of `openmetrics` and of `text`, made by the first scrape that asks.
+    pub gzipped: [OnceLock<Bytes>; 2],
+}
+
+impl Published {
+    /// The exposition, gzipped once per scan whatever the number of scrapers.
+    pub fn gzipped(&self, openmetrics: bool) -> Bytes {
+        let (slot, plain) = if openmetrics {
+            (&self.gzipped[0], &self.openmetrics)
+        } else {
+            (&self.gzipped[1], &self.text)
+        };
+        slot.get_or_init(|| gzip(plain)).clone()
+    }
+}
+
+fn gzip(data: &[u8]) -> Bytes {
+    let mut out = flate2::write::GzEncoder::new(
+        Vec::with_capacity(data.len() / 4),
+        flate2::Compression::default(),
+    );
+    // Writing to a Vec cannot fail.
+    let _ = out.write_all(data);
+    Bytes::from(out.finish().unwrap_or_default())
 }
 
 /// A value read by many and replaced whole by one writer: readers take an `Arc` and never
@@ -66,6 +91,7 @@ impl Shared {
                 explain_json: Bytes::new(),
                 completed_at: None,
                 trouble: None,
+                gzipped: Default::default(),
             }),
             scan_interval,
         }
@@ -104,6 +130,7 @@ pub fn publish_all(snapshot: Arc<Snapshot>) -> Published {
         explain_json: Bytes::from(explain::render::json(&d)),
         completed_at: Some(Instant::now()),
         trouble,
+        gzipped: Default::default(),
     }
 }
 
