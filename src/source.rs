@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+pub mod own;
 mod reason;
 pub use reason::{ReadError, Reason};
 

@@ -290,3 +290,59 @@ fn version_and_build_info_name_the_revision_toolchain_and_target() {
     );
     assert!(line.contains(&format!("target=\"{platform}\"")), "{line}");
 }
+
+/// The exporter's own `process_*` series agree with what the kernel says of its pid.
+#[test]
+fn own_process_metrics_match_the_kernel() {
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let d = Daemon::start(FAST);
+    let pid = d.pid();
+    std::thread::sleep(Duration::from_millis(500));
+    let text = d.metrics();
+    let got = |name: &str| value(&text, name).unwrap_or_else(|| panic!("no {name}"));
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib = |key: &str| -> f64 {
+        let line = status.lines().find(|l| l.starts_with(key)).unwrap();
+        line.split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<f64>()
+            .unwrap()
+            * 1024.0
+    };
+    let rss = got("process_resident_memory_bytes");
+    assert!(
+        (rss - kib("VmRSS:")).abs() < 0.5 * kib("VmRSS:"),
+        "{rss} vs {}",
+        kib("VmRSS:")
+    );
+    let vsz = got("process_virtual_memory_bytes");
+    assert!(
+        (vsz - kib("VmSize:")).abs() < 0.5 * kib("VmSize:"),
+        "{vsz} vs {}",
+        kib("VmSize:")
+    );
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let soft: f64 = limits
+        .lines()
+        .find_map(|l| l.strip_prefix("Max open files"))
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    assert_eq!(got("process_max_fds"), soft);
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count() as f64;
+    let open = got("process_open_fds");
+    // A scrape's socket and a reader's file come and go between the two counts.
+    assert!(open >= 3.0 && (open - fds).abs() <= 4.0, "{open} vs {fds}");
+    let started = got("process_start_time_seconds");
+    assert!(
+        started >= before - 1.0 && started <= before + 10.0,
+        "started {started}, test began {before}"
+    );
+    let cpu = got("process_cpu_seconds_total");
+    assert!((0.0..5.0).contains(&cpu), "{cpu}");
+}

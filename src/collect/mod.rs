@@ -5,6 +5,7 @@
 mod deep;
 pub mod heap;
 pub mod matcher;
+pub mod own;
 pub mod pool;
 mod processes;
 mod system;
@@ -160,6 +161,8 @@ pub struct Sample {
     pub deep: Option<DeepRun>,
     /// How the processes were read, when the processes collector ran.
     pub reads: Option<ReadStats>,
+    /// The exporter's own process, read at the end of the scan.
+    pub own: Option<own::OwnProcess>,
     /// Memory cgroups with anonymous memory, by path under the hierarchy root.
     pub cgroups: Option<Vec<(String, MemoryStat)>>,
     /// Online CPUs: glibc allows 8 arenas per CPU.
@@ -211,6 +214,8 @@ pub struct Scanner {
     grouping: Arc<Grouping>,
     clk_tck: f64,
     boot_time_seconds: Option<f64>,
+    /// The real `btime`, for the exporter's own start time: read by the first scan.
+    own_boot: Option<Option<u64>>,
     deep: DeepConfig,
     reading: ReadConfig,
     /// What is remembered of each process, in pid order (one record per process: the read
@@ -251,6 +256,7 @@ impl Scanner {
             clk_tck,
             // Read by the first scan, with the other system files.
             boot_time_seconds: None,
+            own_boot: None,
             deep,
             reading,
             known: Arc::new(Vec::new()),
@@ -296,6 +302,8 @@ impl Scanner {
             s.reads = Some(stats);
         }
         self.finish_system(system, started + self.reading.timeout, &mut s);
+        let boot = *self.own_boot.get_or_insert_with(own::boot_time);
+        s.own = Some(own::read(self.clk_tck, boot));
         s.duration_seconds = started.elapsed().as_secs_f64();
         s
     }

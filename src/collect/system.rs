@@ -92,12 +92,13 @@ pub(super) fn run(source: &Source, buf: &mut Buffer, job: Job) -> Done {
                 .parse_proc("pressure/memory", f.buf, |t| Pressure::parse(t).ok()),
         ),
         Job::Cgroup => Read::Cgroup(f.read_cgroups(errs)),
-        Job::BootTime => Read::BootTime(f.source.read_proc("stat", f.buf).ok().and_then(|text| {
-            text.lines()
-                .find_map(|l| l.strip_prefix("btime "))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(|v| v as f64)
-        })),
+        Job::BootTime => Read::BootTime(
+            f.source
+                .read_proc("stat", f.buf)
+                .ok()
+                .and_then(crate::parse::stat::boot_time)
+                .map(|v| v as f64),
+        ),
     };
     Done {
         read,

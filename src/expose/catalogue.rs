@@ -125,6 +125,19 @@ macro_rules! catalogue {
 }
 
 catalogue! {
+    // The exporter's own process, named as every Prometheus client library names them.
+    OWN_CPU_SECONDS_TOTAL = "process_cpu_seconds_total", Counter, Seconds, [], EXPORTER, "/proc/self/stat",
+        "Total user and system CPU time the exporter has spent.";
+    OWN_RESIDENT_MEMORY_BYTES = "process_resident_memory_bytes", Gauge, Bytes, [], EXPORTER, "/proc/self/status",
+        "Resident memory of the exporter (VmRSS).";
+    OWN_VIRTUAL_MEMORY_BYTES = "process_virtual_memory_bytes", Gauge, Bytes, [], EXPORTER, "/proc/self/status",
+        "Virtual memory of the exporter (VmSize).";
+    OWN_OPEN_FDS = "process_open_fds", Gauge, None, [], EXPORTER, "/proc/self/fd",
+        "Open file descriptors of the exporter.";
+    OWN_MAX_FDS = "process_max_fds", Gauge, None, [], EXPORTER, "/proc/self/limits",
+        "Soft limit on the exporter's open file descriptors.";
+    OWN_START_TIME_SECONDS = "process_start_time_seconds", Gauge, Seconds, [], EXPORTER, "/proc/self/stat",
+        "Unix time the exporter started.";
     BUILD_INFO = "membloat_build_info", Info, None, ["version", "revision", "branch", "builddate", "rustversion", "target"], EXPORTER, "the exporter",
         "Version of membloat_exporter, the git revision and branch it was built from, the build date (UTC), the rustc version and the target triple, as --version prints them.";
     SCANS_TOTAL = "membloat_scans_total", Counter, None, [], EXPORTER, "the exporter",

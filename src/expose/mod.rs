@@ -158,10 +158,23 @@ impl Collector for SnapshotCollector {
     }
 }
 
+/// Encodes the exporter's own `process_*` families (no prefix).
+#[derive(Debug)]
+struct OwnCollector(std::sync::Arc<Snapshot>);
+
+impl Collector for OwnCollector {
+    fn encode(&self, mut enc: DescriptorEncoder) -> fmt::Result {
+        system::encode_own(&mut Families { enc: &mut enc }, &self.0)
+    }
+}
+
 /// The OpenMetrics exposition of a snapshot, ending in `# EOF`.
 pub fn openmetrics(snapshot: std::sync::Arc<Snapshot>) -> String {
-    let mut registry = Registry::with_prefix(PREFIX);
-    registry.register_collector(Box::new(SnapshotCollector(snapshot)));
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(OwnCollector(snapshot.clone())));
+    registry
+        .sub_registry_with_prefix(PREFIX)
+        .register_collector(Box::new(SnapshotCollector(snapshot)));
     let mut out = String::with_capacity(64 * 1024);
     // Writing to a String cannot fail; a failing encoder would be a bug in a help text.
     if prometheus_client::encoding::text::encode(&mut out, &registry).is_err() {

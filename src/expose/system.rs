@@ -238,3 +238,16 @@ pub(super) fn encode_cgroups(f: &mut Families, s: &Snapshot) -> fmt::Result {
     f.family(&CGROUP_ANON_BYTES, rows(|m| m.anon_bytes))?;
     f.family(&CGROUP_ANON_HUGE_BYTES, rows(|m| m.anon_huge_bytes))
 }
+
+/// The exporter's own process.
+pub(super) fn encode_own(f: &mut Families, s: &Snapshot) -> fmt::Result {
+    let Some(o) = &s.own else {
+        return Ok(());
+    };
+    f.single(&OWN_CPU_SECONDS_TOTAL, o.cpu_seconds.map(Num::F))?;
+    f.single(&OWN_RESIDENT_MEMORY_BYTES, u(o.resident_bytes))?;
+    f.single(&OWN_VIRTUAL_MEMORY_BYTES, u(o.virtual_bytes))?;
+    f.single(&OWN_OPEN_FDS, u(o.open_fds))?;
+    f.single(&OWN_MAX_FDS, u(o.max_fds))?;
+    f.single(&OWN_START_TIME_SECONDS, o.start_time_seconds.map(Num::F))
+}

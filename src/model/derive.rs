@@ -82,6 +82,8 @@ pub struct Snapshot {
     /// CPU time of the heap walks since start.
     pub heap_walk_cpu_seconds_total: f64,
     pub reads: Option<ReadStats>,
+    /// The exporter's own process (`process_*`).
+    pub own: Option<crate::collect::own::OwnProcess>,
     pub cgroups: Option<Vec<(String, crate::parse::memory_stat::MemoryStat)>>,
 }
 
@@ -185,6 +187,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         heap_walk_cpu_seconds_total: next.heap_walk_cpu_seconds_total,
         deep: sample.deep,
         reads: sample.reads,
+        own: sample.own,
         cgroups: sample.cgroups,
         collectors: sample.collectors,
         meminfo: sample.meminfo,

@@ -53,6 +53,14 @@ impl Stat {
     }
 }
 
+/// `btime` of `/proc/stat`: the Unix time the system booted.
+pub fn boot_time(proc_stat: &str) -> Option<u64> {
+    proc_stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

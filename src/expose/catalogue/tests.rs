@@ -9,7 +9,14 @@ fn names_are_unique_prefixed_and_end_as_their_type_and_unit_say() {
     let mut seen = std::collections::BTreeSet::new();
     for m in ALL {
         assert!(seen.insert(m.name), "{} twice in the catalogue", m.name);
-        assert!(m.name.starts_with("membloat_"), "{}", m.name);
+        // Only the standard process_* names of the exporter's own process go without it.
+        let prefix = if m.source.starts_with("/proc/self/") {
+            assert!(m.name.starts_with("process_"), "{}", m.name);
+            ""
+        } else {
+            assert!(m.name.starts_with("membloat_"), "{}", m.name);
+            "membloat_"
+        };
         let stem = match m.kind {
             Kind::Counter => m.name.strip_suffix("_total"),
             Kind::Info => m.name.strip_suffix("_info"),
@@ -25,7 +32,7 @@ fn names_are_unique_prefixed_and_end_as_their_type_and_unit_say() {
             );
         }
         // The base the encoder gives prometheus-client rebuilds the full name.
-        let mut rebuilt = format!("membloat_{}", m.base());
+        let mut rebuilt = format!("{prefix}{}", m.base());
         if m.unit != Unit::None {
             rebuilt = format!("{rebuilt}_{}", m.unit.as_str());
         }
