@@ -12,18 +12,9 @@ fn output(cmd: &str, args: &[&str]) -> Option<String> {
     (out.status.success() && !s.is_empty()).then_some(s)
 }
 
-/// Days since 1970-01-01 to (year, month, day): Howard Hinnant's `civil_from_days`.
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
+#[allow(dead_code)]
+#[path = "src/log/rfc3339.rs"]
+mod rfc3339;
 
 fn main() {
     println!("cargo:rerun-if-changed=.git/HEAD");
@@ -45,14 +36,7 @@ fn main() {
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64)
         });
-    let (y, mo, d) = civil(secs.div_euclid(86_400));
-    let t = secs.rem_euclid(86_400);
-    let date = format!(
-        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        t / 3600,
-        t / 60 % 60,
-        t % 60
-    );
+    let date = rfc3339::format(secs, None);
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     // "rustc 1.95.0 (59807616e 2026-04-14)" -> "1.95.0"
     let rust_version = output(&rustc, &["--version"])

@@ -169,6 +169,8 @@ pub struct Config {
     pub deep: DeepConfig,
     pub reading: ReadConfig,
     pub log_level: LogLevel,
+    /// `--log.format=json`: one JSON object per line instead of logfmt.
+    pub log_json: bool,
     /// The `explain` subcommand, when given.
     pub explain: Option<ExplainConfig>,
     pub once: bool,
@@ -346,6 +348,7 @@ impl Config {
                 timeout: duration("collector.processes.read-timeout"),
             },
             log_level,
+            log_json: text("log.format") == "json",
             explain: m.subcommand_matches("explain").map(|e| ExplainConfig {
                 interval: e
                     .get_one::<Duration>("explain.interval")

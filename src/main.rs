@@ -32,6 +32,7 @@ fn main() {
         }
     };
     log::set_level(cfg.log_level);
+    log::set_json(cfg.log_json);
     if cfg.explain.is_some() {
         match daemon::run_explain(&cfg) {
             Ok((text, code)) => {
@@ -47,7 +48,7 @@ fn main() {
                 std::process::exit(code);
             }
             Err(e) => {
-                membloat_exporter::log!(Error, "{e}");
+                membloat_exporter::log!(Error, "explain failed", err = e);
                 std::process::exit(2);
             }
         }
@@ -66,7 +67,7 @@ fn main() {
                 }
             }
             Err(e) => {
-                membloat_exporter::log!(Error, "{e}");
+                membloat_exporter::log!(Error, "scan failed", err = e);
                 std::process::exit(1);
             }
         }

@@ -208,15 +208,7 @@ impl Source {
             .ok()
             .and_then(|t| crate::parse::mountinfo::hides_processes(&t, point))
             .unwrap_or(false);
-        const CAP_SYS_PTRACE: u32 = 19;
-        let ptrace = std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|t| {
-                let hex = t.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
-                u64::from_str_radix(hex.trim(), 16).ok()
-            })
-            .is_some_and(|caps| caps & (1 << CAP_SYS_PTRACE) != 0);
-        hides && !ptrace
+        hides && !own::has_cap_sys_ptrace()
     }
 
     /// Whether a kernel feature's directory can be used: `Unsupported` when it does not

@@ -213,7 +213,9 @@ fn unreadable_procfs_and_busy_port_exit_1_with_a_message() {
     let addr = format!("--web.listen-address={}", busy.local_addr().unwrap());
     let out = run(&[&addr]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot listen on 127.0.0.1:"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("msg=\"cannot listen\" address=127.0.0.1:")
+    );
 
     let out = run(&["--collector.processes.matcher-file=/nonexistent/m.yml"]);
     assert_eq!(out.status.code(), Some(1));

@@ -360,7 +360,9 @@ fn hidepid_and_an_unreadable_sysfs_are_told_apart_from_unsupported() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.matches("hidepid").count(), 1, "{stderr}");
     assert_eq!(
-        stderr.matches("collector thp: permission denied").count(),
+        stderr
+            .matches("msg=\"collector failing\" collector=thp reason=permission_denied")
+            .count(),
         1,
         "{stderr}"
     );

@@ -165,6 +165,18 @@ async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Response {
         .and_then(|v| v.to_str().ok())
         .is_some_and(negotiate::accepts_gzip);
     let vary = (header::VARY, "Accept, Accept-Encoding");
+    crate::log!(
+        Debug,
+        "scrape",
+        format = if om { "openmetrics" } else { "text" },
+        encoding = if gzip { "gzip" } else { "identity" },
+        scan_age = format!(
+            "{:.1}s",
+            latest
+                .completed_at
+                .map_or(0.0, |t| t.elapsed().as_secs_f64())
+        ),
+    );
     if gzip {
         let headers = [
             (header::CONTENT_TYPE, content_type),

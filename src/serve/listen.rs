@@ -46,7 +46,7 @@ pub async fn serve(
                 Ok(accepted) => accepted,
                 Err(e) => {
                     // EMFILE and friends: back off instead of spinning.
-                    crate::log!(Warn, "accept failed: {e}");
+                    crate::log!(Warn, "accept failed", err = e);
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }

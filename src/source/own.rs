@@ -19,3 +19,15 @@ pub fn open_fds() -> Option<u64> {
     // The directory handle itself is one of the entries while it is listed.
     Some((dir.count() as u64).saturating_sub(1))
 }
+
+/// Whether the exporter holds CAP_SYS_PTRACE (root does): it may read every process's
+/// memory maps, and `hidepid` does not hide processes from it.
+pub fn has_cap_sys_ptrace() -> bool {
+    const CAP_SYS_PTRACE: u32 = 19;
+    read("status")
+        .and_then(|t| {
+            let hex = t.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+            u64::from_str_radix(hex.trim(), 16).ok()
+        })
+        .is_some_and(|caps| caps & (1 << CAP_SYS_PTRACE) != 0)
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 use crate::collect::{Grouping, Scanner};
-use crate::config::{self, Collector, Config};
+use crate::config::{self, Config};
 use crate::explain;
 use crate::model::derive::{derive, DeriveOptions, Snapshot};
 use crate::model::state::State;
@@ -17,16 +17,15 @@ use crate::serve::webconfig::WebConfig;
 use crate::serve::{http, listen};
 use crate::source::{Reason, Source};
 
+mod report;
+
 /// Scanner plus what the model remembers: one `step` is scan -> derive.
 pub struct Pipeline {
     scanner: Scanner,
     state: State,
     options: DeriveOptions,
-    /// The heap walk could not open some process's memory: warned once.
-    warned_walk: bool,
-    /// (collector, reason) pairs already warned about: permission denied, hidden,
-    /// unsupported.
-    warned: std::collections::BTreeSet<(Collector, Reason)>,
+    /// What the scans tell the log.
+    reporter: report::Reporter,
 }
 
 impl Pipeline {
@@ -46,49 +45,17 @@ impl Pipeline {
                 top_k: cfg.top_k,
                 max_groups: cfg.max_groups,
             },
-            warned_walk: false,
-            warned: Default::default(),
+            reporter: Default::default(),
         })
     }
 
     pub fn step(&mut self) -> Arc<Snapshot> {
         let sample = self.scanner.scan();
-        // Why a source gives nothing or only part, said once each: the fix differs (a
-        // capability, a mount option, a kernel feature) and none changes by itself.
-        for (&(collector, reason), &n) in &sample.errors {
-            if n == 0 || self.warned.contains(&(collector, reason)) {
-                continue;
-            }
-            let why = match (collector, reason) {
-                (Collector::Processes, Reason::Denied) => format!("permission denied reading smaps_rollup of {n} process(es): reading other users' memory maps needs CAP_SYS_PTRACE; partial coverage is counted in membloat_scan_errors_total"),
-                (_, Reason::Hidden) => counted(collector, reason, "/proc is mounted with hidepid and the exporter lacks CAP_SYS_PTRACE: other users' processes are not listed at all; grant CAP_SYS_PTRACE or add the exporter to the mount's gid="),
-                (_, Reason::Denied) => counted(collector, reason, "permission denied: the exporter may not read this source (check --path.procfs/--path.sysfs and the container's mounts)"),
-                (_, Reason::Unsupported) => counted(collector, reason, "the kernel does not provide this source (an older kernel, or the feature is off); its metrics are absent"),
-                _ => continue,
-            };
-            self.warned.insert((collector, reason));
-            crate::log!(Warn, "{why}");
-        }
-        let unreadable = sample.deep.map_or(0, |d| {
-            d.heap_walks.get(crate::collect::heap::Outcome::Unreadable)
-        });
-        if unreadable > 0 && !self.warned_walk {
-            self.warned_walk = true;
-            crate::log!(Warn, "could not open /proc/PID/mem or pagemap of {unreadable} process(es) for the heap walk: other users' processes need CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; their hoarding stays suspected, counted in membloat_heap_walks_total{{outcome=\"unreadable\"}}");
-        }
+        self.reporter.scan(&sample);
         let (state, snapshot) = derive(std::mem::take(&mut self.state), sample, self.options);
         self.state = state;
         Arc::new(snapshot)
     }
-}
-
-/// A warning about one collector's source, naming the series that counts it.
-fn counted(collector: Collector, reason: Reason, why: &str) -> String {
-    format!(
-        "collector {}: {why}; counted in membloat_scan_errors_total{{reason=\"{}\"}}",
-        collector.as_str(),
-        reason.as_str()
-    )
 }
 
 /// Fails early with a clear message when the roots cannot be read.
@@ -172,13 +139,13 @@ async fn bind(address: &str) -> Result<TcpListener, String> {
 /// Runs the daemon; returns the process exit code.
 pub fn run(cfg: Config) -> i32 {
     if let Err(e) = check_roots(&cfg) {
-        crate::log!(Error, "{e}");
+        crate::log!(Error, "cannot start", err = e);
         return 1;
     }
     let pipeline = match Pipeline::new(&cfg) {
         Ok(p) => p,
         Err(e) => {
-            crate::log!(Error, "{e}");
+            crate::log!(Error, "cannot start", err = e);
             return 1;
         }
     };
@@ -189,7 +156,7 @@ pub fn run(cfg: Config) -> i32 {
     let web = match web {
         Ok(w) => w,
         Err(e) => {
-            crate::log!(Error, "{e}");
+            crate::log!(Error, "cannot start", err = e);
             return 1;
         }
     };
@@ -200,7 +167,7 @@ pub fn run(cfg: Config) -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            crate::log!(Error, "cannot start the runtime: {e}");
+            crate::log!(Error, "cannot start the runtime", err = e);
             return 1;
         }
     };
@@ -209,7 +176,12 @@ pub fn run(cfg: Config) -> i32 {
         let listener = match bind(&cfg.listen_address).await {
             Ok(l) => l,
             Err(e) => {
-                crate::log!(Error, "cannot listen on {}: {e}", cfg.listen_address);
+                crate::log!(
+                    Error,
+                    "cannot listen",
+                    address = cfg.listen_address,
+                    err = e
+                );
                 return 1;
             }
         };
@@ -219,9 +191,12 @@ pub fn run(cfg: Config) -> i32 {
             .unwrap_or_default();
         crate::log!(
             Info,
-            "listening on {local}, scanning {} every {:?}",
-            cfg.procfs.display(),
-            cfg.scan_interval
+            "listening",
+            address = local,
+            procfs = cfg.procfs.display(),
+            interval = format!("{:?}", cfg.scan_interval),
+            version = crate::config::build::VERSION,
+            revision = crate::config::build::REVISION,
         );
         let shared = Arc::new(Shared::new(cfg.scan_interval));
         tokio::spawn(scan_loop(shared.clone(), pipeline, cfg.scan_interval));
@@ -275,7 +250,7 @@ async fn reload_web_config(web: Arc<Web>, path: Option<PathBuf>, mut files: Vec<
             }
         };
         let Some(path) = &path else {
-            crate::log!(Info, "{why}: no --web.config.file to reload");
+            crate::log!(Info, "nothing to reload", trigger = why);
             continue;
         };
         match WebConfig::load(path) {
@@ -283,11 +258,18 @@ async fn reload_web_config(web: Arc<Web>, path: Option<PathBuf>, mut files: Vec<
                 files = config.files.clone();
                 stamps = modified(&files);
                 web.set(config);
-                crate::log!(Info, "{why}: reloaded --web.config.file {}", path.display());
+                crate::log!(
+                    Info,
+                    "web config reloaded",
+                    trigger = why,
+                    file = path.display()
+                );
             }
             Err(e) => crate::log!(
                 Warn,
-                "{why}: --web.config.file {e}; keeping the configuration in force"
+                "web config not reloaded: keeping the one in force",
+                trigger = why,
+                err = e
             ),
         }
     }
@@ -344,7 +326,7 @@ async fn scan_loop(shared: Arc<Shared>, pipeline: Pipeline, interval: Duration) 
                 pipeline = Some(p);
             }
             Err(e) => {
-                crate::log!(Error, "scan task failed: {e}; scanning stopped");
+                crate::log!(Error, "scan task failed: scanning stopped", err = e);
                 return;
             }
         }
