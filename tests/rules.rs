@@ -150,9 +150,22 @@ fn explain_thresholds_are_the_alerts_thresholds() {
     };
     let victim = expr("MembloatProcessLikelyOOMVictim");
     assert!(
-        victim.contains(&format!(">= {}", signals::OOM_LIKELY_VICTIM_SCORE)),
+        victim.contains(&format!(">= {:.2}", signals::OOM_LIKELY_VICTIM_SHARE)),
         "{victim}"
     );
+    assert!(
+        victim.contains(&format!(
+            "membloat_process_oom_rank <= {}",
+            signals::OOM_LIKELY_VICTIM_RANK
+        )),
+        "{victim}"
+    );
+    // The share is oom_score without oom_score_adj, as signals::oom_memory_share takes it.
+    assert!(
+        victim.contains("membloat_process_oom_score * 1.5 - 1000 - membloat_process_oom_score_adj"),
+        "{victim}"
+    );
+    assert!((signals::oom_memory_share(1000, 0) - 0.5).abs() < 1e-9);
     assert!(
         victim.contains(&format!("< {:.2}", signals::LOW_MEMORY_RATIO)),
         "{victim}"

@@ -189,10 +189,16 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
         );
     }
     let score = p.sample.oom_score.unwrap_or(0);
-    if p.oom_rank == 1 && low_memory && score >= signals::OOM_LIKELY_VICTIM_SCORE {
+    let adj = p.sample.oom_score_adj.unwrap_or(0);
+    let share = signals::oom_memory_share(score, adj);
+    if p.oom_rank <= signals::OOM_LIKELY_VICTIM_RANK
+        && low_memory
+        && share >= signals::OOM_LIKELY_VICTIM_SHARE
+    {
         let evidence = format!(
-            "first in the OOM killer's order (oom_score {score}, oom_score_adj {}) while memory is low; killing it frees {}",
-            p.sample.oom_score_adj.unwrap_or(0),
+            "number {} in the OOM killer's order (oom_score {score}, oom_score_adj {adj}: {:.0} % of RAM and swap) while memory is low; killing it frees {}",
+            p.oom_rank,
+            share * 100.0,
             size(frees(p))
         );
         push("oom_victim", frees(p), "observed", evidence, ("protect it with a lower oom_score_adj (systemd OOMScoreAdjust=) if it must live, or free memory from the findings above".into(), None));

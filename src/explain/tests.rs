@@ -56,27 +56,35 @@ fn a_healthy_host_has_no_findings() {
 
 #[test]
 fn the_oom_victim_is_a_finding_only_when_memory_is_low_as_in_the_alert() {
-    // Available just under 10 % and a first victim at oom_score 900: both thresholds of
-    // MembloatProcessLikelyOOMVictim.
+    // Available just under 10 %, and a process among the first three victims whose
+    // oom_score 867 means 30 % of RAM and swap: the thresholds of
+    // MembloatProcessLikelyOOMVictim. A BestEffort pod (oom_score_adj 1000) ranks first
+    // with a higher score and little memory: not a finding.
     let mut s = host(100 * GIB, 9 * GIB);
-    s.top = vec![
-        report(7, 1, 3 * GIB, 900, Signals::default()),
-        report(8, 2, GIB, 950, Signals::default()),
-    ];
+    let mut pod = report(8, 1, GIB / 10, 1333, Signals::default());
+    pod.sample.oom_score_adj = Some(1000);
+    s.top = vec![report(7, 2, 30 * GIB, 867, Signals::default()), pod];
     let d = diagnose(&s, &Options::default());
     assert_eq!(kinds(&d), ["low_memory", "oom_victim"]);
     assert_eq!(
         d.findings[1].process.as_ref().unwrap().pid,
         7,
-        "rank 1, not the highest score in the list"
+        "the large process, not the pod Kubernetes put first"
     );
     assert_eq!(d.exit_code(), 1);
     let mut s = host(100 * GIB, 11 * GIB);
-    s.top = vec![report(7, 1, 3 * GIB, 900, Signals::default())];
+    s.top = vec![report(7, 1, 30 * GIB, 867, Signals::default())];
     assert!(diagnose(&s, &Options::default()).findings.is_empty());
     let mut s = host(100 * GIB, 9 * GIB);
-    s.top = vec![report(7, 1, 3 * GIB, 899, Signals::default())];
+    s.top = vec![report(7, 1, 30 * GIB, 866, Signals::default())];
     assert_eq!(kinds(&diagnose(&s, &Options::default())), ["low_memory"]);
+    let mut s = host(100 * GIB, 9 * GIB);
+    s.top = vec![report(7, 4, 30 * GIB, 900, Signals::default())];
+    assert_eq!(
+        kinds(&diagnose(&s, &Options::default())),
+        ["low_memory"],
+        "fourth in line"
+    );
 }
 
 #[test]

@@ -27,8 +27,18 @@ pub const IDLE_MAX_CPU_SHARE: f64 = 0.01;
 /// membloat.rules.yml uses the same numbers; tests/rules.rs checks they agree).
 /// Memory is low below this share of MemTotal available (MembloatProcessLikelyOOMVictim).
 pub const LOW_MEMORY_RATIO: f64 = 0.10;
-/// A process at or above this oom_score is the likely victim (MembloatProcessLikelyOOMVictim).
-pub const OOM_LIKELY_VICTIM_SCORE: u64 = 900;
+/// A process among the first this many in the OOM killer's order...
+pub const OOM_LIKELY_VICTIM_RANK: u64 = 3;
+/// ...holding at least this share of RAM and swap is a likely victim worth a warning
+/// (MembloatProcessLikelyOOMVictim). The share is taken from oom_score without
+/// oom_score_adj, so a pod that Kubernetes put first while it holds little is not one.
+pub const OOM_LIKELY_VICTIM_SHARE: f64 = 0.30;
+
+/// The share of RAM and swap behind an oom_score: the kernel shows
+/// `(1000 + 1000 x share + oom_score_adj) x 2/3`.
+pub fn oom_memory_share(oom_score: u64, oom_score_adj: i64) -> f64 {
+    (oom_score as f64 * 1.5 - 1000.0 - oom_score_adj as f64) / 1000.0
+}
 /// Committed_AS / CommitLimit above this in overcommit mode 2 (MembloatCommitNearLimit).
 pub const COMMIT_NEAR_LIMIT_RATIO: f64 = 0.9;
 /// Share of time all tasks stalled on memory (PSI full) above this (MembloatMemoryStalls).
