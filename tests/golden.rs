@@ -404,3 +404,109 @@ fn cgroup_v2_reports_leaf_cgroups_only_so_nothing_is_counted_twice() {
         Some(2097152.0)
     );
 }
+
+/// Container cgroups from containerd, CRI-O and Docker under cgroup v1 and v2, and systemd
+/// units: `membloat_cgroup_info` names the pod UID, container ID, runtime and QoS class a
+/// user joins with kube-state-metrics (docs/kubernetes.md).
+#[test]
+fn cgroup_paths_of_every_runtime_give_labels_to_join_on() {
+    let uid = "0d5b3b24-5f6a-4c1e-9a0b-3c2d1e0f9a8b";
+    let u = uid.replace('-', "_");
+    let (c1, c2, c3) = ("a1".repeat(32), "b2".repeat(32), "c3".repeat(32));
+    let v1 = [
+        format!("kubepods/burstable/pod{uid}/{c1}"),
+        format!("kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{u}.slice/crio-{c2}.scope"),
+        format!("docker/{c3}"),
+        "system.slice/nginx.service".to_string(),
+    ];
+    let v2 = [
+        format!("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{u}.slice/cri-containerd-{c1}.scope"),
+        format!("kubepods.slice/kubepods-pod{u}.slice/docker-{c2}.scope"),
+        format!("system.slice/docker-{c3}.scope"),
+        "system.slice/sshd.service".to_string(),
+    ];
+    let info = |path: &str, pod: &str, cid: &str, rt: &str, qos: &str, unit: &str| {
+        format!("membloat_cgroup_info{{cgroup=\"/{path}\",pod_uid=\"{pod}\",container_id=\"{cid}\",runtime=\"{rt}\",qos_class=\"{qos}\",systemd_unit=\"{unit}\"}} 1")
+    };
+    for (version, paths, want) in [
+        (
+            "v1",
+            &v1,
+            vec![
+                info(&v1[0], uid, &c1, "", "burstable", ""),
+                info(&v1[1], uid, &c2, "cri-o", "besteffort", ""),
+                info(&v1[2], "", &c3, "docker", "", ""),
+                info(&v1[3], "", "", "", "", "nginx.service"),
+            ],
+        ),
+        (
+            "v2",
+            &v2,
+            vec![
+                info(&v2[0], uid, &c1, "containerd", "burstable", ""),
+                info(&v2[1], uid, &c2, "docker", "guaranteed", ""),
+                info(&v2[2], "", &c3, "docker", "", ""),
+                info(&v2[3], "", "", "", "", "sshd.service"),
+            ],
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fixture_copy(dir.path());
+        let cgroup = root.join("sys/fs/cgroup");
+        std::fs::remove_dir_all(&cgroup).unwrap();
+        let base = if version == "v1" {
+            cgroup.join("memory")
+        } else {
+            std::fs::create_dir_all(&cgroup).unwrap();
+            std::fs::write(cgroup.join("cgroup.controllers"), "cpu memory pids\n").unwrap();
+            cgroup.clone()
+        };
+        std::fs::create_dir_all(&base).unwrap();
+        std::fs::write(base.join("memory.stat"), "rss 4096\nanon 4096\n").unwrap();
+        for p in paths.iter() {
+            let d = base.join(p);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(
+                d.join("memory.stat"),
+                "rss 1048576\nrss_huge 0\nanon 1048576\nanon_thp 0\n",
+            )
+            .unwrap();
+        }
+        let text = once(&root, &[]);
+        promtool_check(&text);
+        let got: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("membloat_cgroup_info{"))
+            .collect();
+        for w in &want {
+            assert!(
+                got.contains(&w.as_str()),
+                "{version}: no {w} in\n{}",
+                got.join("\n")
+            );
+        }
+        // Intermediate cgroups that name a pod (v1 walks every cgroup) may add lines; none
+        // names a container it does not hold.
+        for g in &got {
+            assert!(!g.contains("container_id=\"\",runtime=\"docker\""), "{g}");
+        }
+    }
+}
+
+/// Every PromQL example of docs/kubernetes.md parses.
+#[test]
+fn the_kubernetes_joins_parse() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/kubernetes.md"))
+            .unwrap();
+    let blocks: Vec<&str> = doc
+        .split("```promql\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    assert!(blocks.len() >= 5);
+    for b in blocks {
+        promql_parser::parser::parse(b).unwrap_or_else(|e| panic!("{e}:\n{b}"));
+        assert!(b.contains("membloat_cgroup_info"), "{b}");
+    }
+}

@@ -306,6 +306,8 @@ catalogue! {
         "glibc arena heaps found in the group's memory maps (deep tier).";
     GROUP_ARENA_RESERVED_BYTES = "membloat_group_arena_reserved_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps",
         "Address space the group's glibc arena heaps reserve, 64 MiB each (deep tier).";
+    CGROUP_INFO = "membloat_cgroup_info", Info, None, ["cgroup", "pod_uid", "container_id", "runtime", "qos_class", "systemd_unit"], CGROUP, "the cgroup path",
+        "Who owns a cgroup, read from its path (cgroup v1 and v2, cgroupfs and systemd drivers, containerd, CRI-O and Docker): the pod UID and container ID as kube-state-metrics writes them (the container ID without its runtime:// scheme), the QoS class, or the systemd unit. Only cgroups whose path names one of them.";
     CGROUP_ANON_BYTES = "membloat_cgroup_anon_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",
         "Anonymous memory of a memory cgroup (container): memory.stat rss on cgroup v1 (own processes), anon on v2 (leaf cgroups).";
     CGROUP_ANON_HUGE_BYTES = "membloat_cgroup_anon_huge_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",

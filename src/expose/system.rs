@@ -235,6 +235,26 @@ pub(super) fn encode_cgroups(f: &mut Families, s: &Snapshot) -> fmt::Result {
             .map(|(path, m)| (vec![("cgroup", path.as_str())], Num::U(get(m))))
             .collect()
     };
+    let owners: Vec<_> = cgroups
+        .iter()
+        .map(|(path, _)| (path.as_str(), crate::parse::cgroup::identity(path)))
+        .filter(|(_, id)| *id != Default::default())
+        .collect();
+    if !owners.is_empty() {
+        let mut metric = f.descriptor(&CGROUP_INFO)?;
+        for (path, id) in &owners {
+            // All as the info's labels, so `cgroup` comes first as in the other families.
+            let labels = vec![
+                ("cgroup", *path),
+                ("pod_uid", id.pod_uid.as_str()),
+                ("container_id", id.container_id.as_str()),
+                ("runtime", id.runtime),
+                ("qos_class", id.qos_class),
+                ("systemd_unit", id.systemd_unit.as_str()),
+            ];
+            metric.encode_info(&labels)?;
+        }
+    }
     f.family(&CGROUP_ANON_BYTES, rows(|m| m.anon_bytes))?;
     f.family(&CGROUP_ANON_HUGE_BYTES, rows(|m| m.anon_huge_bytes))
 }
