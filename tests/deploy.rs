@@ -79,6 +79,8 @@ fn kubernetes_manifests_validate_offline() {
     let files = [
         "daemonset.yaml",
         "service.yaml",
+        "serviceaccount.yaml",
+        "priorityclass.yaml",
         "servicemonitor.yaml",
         "prometheusrule.yaml",
     ];
@@ -88,7 +90,12 @@ fn kubernetes_manifests_validate_offline() {
         .output()
         .unwrap();
     let text = succeeded(out, "kubernetes-validate --strict");
-    for kind in ["daemonset/membloat-exporter", "service/membloat"] {
+    for kind in [
+        "daemonset/membloat-exporter",
+        "service/membloat",
+        "serviceaccount/membloat-exporter",
+        "priorityclass/membloat-exporter",
+    ] {
         assert!(
             text.contains(&format!("passed for resource {kind}")),
             "{text}"
@@ -148,6 +155,56 @@ fn kubernetes_resources_agree_with_each_other_and_the_rules() {
             "{volume} must be read-only"
         );
     }
+    // Linux nodes only; its own account without a token; a priority class that exists in
+    // any namespace (system-node-critical is refused outside kube-system on some clusters).
+    assert_eq!(
+        pod["nodeSelector"]["kubernetes.io/os"].as_str(),
+        Some("linux")
+    );
+    let sa = yaml(&deploy("kubernetes/serviceaccount.yaml"));
+    assert_eq!(pod["serviceAccountName"], sa["metadata"]["name"]);
+    assert_eq!(sa["automountServiceAccountToken"], Value::Bool(false));
+    assert_eq!(pod["automountServiceAccountToken"], Value::Bool(false));
+    let pc = yaml(&deploy("kubernetes/priorityclass.yaml"));
+    assert_eq!(pod["priorityClassName"], pc["metadata"]["name"]);
+    assert!(
+        pc["value"].as_u64().unwrap() <= 1_000_000_000,
+        "user classes stop at 1e9"
+    );
+    // The recommended labels on every resource, one version everywhere.
+    let version = env!("CARGO_PKG_VERSION");
+    for (what, labels) in [
+        ("DaemonSet", &ds["metadata"]["labels"]),
+        (
+            "pod template",
+            &ds["spec"]["template"]["metadata"]["labels"],
+        ),
+        ("Service", &svc["metadata"]["labels"]),
+        ("ServiceMonitor", &sm["metadata"]["labels"]),
+        ("PrometheusRule", &pr["metadata"]["labels"]),
+        ("ServiceAccount", &sa["metadata"]["labels"]),
+        ("PriorityClass", &pc["metadata"]["labels"]),
+    ] {
+        assert_eq!(
+            labels["app.kubernetes.io/name"].as_str(),
+            Some("membloat-exporter"),
+            "{what}"
+        );
+        assert_eq!(
+            labels["app.kubernetes.io/part-of"].as_str(),
+            Some("membloat"),
+            "{what}"
+        );
+        assert_eq!(
+            labels["app.kubernetes.io/version"].as_str(),
+            Some(version),
+            "{what}"
+        );
+    }
+    assert!(container["image"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!(":{version}")));
     let sc = &container["securityContext"];
     assert_eq!(sc["readOnlyRootFilesystem"], Value::Bool(true));
     assert_eq!(sc["allowPrivilegeEscalation"], Value::Bool(false));
@@ -255,4 +312,48 @@ fn daemonset_arguments_run_the_exporter_and_probes_answer() {
     promtool_check(&text);
     assert!(value(&text, "membloat_processes_scanned").unwrap() >= 1.0);
     d.wait_until(Duration::from_secs(5), || d.get("/healthz").status == 200);
+}
+
+/// The README's `docker run` line grants what the DaemonSet grants: the host's PID
+/// namespace, the two capabilities and no others, read-only mounts of /proc and /sys at
+/// the paths the flags name, and the image of this version.
+#[test]
+fn the_docker_run_line_matches_the_daemonset() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let block = readme
+        .split("```sh\n")
+        .map(|b| b.split("```").next().unwrap())
+        .find(|b| b.starts_with("docker run"))
+        .expect("a docker run line in the README");
+    let args: Vec<&str> = block.split_whitespace().filter(|a| *a != "\\").collect();
+    for want in [
+        "--pid=host",
+        "--cap-drop=ALL",
+        "--cap-add=SYS_PTRACE",
+        "--cap-add=DAC_READ_SEARCH",
+        "--read-only",
+        "/proc:/host/proc:ro",
+        "/sys:/host/sys:ro",
+        "--path.procfs=/host/proc",
+        "--path.sysfs=/host/sys",
+    ] {
+        assert!(args.contains(&want), "{want} missing from: {block}");
+    }
+    let caps: Vec<&&str> = args.iter().filter(|a| a.starts_with("--cap-add")).collect();
+    assert_eq!(caps.len(), 2, "{block}");
+    let image = format!("membloat_exporter:{}", env!("CARGO_PKG_VERSION"));
+    assert!(args.contains(&image.as_str()), "{block}");
+    // The exporter accepts the flags after the image.
+    let at = args.iter().position(|a| *a == image).unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_membloat_exporter"));
+    cmd.args(&args[at + 1..])
+        .args(["--once", "--once.interval=0s"]);
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "no /host/proc here, so exit 1 naming it, not 2 for a bad flag: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/host/proc"));
 }

@@ -15,6 +15,10 @@ metadata:
   namespace: monitoring
   labels:
     app.kubernetes.io/name: membloat-exporter
+    app.kubernetes.io/component: exporter
+    app.kubernetes.io/part-of: membloat
+    app.kubernetes.io/version: "0.1.0"
+    # kube-prometheus-stack: add release: <Helm release name> (see servicemonitor.yaml).
 spec:
 HEADER
   grep -v '^#' ../prometheus/membloat.rules.yml | sed 's/^\(.\)/  \1/'
