@@ -67,3 +67,70 @@ fn comparison_runs_small_and_cleans_up() {
         .collect();
     assert!(leftover.is_empty(), "left running: {leftover:?}");
 }
+
+/// docs/node_exporter.md maps our series to node_exporter's: each pair is served by the
+/// real node_exporter and by us on this machine, and the gauges that do not move agree.
+#[test]
+fn the_node_exporter_mapping_holds_on_this_machine() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/node_exporter.md"),
+    )
+    .unwrap();
+    let pairs: Vec<(&str, &str)> = doc
+        .lines()
+        .filter(|l| l.starts_with("| `membloat_"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(|c| c.trim().trim_matches('`')).collect();
+            (cells[1], cells[2])
+        })
+        .collect();
+    assert!(pairs.len() >= 15, "{pairs:?}");
+    let port = free_port();
+    let mut ne = tool("prometheus-node-exporter")
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("prometheus-node-exporter (scripts/test.sh installs it)");
+    struct Kill<'a>(&'a mut std::process::Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _kill = Kill(&mut ne);
+    let start = std::time::Instant::now();
+    // curl: node_exporter answers in chunks, which the tests' own client does not join.
+    let theirs = loop {
+        let out = tool("curl")
+            .args(["-sf", &format!("http://127.0.0.1:{port}/metrics")])
+            .output()
+            .unwrap();
+        if out.status.success() {
+            break String::from_utf8(out.stdout).unwrap();
+        }
+        assert!(
+            start.elapsed().as_secs() < 10,
+            "node_exporter never answered"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let ours = String::from_utf8(run(&["--once", "--once.interval=0s"]).stdout).unwrap();
+    for (mine, node) in &pairs {
+        let a = value(&ours, mine);
+        let b = value(&theirs, node);
+        // Pressure needs PSI; swap lines exist without swap. A kernel without the source
+        // lacks both, never just one.
+        assert_eq!(a.is_some(), b.is_some(), "{mine}: {a:?}, {node}: {b:?}");
+        if [
+            "membloat_memory_total_bytes",
+            "membloat_swap_total_bytes",
+            "membloat_memory_commit_limit_bytes",
+        ]
+        .contains(mine)
+        {
+            assert_eq!(a, b, "{mine} vs {node}");
+        }
+    }
+}
