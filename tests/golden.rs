@@ -471,8 +471,33 @@ fn cgroup_paths_of_every_runtime_give_labels_to_join_on() {
                 "rss 1048576\nrss_huge 0\nanon 1048576\nanon_thp 0\n",
             )
             .unwrap();
+            // The OOM counters: v2 tells limit OOMs (oom) from kills (oom_kill).
+            let (file, text) = if version == "v1" {
+                (
+                    "memory.oom_control",
+                    "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n",
+                )
+            } else {
+                ("memory.events", "low 0\nhigh 0\nmax 9\noom 1\noom_kill 2\n")
+            };
+            std::fs::write(d.join(file), text).unwrap();
         }
         let text = once(&root, &[]);
+        let kills = format!(
+            "membloat_cgroup_oom_kills_total{{cgroup=\"/{}\"}}",
+            paths[0]
+        );
+        let limit = format!(
+            "membloat_cgroup_limit_ooms_total{{cgroup=\"/{}\"}}",
+            paths[0]
+        );
+        if version == "v1" {
+            assert_eq!(value(&text, &kills), Some(3.0));
+            assert_eq!(value(&text, &limit), None, "v1 has no limit OOM counter");
+        } else {
+            assert_eq!(value(&text, &kills), Some(2.0));
+            assert_eq!(value(&text, &limit), Some(1.0));
+        }
         promtool_check(&text);
         let got: Vec<&str> = text
             .lines()

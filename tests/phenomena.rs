@@ -434,3 +434,63 @@ impl Drop for KillOnDrop {
             .status();
     }
 }
+
+/// A process killed at its cgroup's memory limit (cgroup v1 here) is counted in that
+/// cgroup's `membloat_cgroup_oom_kills_total`, the emptied cgroup still reported, and in
+/// the host's `oom_kill`.
+#[test]
+#[ignore = "needs root"]
+fn an_oom_kill_at_a_cgroup_limit_is_counted_in_the_cgroup() {
+    needs_root("making a memory cgroup with a limit");
+    let base = std::path::Path::new("/sys/fs/cgroup/memory");
+    if !base.join("memory.limit_in_bytes").exists() {
+        eprintln!(
+            "SKIPPED: no cgroup v1 memory controller at {}",
+            base.display()
+        );
+        return;
+    }
+    let name = format!("membloat-test-oom-{}", std::process::id());
+    let dir = base.join(&name);
+    std::fs::create_dir(&dir).unwrap();
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            // The killed process is gone; an empty cgroup can be removed.
+            for _ in 0..50 {
+                if std::fs::remove_dir(&self.0).is_ok() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+    let _remove = Remove(dir.clone());
+    std::fs::write(dir.join("memory.limit_in_bytes"), "33554432").unwrap();
+    let _ = std::fs::write(dir.join("memory.swappiness"), "0");
+    let vmstat = || -> f64 {
+        let t = std::fs::read_to_string("/proc/vmstat").unwrap();
+        t.lines()
+            .find_map(|l| l.strip_prefix("oom_kill "))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let before = vmstat();
+    // Joins the cgroup, then touches 128 MiB: the limit's OOM killer ends it.
+    let procs = dir.join("cgroup.procs");
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ > {} && exec python3 -c 'b = bytearray(128 << 20)'",
+            procs.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(!status.success(), "the process outlived its 32 MiB limit");
+    assert!(vmstat() >= before + 1.0);
+    let out = run(&["--once", "--once.interval=0s"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let series = format!("membloat_cgroup_oom_kills_total{{cgroup=\"/{name}\"}}");
+    assert_eq!(value(&text, &series), Some(1.0), "no {series}");
+}

@@ -312,6 +312,10 @@ catalogue! {
         "Anonymous memory of a memory cgroup (container): memory.stat rss on cgroup v1 (own processes), anon on v2 (leaf cgroups).";
     CGROUP_ANON_HUGE_BYTES = "membloat_cgroup_anon_huge_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",
         "Anonymous memory of a memory cgroup in transparent huge pages: memory.stat rss_huge on v1, anon_thp on v2.";
+    CGROUP_OOM_KILLS_TOTAL = "membloat_cgroup_oom_kills_total", Counter, None, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.events, memory.oom_control",
+        "Processes of the cgroup killed by the OOM killer, for the host's OOM or the cgroup's limit alike (memory.events oom_kill on v2, memory.oom_control oom_kill on v1).";
+    CGROUP_LIMIT_OOMS_TOTAL = "membloat_cgroup_limit_ooms_total", Counter, None, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.events",
+        "Times the cgroup reached its memory limit and the OOM killer ran inside it (memory.events oom; cgroup v2 only): OOM kills of a container's own limit, not the host's.";
     PROCESS_RESIDENT_BYTES = "membloat_process_resident_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
         "VmRSS of a top process (/proc/PID/status).";
     PROCESS_RESIDENT_PEAK_BYTES = "membloat_process_resident_peak_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",

@@ -256,7 +256,15 @@ pub(super) fn encode_cgroups(f: &mut Families, s: &Snapshot) -> fmt::Result {
         }
     }
     f.family(&CGROUP_ANON_BYTES, rows(|m| m.anon_bytes))?;
-    f.family(&CGROUP_ANON_HUGE_BYTES, rows(|m| m.anon_huge_bytes))
+    f.family(&CGROUP_ANON_HUGE_BYTES, rows(|m| m.anon_huge_bytes))?;
+    let counted = |get: fn(&crate::parse::memory_stat::MemoryStat) -> Option<u64>| {
+        cgroups
+            .iter()
+            .filter_map(|(path, m)| Some((vec![("cgroup", path.as_str())], Num::U(get(m)?))))
+            .collect::<Vec<(Labels, Num)>>()
+    };
+    f.family(&CGROUP_OOM_KILLS_TOTAL, counted(|m| m.oom_kills))?;
+    f.family(&CGROUP_LIMIT_OOMS_TOTAL, counted(|m| m.limit_ooms))
 }
 
 /// The exporter's own process.

@@ -42,7 +42,7 @@ impl Files<'_> {
             if v2 && has_children {
                 continue;
             }
-            let stat = match self.source.read_path(&dir.join("memory.stat"), self.buf) {
+            let mut stat = match self.source.read_path(&dir.join("memory.stat"), self.buf) {
                 Ok(text) => match MemoryStat::parse(text) {
                     Ok(stat) => stat,
                     Err(_) => {
@@ -57,7 +57,18 @@ impl Files<'_> {
                     continue;
                 }
             };
-            if stat.anon_bytes == 0 && stat.anon_huge_bytes == 0 {
+            // The OOM counters; a kernel without the file (v1 before 4.13) has none.
+            let events = if v2 {
+                "memory.events"
+            } else {
+                "memory.oom_control"
+            };
+            if let Ok(text) = self.source.read_path(&dir.join(events), self.buf) {
+                stat.add_events(text);
+            }
+            // An empty cgroup is left out, unless the OOM killer emptied it.
+            let killed = stat.oom_kills.unwrap_or(0) + stat.limit_ooms.unwrap_or(0) > 0;
+            if stat.anon_bytes == 0 && stat.anon_huge_bytes == 0 && !killed {
                 continue;
             }
             let rel = dir
