@@ -54,7 +54,7 @@ local host = g.dashboard(
     ts('Commit ratio', 'Committed_AS / CommitLimit over time, with the overcommit mode: in mode 2 allocations fail at 100 %.',
        'percentunit', [
          ['membloat_commit_ratio{SEL}', 'ratio {{instance}}'],
-       ], min=0),
+       ], min=0, thresholds=[[0.9, 'orange'], [1, 'red']]),
     ts('Swap in use', 'SwapTotal - SwapFree. Swap in use is not a problem by itself; swapping in and out at the same time is (next panel).',
        'bytes', [
          ['membloat_swap_total_bytes{SEL} - membloat_swap_free_bytes{SEL}', 'used {{instance}}'],
@@ -69,7 +69,7 @@ local host = g.dashboard(
        'percentunit', [
          ['rate(membloat_pressure_memory_waiting_seconds_total{SEL}[$__rate_interval])', 'waiting {{instance}}'],
          ['rate(membloat_pressure_memory_stalled_seconds_total{SEL}[$__rate_interval])', 'stalled {{instance}}'],
-       ], min=0),
+       ], min=0, thresholds=[[0.05, 'red']]),
     ts('Major faults and OOM kills', 'Major page faults per second (reads from disk or swap to satisfy a memory access; high values mean evicted memory is needed again) and OOM kills per second.',
        'short', [
          ['rate(membloat_vmstat_pgmajfault_total{SEL}[$__rate_interval])', 'major faults {{instance}}'],
@@ -90,7 +90,7 @@ local host = g.dashboard(
     ts('Untouched commit per group', 'Commit charge minus resident and swapped anonymous memory, per group: memory already reserved that can become RSS without another allocation. Large values mean RSS can jump with no warning.',
        'bytes', [['topk(10, membloat_group_untouched_commit_bytes{SEL})', '{{group}} {{instance}}']], min=0),
 
-    row('OOM settings and the exporter'),
+    row('OOM settings and the exporter', collapsed=true),
     stat('panic_on_oom', 'vm.panic_on_oom: 0 kills a process; 1 or 2 panic the whole host instead.',
          'none', [['membloat_vm_panic_on_oom{SEL}', '{{instance}}']],
          mappings=g.valueText([[0, 'kill a process', 'green'], [1, 'panic', 'red'], [2, 'panic', 'red']])),
@@ -147,7 +147,7 @@ local thp = g.dashboard(
          ['membloat_mthp_anon_partially_mapped_folios{SEL}', '{{size}} partial {{instance}}'],
        ], min=0),
 
-    row('Rates'),
+    row('Rates', collapsed=true),
     ts('Huge page faults', 'Page faults served with a huge page (thp_fault_alloc) and those that fell back to small pages (thp_fault_fallback: no free 2 MiB block, or the cgroup charge failed).',
        'short', [
          ['rate(membloat_vmstat_thp_fault_alloc_total{SEL}[$__rate_interval])', 'alloc {{instance}}'],
@@ -185,7 +185,8 @@ local thp = g.dashboard(
 
     row('Regrowth'),
     ts('Regrowth by process', 'Anonymous memory that grew back in huge pages while the process was idle and its mappings unchanged, since its lowest point: khugepaged refilling memory the program released.',
-       'bytes', [['topk(10, membloat_process_regrown_since_trough_bytes{SEL})', proc]], min=0),
+       'bytes', [['topk(10, membloat_process_regrown_since_trough_bytes{SEL})', proc]], min=0,
+       thresholds=[[256 * mib, 'orange']]),
     ts('Regrowth rate by process', 'Bytes per second regrown by khugepaged, per process (rate of the regrown counter).',
        'Bps', [['topk(10, rate(membloat_process_regrown_bytes_total{SEL}[$__rate_interval]))', proc]], min=0),
     ts('Huge page share by process', 'AnonHugePages / RssAnon of the top processes: how much of each one\'s anonymous memory is in huge pages.',
@@ -236,7 +237,7 @@ local processes = g.dashboard(
     ts('Highest oom_score by group', 'The highest oom_score in each group: the OOM killer picks the highest first.',
        'none', [['topk(10, %s)' % grp('oom_score_max'), '{{group}} {{instance}}']]),
 
-    row('Top processes'),
+    row('Top processes', collapsed=true),
     table('Top processes', 'The processes the exporter reports one by one (top-K by RSS, oom_score, hoarded and regrown bytes): RSS, peak, share of peak held, hoarded bytes (measured or suspected), arena heaps, huge page share, swap, untouched commit and oom_score.',
           'bytes', [
             ['membloat_process_resident_bytes{SEL}'],
@@ -257,7 +258,8 @@ local processes = g.dashboard(
          ['topk(10, membloat_process_resident_peak_bytes{SEL})', 'peak ' + proc],
        ], min=0),
     ts('Hoarded memory by process', 'Freed heap memory the allocator holds (deep tier). method=measured: read from glibc\'s heap by the heap walk. method=suspected: idle process, RSS near its peak, untrimmed heap holding most anonymous memory, where no walk was possible.',
-       'bytes', [['topk(10, membloat_process_hoarded_bytes{SEL})', '{{method}} ' + proc]], min=0),
+       'bytes', [['topk(10, membloat_process_hoarded_bytes{SEL})', '{{method}} ' + proc]], min=0,
+       thresholds=[[512 * mib, 'orange']]),
     ts('Heap: free, resident free, reclaimable', 'From the heap walk of glibc\'s heaps (main and arenas summed): free chunk bytes, the part in resident pages (what the host loses), and what malloc_trim(0) would give back (the hoarded figure).',
        'bytes', [
          ['topk(10, sum without (heap) (membloat_process_heap_free_bytes{SEL}))', 'free ' + proc],

@@ -3,7 +3,9 @@
 // Queries are written with `SEL` where the job/instance matchers go, so every selector
 // filters by the dashboard's variables:  membloat_memory_total_bytes{SEL}.
 local ds = { type: 'prometheus', uid: '${datasource}' };
-local sel = 'job=~"$job",instance=~"$instance"';
+// `cluster` is the external label a fleet's Prometheus servers add; on a single cluster
+// the series have none, and `.*` (All) matches that.
+local sel = 'cluster=~"$cluster",job=~"$job",instance=~"$instance"';
 
 local expand(expr) = std.strReplace(expr, 'SEL', sel);
 
@@ -26,7 +28,9 @@ local common(title, description, unit, qs) = {
 
 {
   // A query variable over a label of series that match `selector`.
-  labelVar(name, label, selector)::
+  // `all=false` offers no "All" option, so the default is one value (the first), not every
+  // host of a fleet at once; several can still be picked.
+  labelVar(name, label, selector, all=true, allValue='.+')::
     local q = 'label_values(%s, %s)' % [selector, label];
     {
       name: name,
@@ -36,8 +40,8 @@ local common(title, description, unit, qs) = {
       query: q,
       definition: q,
       multi: true,
-      includeAll: true,
-      allValue: '.+',
+      includeAll: all,
+      allValue: allValue,
       refresh: 2,
       sort: 1,
       hide: 0,
@@ -46,7 +50,8 @@ local common(title, description, unit, qs) = {
     },
 
   // Lines over time. `qs` is a list of [expr, legend] pairs.
-  timeseries(title, description, unit, qs, w=12, h=8, stack=false, bars=false, min=null)::
+  // `thresholds` are [value, colour] steps drawn as dashed lines: the alert thresholds.
+  timeseries(title, description, unit, qs, w=12, h=8, stack=false, bars=false, min=null, thresholds=[])::
     common(title, description, unit, qs) {
       type: 'timeseries',
       w:: w,
@@ -59,8 +64,13 @@ local common(title, description, unit, qs) = {
             lineWidth: 1,
             showPoints: 'never',
             stacking: { mode: if stack then 'normal' else 'none', group: 'A' },
+            thresholdsStyle: { mode: if thresholds == [] then 'off' else 'dashed' },
           },
           [if min != null then 'min']: min,
+          thresholds: {
+            mode: 'absolute',
+            steps: [{ color: 'green', value: null }] + [{ value: t[0], color: t[1] } for t in thresholds],
+          },
         },
       },
       options: {
@@ -128,7 +138,8 @@ local common(title, description, unit, qs) = {
     },
   }],
 
-  row(title):: { type: 'row', title: title, collapsed: false, panels: [], w:: 24, h:: 1 },
+  // A collapsed row holds the panels up to the next row (Grafana's layout for it).
+  row(title, collapsed=false):: { type: 'row', title: title, collapsed: collapsed, panels: [], w:: 24, h:: 1 },
 
   // Places panels left to right, wrapping at the 24-column grid, and numbers them.
   layout(panels)::
@@ -142,7 +153,15 @@ local common(title, description, unit, qs) = {
         rowh: if wrap then p.h else std.max(acc.rowh, p.h),
         out: acc.out + [p { id: std.length(acc.out) + 1, gridPos: { x: x, y: y, w: p.w, h: p.h } }],
       };
-    std.foldl(place, panels, { x: 0, y: 0, rowh: 0, out: [] }).out,
+    local placed = std.foldl(place, panels, { x: 0, y: 0, rowh: 0, out: [] }).out;
+    // Panels after a collapsed row move into it.
+    local nest(acc, p) =
+      if p.type == 'row' then acc + [p]
+      else if std.length(acc) > 0 && acc[std.length(acc) - 1].type == 'row'
+              && acc[std.length(acc) - 1].collapsed then
+        acc[:std.length(acc) - 1] + [acc[std.length(acc) - 1] { panels+: [p] }]
+      else acc + [p];
+    std.foldl(nest, placed, []),
 
   dashboard(uid, title, description, panels, extraVars=[]):: {
     uid: uid,
@@ -156,7 +175,21 @@ local common(title, description, unit, qs) = {
     refresh: '30s',
     time: { from: 'now-6h', to: 'now' },
     timezone: '',
-    annotations: { list: [] },
+    // OOM kills on the time axis of every panel.
+    annotations: {
+      list: [{
+        name: 'OOM kills',
+        datasource: ds,
+        enable: true,
+        hide: false,
+        iconColor: 'red',
+        expr: expand('increase(membloat_vmstat_oom_kill_total{SEL}[$__rate_interval]) > 0'),
+        step: '60s',
+        titleFormat: 'OOM kill',
+        textFormat: '{{instance}}: the OOM killer killed a process',
+        useValueForTime: false,
+      }],
+    },
     links: [{ type: 'dashboards', tags: ['membloat'], asDropdown: true, title: 'membloat dashboards', includeVars: true, keepTime: true }],
     templating: {
       list: [
@@ -171,8 +204,9 @@ local common(title, description, unit, qs) = {
           current: {},
           options: [],
         },
-        $.labelVar('job', 'job', 'membloat_build_info'),
-        $.labelVar('instance', 'instance', 'membloat_build_info{job=~"$job"}'),
+        $.labelVar('cluster', 'cluster', 'membloat_build_info', allValue='.*'),
+        $.labelVar('job', 'job', 'membloat_build_info{cluster=~"$cluster"}'),
+        $.labelVar('instance', 'instance', 'membloat_build_info{cluster=~"$cluster",job=~"$job"}', all=false),
       ] + extraVars,
     },
     panels: $.layout(panels),

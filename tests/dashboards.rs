@@ -2,12 +2,15 @@
 //! cannot be installed here), plus the conventions of DESIGN.md section 3:
 //! - template-datasource-rule: one `datasource` variable of type datasource, Prometheus;
 //! - template-job-rule, template-instance-rule: `job` and `instance` query variables on
-//!   `${datasource}`, multi-select, "All" meaning `.+`;
+//!   `${datasource}`, multi-select, "All" meaning `.+`; `instance` offers no "All", so a
+//!   fleet's dashboard opens on one host, not a stat per host;
+//! - a `cluster` variable ("All" meaning `.*`, which matches series without the label), as
+//!   kube-prometheus dashboards have;
 //! - panel-datasource-rule: every panel and target uses `${datasource}`, no hard-coded uid;
 //! - panel-title-description-rule, panel-units-rule: a title, a description and a valid unit;
 //! - target-promql-rule: every query parses as PromQL;
-//! - target-job-rule, target-instance-rule: every selector has `job=~"$job"` and
-//!   `instance=~"$instance"`;
+//! - target-job-rule, target-instance-rule: every selector has `cluster=~"$cluster"`,
+//!   `job=~"$job"` and `instance=~"$instance"`;
 //! - target-rate-interval-rule: `rate`/`irate` use `$__rate_interval` (`increase` may also
 //!   use `$__range`);
 //! - target-counter-agg-rule: a `_total` counter only inside `rate`, `irate` or `increase`.
@@ -103,7 +106,11 @@ fn lint_expr(expr: &str) -> Vec<String> {
     let mut problems = Vec::new();
     selectors(&ast, &mut |vs, call| {
         let name = vs.name.clone().unwrap_or_default();
-        for (label, var) in [("job", "$job"), ("instance", "$instance")] {
+        for (label, var) in [
+            ("cluster", "$cluster"),
+            ("job", "$job"),
+            ("instance", "$instance"),
+        ] {
             if !has_matcher(vs, label, var) {
                 problems.push(format!("{name}: no {label}=~\"{var}\" matcher"));
             }
@@ -143,17 +150,24 @@ fn lint(d: &Value) -> Vec<String> {
             say("needs exactly one `datasource` variable of type datasource for Prometheus".into())
         }
     }
-    for (name, label) in [("job", "Job"), ("instance", "Instance")] {
+    for (name, label, all, all_value) in [
+        ("cluster", "Cluster", true, ".*"),
+        ("job", "Job", true, ".+"),
+        ("instance", "Instance", false, ".+"),
+    ] {
         match vars.iter().find(|v| v["name"] == name) {
             None => say(format!("no `{name}` variable")),
             Some(v) => {
                 if v["type"] != "query" || !uses_datasource_variable(&v["datasource"]) {
                     say(format!("`{name}` must be a query on ${{datasource}}"));
                 }
-                if v["multi"] != true || v["allValue"] != ".+" || v["label"] != label {
+                if v["multi"] != true || v["allValue"] != all_value || v["label"] != label {
                     say(format!(
-                        "`{name}` must be multi-select, allValue .+, labelled {label}"
+                        "`{name}` must be multi-select, allValue {all_value}, labelled {label}"
                     ));
+                }
+                if v["includeAll"] != all {
+                    say(format!("`{name}`: includeAll must be {all}"));
                 }
             }
         }
@@ -267,19 +281,29 @@ fn the_lint_rejects_each_broken_rule() {
         let e = e.to_string();
         with_panel(&move |p| p["targets"][0]["expr"] = json!(e))
     };
-    let sel = r#"job=~"$job",instance=~"$instance""#;
+    let sel = r#"cluster=~"$cluster",job=~"$job",instance=~"$instance""#;
+    assert!(
+        with_expr(&format!("membloat_memory_free_bytes{{{sel}}}")).is_empty(),
+        "the lint rejects a good query"
+    );
     let cases: Vec<(&str, Vec<String>)> = vec![
         (
             "no job matcher",
-            with_expr(r#"membloat_memory_free_bytes{instance=~"$instance"}"#),
+            with_expr(r#"membloat_memory_free_bytes{cluster=~"$cluster",instance=~"$instance"}"#),
         ),
         (
             "job by equality",
-            with_expr(r#"membloat_memory_free_bytes{job="$job",instance=~"$instance"}"#),
+            with_expr(
+                r#"membloat_memory_free_bytes{cluster=~"$cluster",job="$job",instance=~"$instance"}"#,
+            ),
         ),
         (
             "no instance matcher",
-            with_expr(r#"membloat_memory_free_bytes{job=~"$job"}"#),
+            with_expr(r#"membloat_memory_free_bytes{cluster=~"$cluster",job=~"$job"}"#),
+        ),
+        (
+            "no cluster matcher",
+            with_expr(r#"membloat_memory_free_bytes{job=~"$job",instance=~"$instance"}"#),
         ),
         (
             "fixed rate window",
@@ -325,9 +349,32 @@ fn the_lint_rejects_each_broken_rule() {
         assert!(!problems.is_empty(), "the lint let {what:?} pass");
     }
 
+    let var = |d: &mut Value, name: &str| -> usize {
+        d["templating"]["list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|v| v["name"] == name)
+            .unwrap()
+    };
     let mut single = good.clone();
-    single["templating"]["list"][1]["multi"] = json!(false);
+    let i = var(&mut single, "job");
+    single["templating"]["list"][i]["multi"] = json!(false);
     assert!(!lint(&single).is_empty(), "single-select job passed");
+    let mut all_hosts = good.clone();
+    let i = var(&mut all_hosts, "instance");
+    all_hosts["templating"]["list"][i]["includeAll"] = json!(true);
+    assert!(
+        !lint(&all_hosts).is_empty(),
+        "instance defaulting to All passed"
+    );
+    let mut no_cluster = good.clone();
+    let i = var(&mut no_cluster, "cluster");
+    no_cluster["templating"]["list"]
+        .as_array_mut()
+        .unwrap()
+        .remove(i);
+    assert!(!lint(&no_cluster).is_empty(), "no cluster variable passed");
     let mut no_ds = good.clone();
     no_ds["templating"]["list"]
         .as_array_mut()
@@ -395,4 +442,50 @@ fn dashboards_and_rules_name_only_real_metrics() {
         check(rule["expr"].as_str().unwrap());
     }
     assert!(unknown.is_empty(), "not exported or recorded: {unknown:?}");
+}
+
+/// The alert thresholds are drawn where their signal is plotted (the same constants the
+/// rules and explain use), and OOM kills mark every dashboard's time axis.
+#[test]
+fn alert_thresholds_and_oom_kills_show_on_the_dashboards() {
+    use membloat_exporter::model::signals;
+    let steps = |file: &str, title: &str| -> Vec<f64> {
+        let d = dashboards::load(file);
+        let p = data_panels(&d)
+            .into_iter()
+            .find(|p| p["title"] == title && p["type"] == "timeseries")
+            .cloned()
+            .unwrap_or_else(|| panic!("{file}: no time series {title:?}"));
+        let defaults = &p["fieldConfig"]["defaults"];
+        assert_eq!(
+            defaults["custom"]["thresholdsStyle"]["mode"], "dashed",
+            "{title}"
+        );
+        defaults["thresholds"]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["value"].as_f64())
+            .collect()
+    };
+    assert_eq!(
+        steps("membloat-host.json", "Commit ratio"),
+        [signals::COMMIT_NEAR_LIMIT_RATIO, 1.0]
+    );
+    assert_eq!(
+        steps("membloat-host.json", "Memory pressure"),
+        [signals::PRESSURE_STALLED_RATIO]
+    );
+    for file in dashboards::FILES {
+        let d = dashboards::load(file);
+        let list = d["annotations"]["list"].as_array().unwrap();
+        let oom = list
+            .iter()
+            .find(|a| a["name"] == "OOM kills")
+            .unwrap_or_else(|| panic!("{file}: no OOM kill annotation"));
+        let expr = oom["expr"].as_str().unwrap();
+        assert!(expr.contains("membloat_vmstat_oom_kill_total"), "{expr}");
+        assert!(lint_expr(expr).is_empty(), "{file}: {:?}", lint_expr(expr));
+        assert_eq!(oom["datasource"]["uid"], "${datasource}");
+    }
 }

@@ -33,7 +33,8 @@ impl Prometheus {
             format!(
                 "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
                  rule_files:\n  - {}\n\
-                 scrape_configs:\n  - job_name: membloat\n    static_configs:\n      - targets: [\"{target}\"]\n",
+                 scrape_configs:\n  - job_name: membloat\n    static_configs:\n      - targets: [\"{target}\"]\n\
+                 \x20   relabel_configs:\n      - target_label: cluster\n        replacement: test\n",
                 rules.display()
             ),
         )
@@ -118,10 +119,16 @@ fn every_dashboard_query_and_recording_rule_returns_data_from_a_real_prometheus(
     let rules = rules_file();
     let _hoard = Repro::start("hoard", &["3", "1", "0"], &[]);
     let _arenas = Repro::start("arenas", &[], &[]);
-    let exporter = Daemon::start(&[
-        "--scan.interval=1s",
-        "--collector.processes.deep-interval=1s",
-    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("exporter.log");
+    let exporter = Daemon::start_logged(
+        &[
+            "--scan.interval=1s",
+            "--collector.processes.deep-interval=1s",
+            "--log.level=debug",
+        ],
+        &log,
+    );
     let instance = format!("127.0.0.1:{}", exporter.port);
     let prom = Prometheus::start(&instance, &rules);
     prom.wait_until(Duration::from_secs(30), "first scrape", |p| {
@@ -137,8 +144,16 @@ fn every_dashboard_query_and_recording_rule_returns_data_from_a_real_prometheus(
             && ready("instance:membloat_swap_in_pages:rate5m")
     });
 
+    // Prometheus asks for OpenMetrics and gzip on every scrape, and got them.
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("msg=scrape format=openmetrics encoding=gzip"),
+        "{logged}"
+    );
+    // The cluster label (added by relabelling, as kube-prometheus does) selects too.
     let vars = [
         ("datasource", "prometheus"),
+        ("cluster", "test"),
         ("job", "membloat"),
         ("instance", instance.as_str()),
         ("group", ".+"),
@@ -163,6 +178,7 @@ fn every_dashboard_query_and_recording_rule_returns_data_from_a_real_prometheus(
                 .cloned()
                 .unwrap_or_default();
             let expected = match label.as_str() {
+                "cluster" => Some("test"),
                 "job" => Some("membloat"),
                 "instance" => Some(instance.as_str()),
                 _ => None,

@@ -89,13 +89,26 @@ impl Daemon {
         d
     }
 
+    /// Starts the binary with its log (stderr) written to `log`, and waits for a scan.
+    pub fn start_logged(args: &[&str], log: &Path) -> Daemon {
+        let mut cmd = Command::new(bin());
+        cmd.stderr(std::fs::File::create(log).unwrap());
+        let d = Self::spawn_with_stderr(cmd, args);
+        d.wait_until(Duration::from_secs(10), || d.get("/healthz").status == 200);
+        d
+    }
+
     /// Starts `cmd` and waits only until it answers HTTP.
     pub fn spawn(mut cmd: Command, args: &[&str]) -> Daemon {
+        cmd.stderr(Stdio::null());
+        Self::spawn_with_stderr(cmd, args)
+    }
+
+    fn spawn_with_stderr(mut cmd: Command, args: &[&str]) -> Daemon {
         let port = free_port();
         cmd.args(args)
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stdout(Stdio::null());
         let child = cmd.spawn().expect("start membloat_exporter");
         let d = Daemon { child, port };
         d.wait_until(Duration::from_secs(10), || d.get("/").status == 200);
