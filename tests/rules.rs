@@ -186,3 +186,27 @@ fn explain_thresholds_are_the_alerts_thresholds() {
         "{hidden}"
     );
 }
+
+/// The README's alert table lists every alert, with its severity and `for`.
+#[test]
+fn the_readme_lists_every_alert() {
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    let alerts = alerts();
+    for a in &alerts {
+        let name = a["alert"].as_str().unwrap();
+        let row = readme
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{name}` |")))
+            .unwrap_or_else(|| panic!("README has no row for {name}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(
+            cells[2],
+            a["labels"]["severity"].as_str().unwrap(),
+            "{name}"
+        );
+        assert_eq!(cells[3], a["for"].as_str().unwrap_or(""), "{name}");
+    }
+    assert!(readme.contains(&format!("and {} alerts", alerts.len())));
+}
