@@ -40,6 +40,7 @@ python3 -c 'import prometheus_client.openmetrics.parser' 2>/dev/null || pip_miss
 command -v kubernetes-validate >/dev/null || pip_missing+=(kubernetes-validate)
 command -v yamllint >/dev/null || pip_missing+=(yamllint)
 python3 -c 'import jsonschema' 2>/dev/null || pip_missing+=(jsonschema)
+python3 -c 'import yaml' 2>/dev/null || pip_missing+=(pyyaml)
 if [ ${#pip_missing[@]} -gt 0 ]; then
   echo "installing ${pip_missing[*]} from PyPI" >&2
   python3 -m pip install -q "${pip_missing[@]}" 2>/dev/null \

@@ -1,0 +1,263 @@
+// The alerts, one runbook section each (docs/runbooks.md), each with a promtool case that
+// fires and one that stays silent (deploy/prometheus/membloat.rules.test.yml). Thresholds
+// and the job selector come from _config (config.libsonnet).
+{
+  prometheusAlerts+:: {
+    local c = $._config,
+    groups+: [
+      {
+        name: 'membloat.alerts',
+        rules: [
+          {
+            alert: 'MembloatMemoryExhaustionPredicted',
+            expr: |||
+              predict_linear(membloat_memory_available_bytes[30m], 3600) < 0
+              and membloat_memory_available_bytes / membloat_memory_total_bytes < %(exhaustionAvailableRatio)s
+            ||| % c,
+            'for': '15m',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: 'Memory on {{ $labels.instance }} runs out within the hour at the current trend.',
+              description: 'MemAvailable is below %d %% of RAM and has fallen steadily for 30 minutes; extrapolated, it is {{ $value | humanize1024 }}B one hour from now. When it reaches zero the OOM killer acts.' % (100 * c.exhaustionAvailableRatio),
+              runbook_url: '%s#membloatmemoryexhaustionpredicted' % c.runbookURLBase,
+            },
+          },
+          {
+            alert: 'MembloatCommitNearLimit',
+            expr: |||
+              membloat_commit_ratio > %(commitNearLimitRatio)s
+              and membloat_vm_overcommit_memory == 2
+            ||| % c,
+            'for': '10m',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: 'Committed memory on {{ $labels.instance }} is {{ $value | humanizePercentage }} of CommitLimit in strict overcommit mode.',
+              description: 'vm.overcommit_memory is 2, so allocations fail once Committed_AS reaches CommitLimit. {{ $value | humanizePercentage }} of the limit is committed.',
+              runbook_url: '%s#membloatcommitnearlimit' % c.runbookURLBase,
+            },
+          },
+          {
+            alert: 'MembloatCommitLimitReached',
+            expr: 'membloat_commit_limit_reached == 1',
+            'for': '1m',
+            labels: {
+              severity: 'critical',
+            },
+            annotations: {
+              summary: 'Allocations fail on {{ $labels.instance }}: Committed_AS reached CommitLimit.',
+              description: 'vm.overcommit_memory is 2 and Committed_AS is at or above CommitLimit: every new allocation (malloc, fork, mmap) fails with ENOMEM although RAM may be free.',
+              runbook_url: '%s#membloatcommitlimitreached' % c.runbookURLBase,
+            },
+          },
+          {
+            alert: 'MembloatMemoryStalls',
+            expr: 'instance:membloat_pressure_memory_stalled:ratio_rate5m > %(pressureStalledRatio)s' % c,
+            'for': '10m',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: 'All tasks on {{ $labels.instance }} stall on memory {{ $value | humanizePercentage }} of the time.',
+              description: 'Memory pressure (PSI "full") has been above %d %% for 10 minutes: during that share of wall time every runnable task waited for memory (reclaim, swap-in, refaults). The host is thrashing or close to an OOM kill.' % (100 * c.pressureStalledRatio),
+              runbook_url: '%s#membloatmemorystalls' % c.runbookURLBase,
+            },
+          },
+          // Kills for the host running out of memory: /proc/vmstat oom_kill counts every
+          // kill, so the kills of containers at their own limit (memory.events oom, cgroup v2)
+          // are taken out. On cgroup v1 the kernel does not tell them apart: all count.
+          // increase() extrapolates, hence 0.5 for "at least one".
+          {
+            alert: 'MembloatOOMKill',
+            expr: |||
+              (
+                (
+                  increase(membloat_vmstat_oom_kill_total[10m])
+                  - on (job, instance)
+                    sum by (job, instance) (increase(membloat_cgroup_limit_ooms_total[10m]))
+                )
+                or
+                (
+                  increase(membloat_vmstat_oom_kill_total[10m])
+                  unless on (job, instance) membloat_cgroup_limit_ooms_total
+                )
+              ) > 0.5
+            |||,
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: 'The OOM killer killed a process on {{ $labels.instance }}.',
+              description: '{{ $value | printf "%.0f" }} process(es) killed in the last 10 minutes because the host ran out of memory (kills of containers at their own memory limit are not counted where cgroup v2 tells them apart). The kernel log names the victim.',
+              runbook_url: '%s#membloatoomkill' % c.runbookURLBase,
+            },
+          },
+          // A container at its own memory limit: the owner's sizing, not the host's memory.
+          {
+            alert: 'MembloatContainerOOMKill',
+            expr: 'increase(membloat_cgroup_limit_ooms_total[10m]) > 0.5',
+            labels: {
+              severity: 'info',
+            },
+            annotations: {
+              summary: 'A container on {{ $labels.instance }} was OOM-killed at its memory limit.',
+              description: "The cgroup {{ $labels.cgroup }} reached its memory limit and the OOM killer ran inside it {{ $value | printf \"%.0f\" }} time(s) in the last 10 minutes. The host did not run out of memory; the container's limit is too low for it, or it leaks. membloat_cgroup_info names its pod.",
+              runbook_url: '%s#membloatcontaineroomkill' % c.runbookURLBase,
+            },
+          },
+          // The memory part of oom_score, without oom_score_adj: oom_score is
+          // (1000 + 1000 x share of RAM and swap + oom_score_adj) x 2/3. A Kubernetes
+          // BestEffort pod (adj 1000) scores high with no memory: killing it frees little, so
+          // it is not what this alert is about. Keyed by comm: a restarted process (new pid)
+          // keeps the alert, it does not fire again.
+          {
+            alert: 'MembloatProcessLikelyOOMVictim',
+            expr: |||
+              max by (job, instance, comm) (
+                (membloat_process_oom_score * 1.5 - 1000 - membloat_process_oom_score_adj) / 1000
+                and membloat_process_oom_rank <= %(oomVictimRank)d
+              ) >= %(oomVictimShare).2f
+              and on (job, instance) instance:membloat_memory_available:ratio < %(lowMemoryRatio).2f
+            ||| % c,
+            'for': '5m',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: '{{ $labels.comm }} on {{ $labels.instance }} is among the first the OOM killer would pick, and holds a large share of memory.',
+              description: "Less than %d %% of RAM is available and {{ $labels.comm }}, one of the first %d in the OOM killer's order, holds {{ $value | humanizePercentage }} of RAM and swap (its oom_score without oom_score_adj)." % [100 * c.lowMemoryRatio, c.oomVictimRank],
+              runbook_url: '%s#membloatprocesslikelyoomvictim' % c.runbookURLBase,
+            },
+          },
+          {
+            alert: 'MembloatKhugepagedRegrowth',
+            expr: 'membloat_process_regrown_since_trough_bytes > %(regrowthMiB)d * 1024 * 1024' % c,
+            'for': '15m',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: '{{ $labels.comm }} (pid {{ $labels.pid }}) on {{ $labels.instance }} regained {{ $value | humanize1024 }}B of released memory through khugepaged.',
+              description: "The process's anonymous memory grew back in transparent huge pages while it was idle and its mappings did not change: khugepaged collapsed ranges it had released with MADV_DONTNEED (khugepaged/max_ptes_none is above 0).",
+              runbook_url: '%s#membloatkhugepagedregrowth' % c.runbookURLBase,
+            },
+          },
+          // Measured: glibc's own heap says this memory is free, resident and could be given
+          // back (heap walk). A fact, so a warning.
+          {
+            alert: 'MembloatAllocatorHoarding',
+            expr: 'membloat_process_hoarded_bytes{method="measured"} > %(hoardedMiB)d * 1024 * 1024' % c,
+            'for': '1h',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: '{{ $labels.comm }} (pid {{ $labels.pid }}) on {{ $labels.instance }} has held {{ $value | humanize1024 }}B of freed heap for an hour (measured).',
+              description: "Measured from glibc's heap: the allocator holds this much freed memory in resident pages that malloc_trim(0) would give back to the kernel. The program does not use it.",
+              runbook_url: '%s#membloatallocatorhoarding' % c.runbookURLBase,
+            },
+          },
+          // Suspected: the heap walk could not read this process (another allocator, no
+          // CAP_SYS_PTRACE, walk off); a large idle heap near the peak may also be live data.
+          {
+            alert: 'MembloatAllocatorHoardingSuspected',
+            expr: 'membloat_process_hoarded_bytes{method="suspected"} > %(hoardedMiB)d * 1024 * 1024' % c,
+            'for': '1h',
+            labels: {
+              severity: 'info',
+            },
+            annotations: {
+              summary: '{{ $labels.comm }} (pid {{ $labels.pid }}) on {{ $labels.instance }} may have held {{ $value | humanize1024 }}B of freed heap for an hour (suspected).',
+              description: 'Not measured: the process is idle, near its peak RSS, and most of its anonymous memory sits in an untrimmed heap. The allocator probably keeps freed memory, but a large idle heap of live objects looks the same from /proc.',
+              runbook_url: '%s#membloatallocatorhoardingsuspected' % c.runbookURLBase,
+            },
+          },
+          {
+            alert: 'MembloatArenasAtCeiling',
+            expr: 'membloat_process_arena_at_ceiling == 1',
+            'for': '1h',
+            labels: {
+              severity: 'info',
+            },
+            annotations: {
+              summary: "{{ $labels.comm }} (pid {{ $labels.pid }}) on {{ $labels.instance }} uses glibc's maximum number of malloc arenas.",
+              description: 'The process has 8 arenas per CPU, each reserving 64 MiB of address space and keeping its own free memory. MALLOC_ARENA_MAX caps them.',
+              runbook_url: '%s#membloatarenasatceiling' % c.runbookURLBase,
+            },
+          },
+          {
+            alert: 'MembloatHiddenTHPMemoryLarge',
+            expr: 'membloat_thp_hidden_bytes / membloat_memory_total_bytes > %(hiddenTHPRatio)s' % c,
+            'for': '30m',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: '{{ $value | humanizePercentage }} of RAM on {{ $labels.instance }} sits in partially mapped huge pages.',
+              description: "Huge pages that lost most of their mapping stay allocated until the deferred split shrinker runs; this memory shows in no process's RSS and not in MemFree.",
+              runbook_url: '%s#membloathiddenthpmemorylarge' % c.runbookURLBase,
+            },
+          },
+          {
+            alert: 'MembloatSwapThrashing',
+            expr: |||
+              instance:membloat_swap_in_pages:rate5m > %(swapThrashPagesPerSecond)d
+              and instance:membloat_swap_out_pages:rate5m > %(swapThrashPagesPerSecond)d
+            ||| % c,
+            'for': '10m',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: '{{ $labels.instance }} swaps in and out at the same time ({{ $value | printf "%.0f" }} pages/s in).',
+              description: 'Pages are swapped in and out at more than %d pages per second each way for 10 minutes: the working set no longer fits in RAM.' % c.swapThrashPagesPerSecond,
+              runbook_url: '%s#membloatswapthrashing' % c.runbookURLBase,
+            },
+          },
+          {
+            alert: 'MembloatNotScanning',
+            expr: 'time() - membloat_last_scan_timestamp_seconds > %(notScanningSeconds)d' % c,
+            'for': '5m',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: 'membloat_exporter on {{ $labels.instance }} has not completed a scan for {{ $value | humanizeDuration }}.',
+              description: 'The exporter answers scrapes but its scan loop is stuck, so every value it serves is stale.',
+              runbook_url: '%s#membloatnotscanning' % c.runbookURLBase,
+            },
+          },
+          {
+            alert: 'MembloatCollectorFailing',
+            expr: 'membloat_scrape_collector_success == 0',
+            'for': '15m',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: 'The {{ $labels.collector }} collector of membloat_exporter on {{ $labels.instance }} fails.',
+              description: 'The collector could not read its source for 15 minutes (permission denied, a read timeout or malformed content), so its metrics are missing. A kernel without the source (no PSI, no THP) is not a failure: it is counted in membloat_scan_errors_total{reason="unsupported"}.',
+              runbook_url: '%s#membloatcollectorfailing' % c.runbookURLBase,
+            },
+          },
+          {
+            alert: 'MembloatExporterDown',
+            expr: 'up{%(membloatSelector)s} == 0' % c,
+            'for': '5m',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: 'Prometheus cannot scrape membloat_exporter on {{ $labels.instance }}.',
+              description: 'The scrape has failed for 5 minutes: no memory or OOM-risk alert can fire for this host.',
+              runbook_url: '%s#membloatexporterdown' % c.runbookURLBase,
+            },
+          },
+        ],
+      },
+    ],
+  },
+}

@@ -1,0 +1,3 @@
+{
+  grafanaDashboards+:: (import 'dashboards/dashboards.libsonnet')($._config),
+}
