@@ -134,13 +134,16 @@
           },
           {
             alert: 'MembloatKhugepagedRegrowth',
-            expr: 'membloat_process_regrown_since_trough_bytes > %(regrowthMiB)d * 1024 * 1024' % c,
+            // The per-process alerts are keyed by comm, as the OOM-victim one: a restarted
+            // process (new pid) keeps its alert instead of firing a new one. The pid is on
+            // the top-process series and in explain.
+            expr: 'max by (job, instance, comm) (membloat_process_regrown_since_trough_bytes) > %(regrowthMiB)d * 1024 * 1024' % c,
             'for': '15m',
             labels: {
               severity: 'warning',
             },
             annotations: {
-              summary: '{{ $labels.comm }} (pid {{ $labels.pid }}) on {{ $labels.instance }} regained {{ $value | humanize1024 }}B of released memory through khugepaged.',
+              summary: '{{ $labels.comm }} on {{ $labels.instance }} regained {{ $value | humanize1024 }}B of released memory through khugepaged.',
               description: "The process's anonymous memory grew back in transparent huge pages while it was idle and its mappings did not change: khugepaged collapsed ranges it had released with MADV_DONTNEED (khugepaged/max_ptes_none is above 0).",
               runbook_url: '%s#membloatkhugepagedregrowth' % c.runbookURLBase,
             },
@@ -149,13 +152,13 @@
           // back (heap walk). A fact, so a warning.
           {
             alert: 'MembloatAllocatorHoarding',
-            expr: 'membloat_process_hoarded_bytes{method="measured"} > %(hoardedMiB)d * 1024 * 1024' % c,
+            expr: 'max by (job, instance, comm) (membloat_process_hoarded_bytes{method="measured"}) > %(hoardedMiB)d * 1024 * 1024' % c,
             'for': '1h',
             labels: {
               severity: 'warning',
             },
             annotations: {
-              summary: '{{ $labels.comm }} (pid {{ $labels.pid }}) on {{ $labels.instance }} has held {{ $value | humanize1024 }}B of freed heap for an hour (measured).',
+              summary: '{{ $labels.comm }} on {{ $labels.instance }} has held {{ $value | humanize1024 }}B of freed heap for an hour (measured).',
               description: "Measured from glibc's heap: the allocator holds this much freed memory in resident pages that malloc_trim(0) would give back to the kernel. The program does not use it.",
               runbook_url: '%s#membloatallocatorhoarding' % c.runbookURLBase,
             },
@@ -164,26 +167,26 @@
           // CAP_SYS_PTRACE, walk off); a large idle heap near the peak may also be live data.
           {
             alert: 'MembloatAllocatorHoardingSuspected',
-            expr: 'membloat_process_hoarded_bytes{method="suspected"} > %(hoardedMiB)d * 1024 * 1024' % c,
+            expr: 'max by (job, instance, comm) (membloat_process_hoarded_bytes{method="suspected"}) > %(hoardedMiB)d * 1024 * 1024' % c,
             'for': '1h',
             labels: {
               severity: 'info',
             },
             annotations: {
-              summary: '{{ $labels.comm }} (pid {{ $labels.pid }}) on {{ $labels.instance }} may have held {{ $value | humanize1024 }}B of freed heap for an hour (suspected).',
+              summary: '{{ $labels.comm }} on {{ $labels.instance }} may have held {{ $value | humanize1024 }}B of freed heap for an hour (suspected).',
               description: 'Not measured: the process is idle, near its peak RSS, and most of its anonymous memory sits in an untrimmed heap. The allocator probably keeps freed memory, but a large idle heap of live objects looks the same from /proc.',
               runbook_url: '%s#membloatallocatorhoardingsuspected' % c.runbookURLBase,
             },
           },
           {
             alert: 'MembloatArenasAtCeiling',
-            expr: 'membloat_process_arena_at_ceiling == 1',
+            expr: 'max by (job, instance, comm) (membloat_process_arena_at_ceiling) == 1',
             'for': '1h',
             labels: {
               severity: 'info',
             },
             annotations: {
-              summary: "{{ $labels.comm }} (pid {{ $labels.pid }}) on {{ $labels.instance }} uses glibc's maximum number of malloc arenas.",
+              summary: "{{ $labels.comm }} on {{ $labels.instance }} uses glibc's maximum number of malloc arenas.",
               description: 'The process has 8 arenas per CPU, each reserving 64 MiB of address space and keeping its own free memory. MALLOC_ARENA_MAX caps them.',
               runbook_url: '%s#membloatarenasatceiling' % c.runbookURLBase,
             },
