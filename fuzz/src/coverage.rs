@@ -1,22 +1,21 @@
-//! Edge coverage from LLVM's SanitizerCoverage (`trace-pc-guard`), which stable rustc adds
-//! with `-C passes=sancov-module` (scripts/fuzz.sh). Each instrumented block calls
-//! [`__sanitizer_cov_trace_pc_guard`] with its own guard; the guard holds a random block id
-//! and, as in AFL, the edge `previous block -> this block` counts in a 64 KiB map.
+//! Edge coverage from LLVM's SanitizerCoverage (`trace-pc-guard` at level 3, which splits
+//! critical edges so each guard is an edge), which stable rustc adds with
+//! `-C passes=sancov-module` (scripts/fuzz.sh). Each guard gets its own slot in a 256 KiB
+//! map of hit counts, as libFuzzer does; no "previous block" is kept, so threads running
+//! the exporter's code at once (its reader pools) cannot invent edges by interleaving.
 //!
-//! The callbacks run on every thread the exporter's code runs on (its reader pools). The
-//! map and the previous block are plain bytes shared without synchronisation, as in AFL:
-//! a lost increment costs one edge count, never memory safety, since every index is masked.
+//! The map is plain bytes shared without synchronisation, as in AFL: a lost increment
+//! costs one count, never memory safety, since every index is below the map's size.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-pub const MAP_SIZE: usize = 1 << 16;
+pub const MAP_SIZE: usize = 1 << 18;
 
 /// Aligned for the word-wise scan in `Seen::absorb`.
 #[repr(C, align(8))]
 struct Map([u8; MAP_SIZE]);
 
 static mut MAP: Map = Map([0; MAP_SIZE]);
-static mut PREVIOUS: u32 = 0;
 /// Guards handed an id so far: zero when the binary is not instrumented.
 static GUARDS: AtomicU32 = AtomicU32::new(0);
 
@@ -29,26 +28,23 @@ pub unsafe extern "C" fn __sanitizer_cov_trace_pc_guard_init(start: *mut u32, st
     let mut guard = start;
     while guard < stop {
         if *guard == 0 {
-            let n = GUARDS.fetch_add(1, Ordering::Relaxed) + 1;
-            // A spread of ids (Knuth's multiplicative hash), never 0.
-            *guard = (n.wrapping_mul(2_654_435_761) >> 16) | 1;
+            // Slots 1.. in order; past the map's end (more edges than slots) they share.
+            let n = GUARDS.fetch_add(1, Ordering::Relaxed) as usize;
+            *guard = (n % (MAP_SIZE - 1) + 1) as u32;
         }
         guard = guard.add(1);
     }
 }
 
-/// Called on every instrumented block.
+/// Called on every instrumented edge.
 ///
 /// # Safety
 /// LLVM passes a guard initialised by [`__sanitizer_cov_trace_pc_guard_init`].
 #[no_mangle]
 pub unsafe extern "C" fn __sanitizer_cov_trace_pc_guard(guard: *mut u32) {
-    let id = *guard;
+    let i = (*guard as usize) & (MAP_SIZE - 1);
     let map = &raw mut MAP.0 as *mut u8;
-    let prev = &raw mut PREVIOUS;
-    let i = ((id ^ *prev) as usize) & (MAP_SIZE - 1);
     *map.add(i) = (*map.add(i)).wrapping_add(1);
-    *prev = id >> 1;
 }
 
 /// True when the binary was built with coverage (scripts/fuzz.sh).
@@ -88,12 +84,24 @@ impl Seen {
     /// Folds the last execution's map into what was seen and clears it; true when it
     /// showed an edge or a hit class never seen before.
     pub fn absorb(&mut self) -> bool {
+        self.fold(false)
+    }
+
+    /// As `absorb`, but only a never-seen edge counts as new (hit counts aside): what a
+    /// corpus minimisation keeps.
+    pub fn absorb_edges(&mut self) -> bool {
+        self.fold(true)
+    }
+
+    fn fold(&mut self, edges_only: bool) -> bool {
         let mut new = false;
         // SAFETY: the map is only ever indexed within its size, and a u64 view of it is
         // aligned (the static is read whole words at a time, never past its end);
         // concurrent writers (reader threads still finishing) at worst lose a count.
+        // Only the slots handed out are scanned.
+        let used = (GUARDS.load(Ordering::Relaxed) as usize + 1).min(MAP_SIZE);
         let words =
-            unsafe { std::slice::from_raw_parts_mut(&raw mut MAP as *mut u64, MAP_SIZE / 8) };
+            unsafe { std::slice::from_raw_parts_mut(&raw mut MAP as *mut u64, used.div_ceil(8)) };
         // Most of the map is zero: whole words are skipped, so this costs little even
         // though the fuzzer's own code is instrumented too.
         for (w, word) in words.iter_mut().enumerate() {
@@ -106,9 +114,10 @@ impl Seen {
                 if c != 0 && *seen & c == 0 {
                     if *seen == 0 {
                         self.edges += 1;
+                        new = true;
                     }
                     *seen |= c;
-                    new = true;
+                    new |= !edges_only;
                 }
             }
             *word = 0;

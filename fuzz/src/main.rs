@@ -6,6 +6,7 @@
 //! membloat-fuzz seed                      # fixtures and this host's /proc into fuzz/corpus
 //! membloat-fuzz run [--seconds N] [--runs N] [--seed S] [--merge] [TARGET...]
 //! membloat-fuzz replay TARGET FILE...
+//! membloat-fuzz cmin [TARGET...]          # keep only corpus inputs that add coverage
 //! ```
 //!
 //! `run` replays the target's corpus and past findings, then mutates for the time given.
@@ -217,8 +218,46 @@ fn watchdog(current: Arc<Mutex<Option<Current>>>, timeout: Duration) {
     });
 }
 
+/// Shrinks each target's corpus to the inputs that reach an edge no smaller input reached
+/// (hit counts aside, so the repository keeps few files); the others are deleted. At
+/// most `MAX_KEPT` stay.
+fn cmin(names: &[String]) -> ExitCode {
+    const MAX_KEPT: usize = 60;
+    if !coverage::instrumented() {
+        eprintln!("membloat-fuzz cmin: needs coverage (use scripts/fuzz.sh)");
+        return ExitCode::from(2);
+    }
+    install_panic_hook();
+    for t in TARGETS {
+        if !names.is_empty() && !names.iter().any(|n| n == t.name) {
+            continue;
+        }
+        let dir = root().join("fuzz/corpus").join(t.name);
+        let mut files = read_dir_files(&dir);
+        files.sort_by_key(|(p, d)| (d.len(), p.clone()));
+        let mut seen = coverage::Seen::new();
+        let (mut kept, mut dropped) = (0, 0);
+        for (path, data) in &files {
+            coverage::Seen::discard();
+            let _ = execute(t, data);
+            let new = seen.absorb_edges();
+            if (new || kept == 0) && kept < MAX_KEPT {
+                kept += 1;
+            } else {
+                let _ = std::fs::remove_file(path);
+                dropped += 1;
+            }
+        }
+        println!(
+            "{:<13} kept {kept}, dropped {dropped}, edges {}",
+            t.name, seen.edges
+        );
+    }
+    ExitCode::SUCCESS
+}
+
 fn usage() -> ExitCode {
-    eprintln!("usage: membloat-fuzz list | seed | run [--seconds N] [--runs N] [--seed S] [--merge] [--timeout S] [TARGET...] | replay TARGET FILE...");
+    eprintln!("usage: membloat-fuzz list | seed | run [--seconds N] [--runs N] [--seed S] [--merge] [--timeout S] [TARGET...] | replay TARGET FILE... | cmin [TARGET...]");
     ExitCode::from(2)
 }
 
@@ -237,6 +276,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         "seed" => seeds::write_all(&root()),
+        "cmin" => cmin(&args[1..]),
         "replay" => {
             let Some(t) = args.get(1).and_then(|n| targets::find(n)) else {
                 return usage();
