@@ -152,19 +152,19 @@ async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Response {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let om = negotiate::wants_openmetrics(accept);
-    let (content_type, body) = if om {
-        (
-            negotiate::OPENMETRICS_CONTENT_TYPE,
-            latest.openmetrics.clone(),
-        )
-    } else {
-        (negotiate::TEXT_CONTENT_TYPE, latest.text.clone())
-    };
     let gzip = headers
         .get(header::ACCEPT_ENCODING)
         .and_then(|v| v.to_str().ok())
         .is_some_and(negotiate::accepts_gzip);
-    let vary = (header::VARY, "Accept, Accept-Encoding");
+    let (content_type, body) = match (om, gzip) {
+        (true, false) => (negotiate::OPENMETRICS_CONTENT_TYPE, &latest.openmetrics),
+        (true, true) => (
+            negotiate::OPENMETRICS_CONTENT_TYPE,
+            &latest.openmetrics_gzip,
+        ),
+        (false, false) => (negotiate::TEXT_CONTENT_TYPE, &latest.text),
+        (false, true) => (negotiate::TEXT_CONTENT_TYPE, &latest.text_gzip),
+    };
     crate::log!(
         Debug,
         "scrape",
@@ -177,15 +177,16 @@ async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Response {
                 .map_or(0.0, |t| t.elapsed().as_secs_f64())
         ),
     );
+    let headers = [
+        (header::CONTENT_TYPE, content_type),
+        (header::VARY, "Accept, Accept-Encoding"),
+    ];
+    let mut response = (headers, chunked(body.clone())).into_response();
     if gzip {
-        let headers = [
-            (header::CONTENT_TYPE, content_type),
-            (header::CONTENT_ENCODING, "gzip"),
-            vary,
-        ];
-        return (headers, chunked(latest.gzipped(om))).into_response();
+        let gz = header::HeaderValue::from_static("gzip");
+        response.headers_mut().insert(header::CONTENT_ENCODING, gz);
     }
-    ([(header::CONTENT_TYPE, content_type), vary], chunked(body)).into_response()
+    response
 }
 
 /// The latest scan's diagnosis: JSON when the client asks for it, else text.

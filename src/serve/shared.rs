@@ -2,7 +2,7 @@
 //! per scan in both expositions, and its diagnosis. A scrape only copies these bytes.
 
 use std::io::Write;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
@@ -12,30 +12,18 @@ use crate::explain;
 use crate::expose;
 use crate::model::derive::Snapshot;
 
-/// The latest scan, encoded once in both formats so a scrape only copies bytes; and its
-/// diagnosis for `/explain`, rendered once likewise.
+/// The latest scan, encoded once in both formats, plain and gzipped, so a scrape only
+/// copies bytes; and its diagnosis for `/explain`, rendered once likewise.
 pub struct Published {
     pub openmetrics: Bytes,
     pub text: Bytes,
+    pub openmetrics_gzip: Bytes,
+    pub text_gzip: Bytes,
     pub explain_text: Bytes,
     pub explain_json: Bytes,
     pub completed_at: Option<Instant>,
     /// Why `/healthz` fails although the scan completed.
     pub trouble: Option<String>,
-    /// The gzip of `openmetrics` and of `text`, made by the first scrape that asks.
-    pub gzipped: [OnceLock<Bytes>; 2],
-}
-
-impl Published {
-    /// The exposition, gzipped once per scan whatever the number of scrapers.
-    pub fn gzipped(&self, openmetrics: bool) -> Bytes {
-        let (slot, plain) = if openmetrics {
-            (&self.gzipped[0], &self.openmetrics)
-        } else {
-            (&self.gzipped[1], &self.text)
-        };
-        slot.get_or_init(|| gzip(plain)).clone()
-    }
 }
 
 fn gzip(data: &[u8]) -> Bytes {
@@ -84,6 +72,8 @@ impl Shared {
         let (openmetrics, text) = encode(Arc::new(Snapshot::default()));
         Shared {
             published: Latest::new(Published {
+                openmetrics_gzip: gzip(&openmetrics),
+                text_gzip: gzip(&text),
                 openmetrics,
                 text,
                 // /explain answers 503 until the first scan completes.
@@ -91,7 +81,6 @@ impl Shared {
                 explain_json: Bytes::new(),
                 completed_at: None,
                 trouble: None,
-                gzipped: Default::default(),
             }),
             scan_interval,
         }
@@ -123,14 +112,17 @@ pub fn publish_all(snapshot: Arc<Snapshot>) -> Published {
     let d = explain::diagnose(&snapshot, &explain::Options::default());
     let trouble = trouble(&snapshot);
     let (openmetrics, text) = encode(snapshot);
+    // Compressed here, on the scan's thread, not by the first scrape that asks for it:
+    // Prometheus always does.
     Published {
+        openmetrics_gzip: gzip(&openmetrics),
+        text_gzip: gzip(&text),
         openmetrics,
         text,
         explain_text: Bytes::from(explain::render::text(&d, false)),
         explain_json: Bytes::from(explain::render::json(&d)),
         completed_at: Some(Instant::now()),
         trouble,
-        gzipped: Default::default(),
     }
 }
 
