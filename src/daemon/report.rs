@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use crate::collect::heap::Outcome;
 use crate::collect::Sample;
-use crate::config::Collector;
+use crate::config::{Collector, LogLevel};
 use crate::source::{own, Reason};
 
 #[derive(Default)]
@@ -79,25 +79,23 @@ impl Reporter {
             } else {
                 "source partly unreadable"
             };
-            let benign = ptrace && (c, r) == (Collector::Processes, Reason::Denied);
-            let fields = (c.as_str(), r.as_str(), fix(c, r, ptrace));
-            if benign {
-                crate::log!(
-                    Debug,
-                    msg,
-                    collector = fields.0,
-                    reason = fields.1,
-                    count = n,
-                    fix = fields.2
-                );
+            // Denied reads while holding CAP_SYS_PTRACE need no action: a debug line.
+            let level = if ptrace && (c, r) == (Collector::Processes, Reason::Denied) {
+                LogLevel::Debug
             } else {
-                crate::log!(
-                    Warn,
+                LogLevel::Warn
+            };
+            if crate::log::enabled(level) {
+                let (collector, reason, fix) = (c.as_str(), r.as_str(), fix(c, r, ptrace));
+                crate::log::write(
+                    level,
                     msg,
-                    collector = fields.0,
-                    reason = fields.1,
-                    count = n,
-                    fix = fields.2
+                    &[
+                        ("collector", &collector),
+                        ("reason", &reason),
+                        ("count", &n),
+                        ("fix", &fix),
+                    ],
                 );
             }
         }
@@ -113,7 +111,7 @@ impl Reporter {
                 fix = "grant CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH to read other users' /proc/PID/mem and pagemap; until then their hoarding stays suspected (membloat_heap_walks_total{outcome=\"unreadable\"})",
             );
         }
-        if crate::log::enabled(crate::config::LogLevel::Debug) {
+        if crate::log::enabled(LogLevel::Debug) {
             let errors: u64 = sample.errors.values().sum();
             let failed: Vec<&str> = sample
                 .collectors

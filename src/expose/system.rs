@@ -229,11 +229,12 @@ pub(super) fn encode_cgroups(f: &mut Families, s: &Snapshot) -> fmt::Result {
     let Some(cgroups) = &s.cgroups else {
         return Ok(());
     };
-    let rows = |get: fn(&crate::parse::memory_stat::MemoryStat) -> u64| -> Vec<(Labels, Num)> {
+    // One row per cgroup that has the value.
+    let rows = |get: fn(&crate::parse::memory_stat::MemoryStat) -> Option<u64>| {
         cgroups
             .iter()
-            .map(|(path, m)| (vec![("cgroup", path.as_str())], Num::U(get(m))))
-            .collect()
+            .filter_map(|(path, m)| Some((vec![("cgroup", path.as_str())], Num::U(get(m)?))))
+            .collect::<Vec<(Labels, Num)>>()
     };
     let owners: Vec<_> = cgroups
         .iter()
@@ -255,16 +256,10 @@ pub(super) fn encode_cgroups(f: &mut Families, s: &Snapshot) -> fmt::Result {
             metric.encode_info(&labels)?;
         }
     }
-    f.family(&CGROUP_ANON_BYTES, rows(|m| m.anon_bytes))?;
-    f.family(&CGROUP_ANON_HUGE_BYTES, rows(|m| m.anon_huge_bytes))?;
-    let counted = |get: fn(&crate::parse::memory_stat::MemoryStat) -> Option<u64>| {
-        cgroups
-            .iter()
-            .filter_map(|(path, m)| Some((vec![("cgroup", path.as_str())], Num::U(get(m)?))))
-            .collect::<Vec<(Labels, Num)>>()
-    };
-    f.family(&CGROUP_OOM_KILLS_TOTAL, counted(|m| m.oom_kills))?;
-    f.family(&CGROUP_LIMIT_OOMS_TOTAL, counted(|m| m.limit_ooms))
+    f.family(&CGROUP_ANON_BYTES, rows(|m| Some(m.anon_bytes)))?;
+    f.family(&CGROUP_ANON_HUGE_BYTES, rows(|m| Some(m.anon_huge_bytes)))?;
+    f.family(&CGROUP_OOM_KILLS_TOTAL, rows(|m| m.oom_kills))?;
+    f.family(&CGROUP_LIMIT_OOMS_TOTAL, rows(|m| m.limit_ooms))
 }
 
 /// The exporter's own process.
