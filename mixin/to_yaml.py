@@ -10,7 +10,9 @@ ORDER = ["name", "record", "alert", "expr", "for", "labels", "annotations", "sum
 
 
 class Dumper(yaml.SafeDumper):
-    pass
+    # Sequences indented under their key, as the hand-written rules were.
+    def increase_indent(self, flow=False, indentless=False):
+        return super().increase_indent(flow, False)
 
 
 def text(dumper, s):
@@ -30,16 +32,11 @@ Dumper.add_representer(str, text)
 Dumper.add_representer(dict, ordered)
 
 
-class Indented(Dumper):
-    def increase_indent(self, flow=False, indentless=False):
-        return super().increase_indent(flow, False)
-
-
 sys.stdout.write(sys.argv[1] if len(sys.argv) > 1 else "")
 yaml.dump(
     json.load(sys.stdin),
     sys.stdout,
-    Dumper=Indented,
+    Dumper=Dumper,
     default_flow_style=False,
     sort_keys=False,
     width=88,

@@ -16,18 +16,6 @@ use std::sync::Mutex;
 
 static PANIC: Mutex<Option<String>> = Mutex::new(None);
 
-fn inputs(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn every_target_passes_its_corpus_and_past_findings() {
     membloat_exporter::log::set_level(membloat_exporter::config::LogLevel::Error);
@@ -40,7 +28,7 @@ fn every_target_passes_its_corpus_and_past_findings() {
     let mut failures = Vec::new();
     let mut total = 0;
     for t in targets::TARGETS {
-        let corpus = inputs(&root.join("corpus").join(t.name));
+        let corpus = tree::files(&root.join("corpus").join(t.name));
         assert!(
             !corpus.is_empty(),
             "{}: no corpus (membloat-fuzz seed)",
@@ -48,7 +36,7 @@ fn every_target_passes_its_corpus_and_past_findings() {
         );
         for file in corpus
             .iter()
-            .chain(&inputs(&root.join("regressions").join(t.name)))
+            .chain(&tree::files(&root.join("regressions").join(t.name)))
         {
             let data = std::fs::read(file).unwrap();
             let _ = std::panic::catch_unwind(|| (t.run)(&data));

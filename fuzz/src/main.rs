@@ -16,6 +16,9 @@
 
 mod check;
 mod coverage;
+// The exporter's own Go executable in miniature, shared with its unit tests.
+#[path = "../../src/collect/heap/runtime/go_elf.rs"]
+mod go_elf;
 mod mutate;
 mod seeds;
 mod targets;
@@ -33,26 +36,23 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// FNV-1a: names a file by its content.
+/// FNV-1a.
+fn fnv(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Names a file by its content.
 fn digest(data: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in data {
-        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    format!("{:016x}", fnv(data))
 }
 
 fn read_dir_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
+    tree::files(dir)
         .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
         .filter_map(|p| std::fs::read(&p).ok().map(|d| (p, d)))
-        .collect();
-    v.sort();
-    v
+        .collect()
 }
 
 /// The panic of the execution in progress, from whichever thread it happened on.
@@ -165,8 +165,7 @@ fn fuzz(t: &'static FuzzTarget, o: &Options, current: &Arc<Mutex<Option<Current>
     for input in corpus.clone() {
         run_one(&input, &mut seen, &mut findings);
     }
-    let salt = u64::from_str_radix(&digest(t.name.as_bytes()), 16).unwrap_or(1);
-    let mut mutator = mutate::Mutator::new(o.seed ^ salt, &corpus);
+    let mut mutator = mutate::Mutator::new(o.seed ^ fnv(t.name.as_bytes()), &corpus);
     let start = Instant::now();
     let mut added = Vec::new();
     let limit = Duration::from_secs_f64(o.seconds);

@@ -68,39 +68,6 @@ fn heap_image(arena: bool) -> Vec<u8> {
     out
 }
 
-/// A minimal ELF64 with a `.go.buildinfo` section as Go 1.18+ writes it.
-fn go_elf(version: &str) -> Vec<u8> {
-    let names = b"\0.shstrtab\0.go.buildinfo\0";
-    let mut info = b"\xff Go buildinf:".to_vec();
-    info.extend([8, 2]);
-    info.resize(32, 0);
-    info.push(version.len() as u8);
-    info.extend(version.as_bytes());
-    let names_off = 64u64;
-    let info_off = names_off + names.len() as u64;
-    let shoff = info_off + info.len() as u64;
-    let mut f = vec![0u8; 64];
-    f[..6].copy_from_slice(b"\x7fELF\x02\x01");
-    f[0x28..0x30].copy_from_slice(&shoff.to_le_bytes());
-    f[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
-    f[0x3c..0x3e].copy_from_slice(&3u16.to_le_bytes());
-    f[0x3e..0x40].copy_from_slice(&1u16.to_le_bytes());
-    f.extend(names);
-    f.extend(&info);
-    for (name, off, len) in [
-        (0u32, 0, 0),
-        (1, names_off, names.len() as u64),
-        (11, info_off, info.len() as u64),
-    ] {
-        let mut s = vec![0u8; 64];
-        s[..4].copy_from_slice(&name.to_le_bytes());
-        s[0x18..0x20].copy_from_slice(&off.to_le_bytes());
-        s[0x20..0x28].copy_from_slice(&len.to_le_bytes());
-        f.extend(s);
-    }
-    f
-}
-
 /// This host's /proc and /sys, reduced to what one scan reads, for the exporter itself.
 fn live_tree() -> Vec<u8> {
     let tmp = std::env::temp_dir().join(format!("membloat-fuzz-seed-{}", std::process::id()));
@@ -175,7 +142,7 @@ fn seeds_of(root: &Path, name: &str, patterns: &[&str]) -> Vec<Vec<u8>> {
         "http_headers" => v.push(HEADERS.as_bytes().to_vec()),
         "flags" => v.push(FLAGS.as_bytes().to_vec()),
         "heap_walk" => v.extend([heap_image(false), heap_image(true)]),
-        "go_buildinfo" => v.push(go_elf("go1.22.5")),
+        "go_buildinfo" => v.push(crate::go_elf::go_elf("go1.22.5", true)),
         "pipeline" => {
             v.push(pack(&root.join("tests/fixtures/kernel-6.18"), 4096));
             v.push(live_tree());

@@ -1,5 +1,6 @@
-//! A /proc and /sys tree as one text, for the `pipeline` target and its seeds: `=== PATH`
-//! starts a file, the lines up to the next header are its content.
+//! Files and trees: the inputs of a corpus directory, and a /proc and /sys tree as one
+//! text for the `pipeline` target and its seeds (`=== PATH` starts a file, the lines up
+//! to the next header are its content).
 
 use std::path::{Path, PathBuf};
 
@@ -75,4 +76,18 @@ pub fn pack(root: &Path, max_file: usize) -> Vec<u8> {
         out.push(b'\n');
     }
     out
+}
+
+/// The files of one directory (a target's corpus or regressions), in name order; none when
+/// it does not exist.
+pub fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    v.sort();
+    v
 }
