@@ -317,13 +317,14 @@ impl Scanner {
     ) -> Option<T> {
         let started = Instant::now();
         let result = f(self, &mut s.errors);
-        if let Err(reason) = result {
-            count(&mut s.errors, name, reason, 1);
-        }
+        let success = outcome(
+            &mut s.errors,
+            name,
+            result.as_ref().map(drop).map_err(|&r| r),
+        );
         s.collectors.push(CollectorRun {
             name,
-            // Unsupported is reported, not failed (as in `system::record`).
-            success: matches!(result, Ok(_) | Err(Reason::Unsupported)),
+            success,
             duration_seconds: started.elapsed().as_secs_f64(),
         });
         result.ok()
@@ -335,6 +336,19 @@ fn thread_cpu() -> Duration {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
         .map(|t| Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32))
         .unwrap_or_default()
+}
+
+/// Counts why a collector's read failed and says whether the collector succeeded. A kernel
+/// without the source is not a failure: the collector did its job and found nothing to
+/// report (counted as `unsupported`, never alerted on).
+fn outcome(errs: &mut ErrorCounts, collector: Collector, read: Result<(), Reason>) -> bool {
+    match read {
+        Ok(()) => true,
+        Err(reason) => {
+            count(errs, collector, reason, 1);
+            reason == Reason::Unsupported
+        }
+    }
 }
 
 fn count(errs: &mut ErrorCounts, collector: Collector, reason: Reason, n: u64) {

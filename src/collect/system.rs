@@ -217,12 +217,7 @@ pub(super) fn record(s: &mut Sample, job: Job, done: Option<Done>) {
                 Read::Cgroup(r) => r.map(|v| s.cgroups = Some(v)),
                 Read::BootTime(_) => Ok(()),
             };
-            if let Err(reason) = ok {
-                count(&mut s.errors, name, reason, 1);
-            }
-            // A kernel without the source is not a failure: the collector did its job and
-            // found nothing to report (counted as `unsupported`, never alerted on).
-            (ok.is_ok() || ok == Err(Reason::Unsupported), done.seconds)
+            (outcome(&mut s.errors, name, ok), done.seconds)
         }
     };
     s.collectors.push(CollectorRun {
