@@ -22,16 +22,14 @@ pub fn read(clk_tck: f64, boot: Option<u64>) -> OwnProcess {
     let stat = own::read("stat").and_then(|t| Stat::parse(&t).ok());
     let status = own::read("status").and_then(|t| Status::parse(&t).ok());
     OwnProcess {
-        cpu_seconds: stat
-            .as_ref()
-            .map(|s| s.utime_ticks.saturating_add(s.stime_ticks) as f64 / clk_tck),
+        cpu_seconds: stat.as_ref().map(|s| s.cpu_seconds(clk_tck)),
         resident_bytes: status.as_ref().and_then(|s| s.vm_rss_bytes),
         virtual_bytes: status.as_ref().and_then(|s| s.vm_size_bytes),
         open_fds: own::open_fds(),
         max_fds: own::read("limits").and_then(|t| limits::max_open_files(&t)),
         start_time_seconds: stat
             .zip(boot)
-            .map(|(s, boot)| boot as f64 + s.start_ticks as f64 / clk_tck),
+            .map(|(s, boot)| s.start_time_seconds(boot as f64, clk_tck)),
     }
 }
 

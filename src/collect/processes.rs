@@ -308,7 +308,6 @@ fn read_process_files(
             })
         }
     };
-    let ticks = (stat.utime_ticks + stat.stime_ticks) as f64;
     let remembered = Known {
         pid,
         start_ticks: stat.start_ticks,
@@ -326,8 +325,8 @@ fn read_process_files(
         start_ticks: stat.start_ticks,
         start_time_seconds: ctx
             .boot_time_seconds
-            .map(|boot| boot + stat.start_ticks as f64 / ctx.clk_tck),
-        cpu_seconds: ticks / ctx.clk_tck,
+            .map(|boot| stat.start_time_seconds(boot, ctx.clk_tck)),
+        cpu_seconds: stat.cpu_seconds(ctx.clk_tck),
         comm: stat.comm,
         state: stat.state,
         status,

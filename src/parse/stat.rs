@@ -20,6 +20,16 @@ pub struct Stat {
 }
 
 impl Stat {
+    /// User plus system CPU time, in seconds.
+    pub fn cpu_seconds(&self, clk_tck: f64) -> f64 {
+        self.utime_ticks.saturating_add(self.stime_ticks) as f64 / clk_tck
+    }
+
+    /// Unix time the process started, from the system's boot time.
+    pub fn start_time_seconds(&self, boot_time_seconds: f64, clk_tck: f64) -> f64 {
+        boot_time_seconds + self.start_ticks as f64 / clk_tck
+    }
+
     pub fn parse(text: &str) -> Result<Self, ParseError> {
         let open = text.find('(').ok_or(ParseError::Missing("comm"))?;
         let close = text.rfind(')').ok_or(ParseError::Missing("comm"))?;
