@@ -98,6 +98,17 @@ impl Source {
         &self.sysfs
     }
 
+    /// Whether the pids of `--path.procfs` are the exporter's own (its `self` link names
+    /// the exporter): then a pid there can be passed to system calls such as
+    /// `process_vm_readv`. A host `/proc` seen from a container without the host's PID
+    /// namespace names other processes by the same numbers.
+    pub fn pids_are_ours(&self) -> bool {
+        std::fs::read_link(self.procfs.join("self"))
+            .ok()
+            .and_then(|l| l.to_str()?.parse::<u32>().ok())
+            == Some(std::process::id())
+    }
+
     /// Reads `<procfs>/<rel>` as text into `buf` (replacing its content).
     pub fn read_proc<'b>(&self, rel: &str, buf: &'b mut Buffer) -> Result<&'b str, ReadError> {
         set_path(&mut buf.path, &self.procfs, None, rel);
@@ -249,6 +260,12 @@ impl PidFile {
     pub fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         use std::os::unix::fs::FileExt;
         self.0.read_exact_at(buf, offset)
+    }
+
+    /// Reads what there is from `offset` into `buf`, once; the count may be short.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        self.0.read_at(buf, offset)
     }
 }
 

@@ -31,7 +31,7 @@ const LIVE_ONLY: [&str; 6] = [
     "membloat_process_heap_free_resident_bytes",
     "membloat_process_heap_reclaimable_bytes",
     "membloat_process_heap_top_bytes",
-    "membloat_process_heap_chunks",
+    "membloat_process_heap_free_chunks",
 ];
 
 /// `# TYPE` and `# HELP` of every family in a text-format exposition.

@@ -7,8 +7,10 @@
 
 mod common;
 
+use common::glibc::{self, Glibc};
 use common::repro::Repro;
 use common::*;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const MIB: f64 = 1048576.0;
@@ -135,16 +137,19 @@ fn freed_memory_in_a_worker_threads_arena_is_measured() {
         ),
     )
     .unwrap();
-    let heaps = value(
+    let free_chunks = value(
         &t,
         &format!(
-            "membloat_process_heap_chunks{{pid=\"{pid}\",comm=\"heap_thread\",heap=\"arena\"}}"
+            "membloat_process_heap_free_chunks{{pid=\"{pid}\",comm=\"heap_thread\",heap=\"arena\"}}"
         ),
     )
     .unwrap();
     assert!(arena >= 0.95 * truth, "arena free {arena} of {truth}");
     // 1024 live blocks, each followed by a run of freed ones merged into one free chunk.
-    assert!(heaps >= 2048.0, "arena chunks {heaps}");
+    assert!(
+        (1000.0..=1100.0).contains(&free_chunks),
+        "arena free chunks {free_chunks}"
+    );
     assert!(t.contains(&format!(
         "membloat_process_allocator_info{{allocator=\"glibc\",runtime=\"native\",version=\"\",pid=\"{pid}\",comm=\"heap_thread\"}} 1"
     )));
@@ -183,46 +188,58 @@ fn cpython_freed_objects_are_measured() {
     )));
 }
 
-#[test]
-fn a_heap_changing_while_walked_gives_the_right_number_or_none() {
-    // Every scan walks the churning process (deep-interval 0s); 40 scans.
-    let r = Repro::start_as("heap", "heap_churn", &["churn", "256", "256"]);
-    let truth = fordblks(&r);
+/// Scrapes the exporter 40 times (a walk at every scan) while `g`'s process allocates and
+/// frees: every figure shown must be within 5 % of fordblks; returns (measured, not).
+fn while_moving(r: &Repro, g: &str) -> (u32, u32) {
+    let truth = fordblks(r);
     let d = Daemon::start(&[
         "--scan.interval=100ms",
         "--collector.processes.deep-interval=0s",
     ]);
-    let walks = |t: &str, o: &str| {
-        value(t, &format!("membloat_heap_walks_total{{outcome=\"{o}\"}}")).unwrap_or(0.0)
-    };
     let (mut right, mut none) = (0, 0);
-    let first = d.metrics();
     for _ in 0..40 {
         std::thread::sleep(Duration::from_millis(100));
         let t = d.metrics();
-        match value(&t, &group("membloat_group_heap_free_bytes", "heap_churn")) {
+        match value(&t, &group("membloat_group_heap_free_bytes", g)) {
             Some(free)
-                if value(
-                    &t,
-                    &group("membloat_group_heap_measured_processes", "heap_churn"),
-                ) == Some(1.0) =>
+                if value(&t, &group("membloat_group_heap_measured_processes", g)) == Some(1.0) =>
             {
                 assert!(
                     (free - truth).abs() <= 0.05 * truth,
-                    "while churning: exporter {free} vs fordblks {truth}"
+                    "{g}: exporter {free} vs fordblks {truth}"
                 );
                 right += 1;
             }
             _ => none += 1,
         }
     }
-    let last = d.metrics();
+    let walks = |o: &str| {
+        value(
+            &d.metrics(),
+            &format!("membloat_heap_walks_total{{outcome=\"{o}\"}}"),
+        )
+        .unwrap_or(0.0)
+    };
     eprintln!(
-        "churn: {right} scrapes measured within 5 %, {none} not measured; walks measured {} inconsistent {}",
-        walks(&last, "measured") - walks(&first, "measured"),
-        walks(&last, "inconsistent") - walks(&first, "inconsistent"),
+        "{g}: {right} scrapes measured within 5 %, {none} not measured; walks measured {} inconsistent {}",
+        walks("measured"),
+        walks("inconsistent")
     );
-    assert!(right > 0, "never measured while churning");
+    (right, none)
+}
+
+/// A program that allocates and frees while it is walked gets the right number or none,
+/// never a wrong one. In a tight allocate/free loop its bins change many times within one
+/// read, so it is never measured (and counted as pending); a busy server, working 20 us
+/// between allocations, is measured, and right.
+#[test]
+fn a_heap_changing_while_walked_gives_the_right_number_or_none() {
+    let tight = Repro::start_as("heap", "heap_churn", &["churn", "256", "256"]);
+    while_moving(&tight, "heap_churn");
+    drop(tight);
+    let busy = Repro::start_as("heap", "heap_busy", &["busy", "256", "256"]);
+    let (right, _) = while_moving(&busy, "heap_busy");
+    assert!(right > 0, "a busy program was never measured");
 }
 
 /// A real Go binary (static, CGO_ENABLED=0): told apart by its build info, with the version
@@ -270,4 +287,167 @@ fn a_go_program_is_told_by_its_build_info_and_not_walked() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// A reproducer built for glibc `g`, run under the name `alias` (its comm and group).
+fn start_on(g: &Glibc, name: &str, alias: &str, args: &[&str]) -> Repro {
+    let built = g.build(name);
+    let path = built.with_file_name(alias);
+    if !path.exists() {
+        std::fs::copy(&built, &path).unwrap();
+    }
+    let mut cmd = Command::new(path);
+    cmd.args(args);
+    Repro::spawn(alias, cmd)
+}
+
+/// Waits until the exporter has measured the one process of each of `groups`.
+fn measured(d: &Daemon, groups: &[&str], limit: Duration) -> String {
+    let start = Instant::now();
+    loop {
+        let t = d.metrics();
+        let done = groups
+            .iter()
+            .all(|g| value(&t, &group("membloat_group_heap_measured_processes", g)) == Some(1.0));
+        if done {
+            return t;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "{groups:?} not all measured; walks: {:?}",
+            t.lines()
+                .filter(|l| l.starts_with("membloat_heap_walks_total"))
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Heaps shaped like servers' (worker threads keeping small live objects between larger
+/// blocks they freed; arenas of 5 to 20 heaps, neighbours merged by the kernel) and a
+/// live-only one, on glibc 2.31, 2.36 and 2.41: once wrong (43 % short labelled measured,
+/// 0 on 2.41, or not measured at all), now within 5 % of fordblks, live data 0.
+#[test]
+fn server_shaped_heaps_are_measured_on_three_glibc_versions() {
+    for g in glibc::all() {
+        let v = g.version.replace('.', "");
+        // (threads, MiB per thread, live objects per 32 KiB hole; 0: nothing freed)
+        let shapes = [(1, 1280, "8"), (2, 320, "8"), (4, 96, "8"), (2, 128, "0")];
+        let names: Vec<String> = shapes
+            .iter()
+            .map(|(t, m, l)| format!("srv{v}_{t}x{m}{}", if *l == "0" { "L" } else { "" }))
+            .collect();
+        let procs: Vec<Repro> = shapes
+            .iter()
+            .zip(&names)
+            .map(|((t, m, l), n)| {
+                start_on(
+                    g,
+                    "server",
+                    n,
+                    &[&t.to_string(), &m.to_string(), l, "32768"],
+                )
+            })
+            .collect();
+        let d = Daemon::start(ARGS);
+        let groups: Vec<&str> = names.iter().map(String::as_str).collect();
+        let t = measured(&d, &groups, Duration::from_secs(60));
+        for (r, n) in procs.iter().zip(&names) {
+            let truth = fordblks(r);
+            let free = value(&t, &group("membloat_group_heap_free_bytes", n)).unwrap();
+            within(&format!("glibc {}: {n}", g.version), free, truth, 0.05);
+            let hoarded = value(
+                &t,
+                &format!("membloat_group_hoarded_bytes{{group=\"{n}\",method=\"measured\"}}"),
+            )
+            .unwrap();
+            if n.ends_with('L') {
+                assert_eq!(
+                    hoarded, 0.0,
+                    "glibc {}: live data called hoarded",
+                    g.version
+                );
+            } else {
+                // Each 32 KiB hole keeps the page holding its header: 7/8 is reclaimable.
+                within(&format!("  {n} hoarded"), hoarded, truth * 7.0 / 8.0, 0.05);
+            }
+        }
+        // The arenas counted from glibc's ring, not from the mappings: 1 + 2 + 4 + 2.
+        let heaps = |n: &str| value(&t, &group("membloat_group_arena_heaps", n)).unwrap();
+        assert!(
+            heaps(&names[0]) >= 20.0,
+            "{}: {}",
+            names[0],
+            heaps(&names[0])
+        );
+        assert!(
+            heaps(&names[1]) >= 10.0,
+            "{}: {}",
+            names[1],
+            heaps(&names[1])
+        );
+    }
+}
+
+/// 16 threads that each malloc once: 15 arenas on a 2-CPU machine, glibc's ceiling with
+/// the main one. Found on every glibc, 2.41 included (its heaps carry no `nr`).
+#[test]
+fn the_arena_ceiling_is_found_on_three_glibc_versions() {
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    for g in glibc::all() {
+        let name = format!("arena{}", g.version.replace('.', ""));
+        let threads = (8 * cpus).to_string();
+        let r = start_on(g, "server", &name, &[&threads, "1", "4", "16384"]);
+        let d = Daemon::start(&[
+            "--scan.interval=200ms",
+            "--collector.processes.top-k=100000",
+        ]);
+        let t = measured(&d, &[&name], Duration::from_secs(20));
+        let series = r.series("membloat_process_arena_at_ceiling", &name);
+        assert_eq!(
+            value(&t, &series),
+            Some(1.0),
+            "glibc {}: {series}",
+            g.version
+        );
+        let heaps = value(&t, &r.series("membloat_process_arena_heaps", &name)).unwrap();
+        assert_eq!(heaps, (8 * cpus - 1) as f64, "glibc {}", g.version);
+    }
+}
+
+/// Seed 001's production shape at the size this machine holds: 16 threads with their own
+/// arenas, ~100 heaps, 6.5 GiB of heap, 8 million chunks, ~60,000 free ones. Measured
+/// within 5 % of fordblks by the first deep reads (two at most), with default flags.
+#[test]
+fn seed_001_shape_is_measured_within_two_deep_scans() {
+    let r = Repro::start_as("server", "seed001", &["16", "410", "128", "65536"]);
+    let truth = fordblks(&r);
+    let d = Daemon::start(&["--scan.interval=1s", "--collector.processes.top-k=100000"]);
+    let t = measured(&d, &["seed001"], Duration::from_secs(60));
+    let free = value(&t, &group("membloat_group_heap_free_bytes", "seed001")).unwrap();
+    within("seed 001 shape, 6.5 GiB heap", free, truth, 0.05);
+    let pid = r.pid();
+    let walks: f64 = ["measured", "inconsistent"]
+        .iter()
+        .map(|o| value(&t, &format!("membloat_heap_walks_total{{outcome=\"{o}\"}}")).unwrap_or(0.0))
+        .sum();
+    let heaps = value(&t, &r.series("membloat_process_arena_heaps", "seed001")).unwrap();
+    let chunks = value(
+        &t,
+        &format!(
+            "membloat_process_heap_free_chunks{{pid=\"{pid}\",comm=\"seed001\",heap=\"arena\"}}"
+        ),
+    )
+    .unwrap();
+    let cpu = value(&t, "membloat_heap_walk_cpu_seconds_total").unwrap();
+    // The first scan deep-reads the largest never-read process first: measured at the
+    // first scan, or at the next when the first walk met a moving heap.
+    let scans = value(&t, "membloat_scans_total").unwrap();
+    assert!(scans <= 2.0, "measured only after {scans} scans");
+    eprintln!(
+        "seed 001 shape: {heaps} arena heaps, {chunks} free chunks, {:.1} MiB free; {walks} walks of all processes took {cpu:.3} s of CPU",
+        free / MIB
+    );
+    assert!(heaps >= 95.0, "arena heaps {heaps}");
+    assert!(chunks >= 50_000.0, "free chunks {chunks}");
 }

@@ -85,11 +85,12 @@ fn text(out: &Output) -> String {
 const DENIED: &str =
     "membloat_scan_errors_total{collector=\"processes\",reason=\"permission_denied\"}";
 
-/// Chunks the heap walk found in the sleeper's brk heap: present only when it was measured.
-fn heap_chunks(text: &str, pid: u32) -> Option<f64> {
+/// Free bytes the heap walk found in the sleeper's brk heap (its top chunk at least):
+/// present only when it was measured.
+fn heap_free(text: &str, pid: u32) -> Option<f64> {
     value(
         text,
-        &format!("membloat_process_heap_chunks{{pid=\"{pid}\",comm=\"sleep\",heap=\"main\"}}"),
+        &format!("membloat_process_heap_free_bytes{{pid=\"{pid}\",comm=\"sleep\",heap=\"main\"}}"),
     )
 }
 
@@ -124,12 +125,12 @@ fn nobody_with_the_two_read_capabilities_sees_what_root_sees() {
         "the two capabilities did not give smaps_rollup of a root process"
     );
     assert!(
-        heap_chunks(&root, pid).unwrap() > 0.0,
+        heap_free(&root, pid).unwrap() > 0.0,
         "root did not walk sleep's heap"
     );
     assert_eq!(
-        heap_chunks(&both, pid),
-        heap_chunks(&root, pid),
+        heap_free(&both, pid),
+        heap_free(&root, pid),
         "the two capabilities did not give the heap walk of a root process"
     );
     // Processes even root cannot read (a non-dumpable init in some sandboxes) are the only
@@ -150,7 +151,7 @@ fn nobody_with_the_two_read_capabilities_sees_what_root_sees() {
         "CAP_SYS_PTRACE alone did not give smaps_rollup of a root process"
     );
     assert_eq!(
-        heap_chunks(&ptrace_text, pid),
+        heap_free(&ptrace_text, pid),
         None,
         "walked without CAP_DAC_READ_SEARCH?"
     );
@@ -184,7 +185,7 @@ fn without_cap_sys_ptrace_coverage_is_partial_counted_and_warned_once() {
             "read a root process without CAP_SYS_PTRACE"
         );
         // No smaps, so no deep read and no heap walk of it; the scan goes on.
-        assert_eq!(heap_chunks(&text, pid), None);
+        assert_eq!(heap_free(&text, pid), None);
     }
     // Still reported from status, stat and oom_score.
     assert!(

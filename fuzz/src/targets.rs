@@ -9,8 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use membloat_exporter::collect::heap::walk::{self, ArenaHeap, Fault, HeapKind, Target as Memory};
-use membloat_exporter::collect::heap::{self as heap, runtime};
+use membloat_exporter::collect::heap::glibc::Layout;
+use membloat_exporter::collect::heap::walk::HeapKind;
+use membloat_exporter::collect::heap::{self as heap, image, runtime};
 use membloat_exporter::collect::matcher::{Candidate, Matchers};
 use membloat_exporter::config::{self, Config};
 use membloat_exporter::daemon::Pipeline;
@@ -138,7 +139,7 @@ fn smaps(data: &[u8]) {
         }
         let s = smaps::SmapsSummary::from_vmas(&vmas);
         let _ = (s.heap_rss_bytes(), s.heap_size_bytes());
-        let _ = heap::heap_ranges(&vmas);
+        let _ = heap::bounds(&vmas);
     }
     let _ = smaps::summarize(&t);
 }
@@ -248,86 +249,55 @@ fn flags(data: &[u8]) {
     let _ = Config::from_args(args);
 }
 
-/// A process's memory as the fuzzer writes it: one image at a fixed address, every page
-/// resident except those whose first byte is 0xee.
-struct Image<'a> {
-    base: u64,
-    bytes: &'a [u8],
-}
-
-impl Memory for Image<'_> {
-    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Fault> {
-        let at = usize::try_from(addr.checked_sub(self.base).ok_or(Fault::Unreadable)?)
-            .map_err(|_| Fault::Unreadable)?;
-        let src = self
-            .bytes
-            .get(at..at.checked_add(buf.len()).ok_or(Fault::Unreadable)?)
-            .ok_or(Fault::Unreadable)?;
-        buf.copy_from_slice(src);
-        Ok(())
-    }
-
-    fn resident_bytes(&mut self, start: u64, end: u64) -> Result<u64, Fault> {
-        if start > end {
-            panic!("resident_bytes of a range that ends before it starts: {start:x}-{end:x}");
-        }
-        let mut total = 0;
-        let mut page = start & !4095;
-        while page < end {
-            let off = page.wrapping_sub(self.base) as usize;
-            if self.bytes.get(off) != Some(&0xee) {
-                total += end.min(page + 4096) - start.max(page);
-            }
-            page += 4096;
-        }
-        Ok(total)
-    }
-}
-
-/// The first byte chooses the layout: even, a brk heap; odd, one 64 MiB-aligned arena heap
-/// (its `heap_info` first). The rest is the heap's memory.
+/// The input patches a crafted server-shaped process (`image::server`: a brk heap and a
+/// worker arena of three heaps, every kind of free list): each 11 bytes are a region
+/// (1 byte), a word offset in it (2 bytes) and the word to write there (8 bytes). The
+/// patched process is measured as glibc 2.31 and 2.41 lay it out.
 fn heap_walk(data: &[u8]) {
-    let Some((&mode, image)) = data.split_first() else {
-        return;
-    };
-    let arena = mode % 2 == 1;
-    let base: u64 = if arena {
-        0x7f00_0000_0000
-    } else {
-        0x5555_5555_a000
-    };
-    let end = base + image.len() as u64;
-    let mut mem = Image { base, bytes: image };
-    let (brk, arenas) = if arena {
-        (
-            None,
-            vec![ArenaHeap {
-                start: base,
-                rw_end: end,
-            }],
-        )
-    } else {
-        (Some((base, end)), vec![])
-    };
-    if let Ok(m) = heap::measure(&mut mem, brk, &arenas, 100_000) {
-        for kind in HeapKind::ALL {
-            let t = m.of(kind);
-            assert!(t.free_bytes <= image.len() as u64, "{kind:?}: {t:?}");
-            assert!(t.free_resident_bytes <= t.free_bytes, "{kind:?}: {t:?}");
-            assert!(
-                t.reclaimable_bytes <= t.free_resident_bytes,
-                "{kind:?}: {t:?}"
+    for minor in [31, 41] {
+        let Some(layout) = Layout::of(minor) else {
+            return;
+        };
+        let mut s = image::server(layout, 64 << 10);
+        let heap_bytes: u64 = s
+            .image
+            .regions
+            .iter()
+            .skip(1)
+            .map(|r| r.1.len() as u64)
+            .sum();
+        for patch in data.chunks_exact(11) {
+            let region = patch[0] as usize % s.image.regions.len();
+            let (base, len) = (
+                s.image.regions[region].0,
+                s.image.regions[region].1.len() as u64,
             );
-            assert!(t.top_bytes <= t.free_bytes, "{kind:?}: {t:?}");
+            let word_at = u64::from(u16::from_le_bytes([patch[1], patch[2]])) * 8 % len;
+            let word = u64::from_le_bytes(patch[3..11].try_into().unwrap_or([0; 8]));
+            s.image.put(base + word_at, word);
         }
-        let _ = (
-            m.free_resident_bytes(),
-            m.reclaimable_bytes(),
-            m.free_bytes(),
-        );
+        // A page whose first patch byte is odd is not resident.
+        if let Some(&b) = data.first() {
+            if b % 2 == 1 {
+                s.image
+                    .absent
+                    .push(image::BRK / image::PAGE + u64::from(b % 16));
+            }
+        }
+        if let Ok(m) = heap::measure(&mut s.image, &layout, &s.bounds, 100_000, 100_000) {
+            assert!(m.free_bytes() <= heap_bytes, "{m:?}");
+            for kind in HeapKind::ALL {
+                let t = m.of(kind);
+                assert!(t.free_resident_bytes <= t.free_bytes, "{kind:?}: {t:?}");
+                assert!(
+                    t.reclaimable_bytes <= t.free_resident_bytes,
+                    "{kind:?}: {t:?}"
+                );
+                assert!(t.top_bytes <= t.free_bytes, "{kind:?}: {t:?}");
+                assert!(t.fast_bytes <= t.free_bytes, "{kind:?}: {t:?}");
+            }
+        }
     }
-    let mut w = walk::Walker::new(&mut mem, 1000);
-    let _ = w.heap(walk::brk_first_chunk(base), end, HeapKind::Main);
 }
 
 fn go_buildinfo(data: &[u8]) {

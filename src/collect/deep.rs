@@ -45,13 +45,20 @@ impl Scanner {
             run.candidates += 1;
             let memory = deep_memory(&p.status);
             let last = self.known(p).and_then(|k| k.deep_read);
+            let retry = self
+                .known(p)
+                .is_some_and(|k| (1..=MAX_WALK_RETRIES).contains(&k.walk_retries));
             // A process whose address space and memory did not move since its last deep
             // read has the same heaps, arenas and commit: it is read again only after ten
-            // intervals, which catches what moves without them.
-            let is_due = last.is_none_or(|(t, before)| {
-                let age = started.duration_since(t);
-                age >= self.deep.interval && (before != memory || age >= self.deep.interval * 10)
-            });
+            // intervals, which catches what moves without them. A heap that changed under
+            // the walk is tried again at the next scan: until it is measured, the process
+            // shows no hoarding figure at all.
+            let is_due = retry
+                || last.is_none_or(|(t, before)| {
+                    let age = started.duration_since(t);
+                    age >= self.deep.interval
+                        && (before != memory || age >= self.deep.interval * 10)
+                });
             if is_due && !stuck.contains(&p.pid) {
                 let anon = p.status.rss_anon_bytes.unwrap_or(0);
                 due.push((last.map(|l| l.0), u64::MAX - anon, i));
@@ -100,8 +107,18 @@ impl Scanner {
                         Err(reason) => count(errs, Collector::Processes, reason, 1),
                     }
                     let memory = deep_memory(&p.status);
+                    let transient = p
+                        .heap
+                        .as_ref()
+                        .and_then(|h| h.walk.as_ref())
+                        .is_some_and(|w| w.as_ref().is_err_and(|o| o.is_transient()));
                     if let Some(k) = self.known_mut(p) {
                         k.deep_read = Some((now, memory));
+                        k.walk_retries = if transient {
+                            k.walk_retries.saturating_add(1)
+                        } else {
+                            0
+                        };
                     }
                     run.covered += 1;
                 }
@@ -114,6 +131,10 @@ impl Scanner {
         run
     }
 }
+
+/// Scans in a row at which a heap that changed under the walk is tried again, before it
+/// waits for the deep interval like any other.
+const MAX_WALK_RETRIES: u8 = 3;
 
 /// What a deep read depends on: address space and resident, anonymous and swapped memory.
 pub(super) type DeepMemory = [Option<u64>; 4];

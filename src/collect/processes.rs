@@ -22,6 +22,9 @@ pub(super) struct Known {
     group: Option<String>,
     /// When the deep tier last read this process's smaps, and its memory then.
     pub(super) deep_read: Option<(Instant, DeepMemory)>,
+    /// Heap walks in a row that found the heap changing under the read: the process is
+    /// read again at the next scan, up to `MAX_WALK_RETRIES` times.
+    pub(super) walk_retries: u8,
 }
 
 /// Everything a reader thread needs for one scan.
@@ -319,6 +322,7 @@ fn read_process_files(
         rollup,
         group: group.clone(),
         deep_read: known.and_then(|k| k.deep_read),
+        walk_retries: known.map_or(0, |k| k.walk_retries),
     };
     let sample = ProcessSample {
         pid,

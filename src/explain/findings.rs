@@ -119,11 +119,11 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             (Some(Method::Measured), Some(h)) => (
                 "measured",
                 format!(
-                    "glibc heaps hold {} free ({} resident, {} malloc_trim could return) in {} chunks",
+                    "glibc heaps hold {} free ({} resident, {} malloc_trim could return) in {} free chunks",
                     size(h.free_bytes()),
                     size(h.free_resident_bytes()),
                     size(h.reclaimable_bytes()),
-                    h.main.chunks + h.arenas.chunks
+                    h.main.free_chunks + h.arenas.free_chunks
                 ),
             ),
             _ => (

@@ -175,7 +175,9 @@ catalogue! {
     HEAP_WALK_CPU_SECONDS_TOTAL = "membloat_heap_walk_cpu_seconds_total", Counter, Seconds, [], EXPORTER, "the exporter",
         "CPU time of the heap walks (reading /proc/PID/mem and pagemap) since the exporter started; part of membloat_deep_cpu_seconds_total.";
     HEAP_WALKS_TOTAL = "membloat_heap_walks_total", Counter, None, ["outcome"], EXPORTER, "the exporter",
-        "Heap walks of deep-read processes by outcome: measured; not_glibc (another allocator: hoarding stays suspected); inconsistent (the heap changed under two tries, or is not glibc's); budget (more chunks than a walk may visit); unreadable (/proc/PID/mem or pagemap denied or gone).";
+        "Heap walks of deep-read processes by outcome: measured; not_glibc (another allocator: hoarding stays suspected); inconsistent (the heap changed under two tries: tried again at the next scans, no hoarding figure meanwhile); budget (more free chunks than a walk may follow); unreadable (/proc/PID/mem or pagemap denied or gone); unsupported (glibc outside 2.27-2.42, a 32-bit process, or no arena that fits glibc's layout).";
+    HEAP_PENDING_PROCESSES = "membloat_heap_pending_processes", Gauge, None, [], EXPORTER, "the exporter",
+        "Processes whose glibc heap can be measured but whose walks so far found it changing under the read: they show no hoarding figure (neither measured nor suspected) until a walk succeeds.";
     SCAN_ERRORS_TOTAL = "membloat_scan_errors_total", Counter, None, ["collector", "reason"], EXPORTER, "the exporter",
         "Values skipped by reason: vanished (the process exited while being read), permission_denied (the exporter may not read it), malformed (unparseable or absurd), unsupported (the kernel lacks the file), io, hidden (/proc has hidepid and the exporter lacks CAP_SYS_PTRACE: other users' processes are not listed; once per scan), timeout (a read that outlasted --collector.processes.read-timeout: a process once, when it is left behind; a system collector every scan its reader is still stuck).";
     MEMORY_TOTAL_BYTES = "membloat_memory_total_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
@@ -366,8 +368,8 @@ catalogue! {
         "Resident pages wholly inside free chunks (past each chunk's header): what malloc_trim(0) would give back to the kernel. The hoarding figure when measured.";
     PROCESS_HEAP_TOP_BYTES = "membloat_process_heap_top_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
         "The top chunks: free space at the end of the arenas' current heaps (heap walk).";
-    PROCESS_HEAP_CHUNKS = "membloat_process_heap_chunks", Gauge, None, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
-        "Chunks the heap walk found, by heap.";
+    PROCESS_HEAP_FREE_CHUNKS = "membloat_process_heap_free_chunks", Gauge, None, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
+        "Free chunks on glibc's free lists (fastbins, unsorted, small and large bins; mallinfo2's ordblks + smblks less the top chunks), by heap.";
     PROCESS_ALLOCATOR_INFO = "membloat_process_allocator_info", Info, None, ["allocator", "runtime", "version", "pid", "comm"], PROCESSES, "/proc/PID/smaps, exe",
         "The process's allocator (glibc, jemalloc, tcmalloc, mimalloc, musl, go, static) and runtime (native, go, jvm, python, node; version: Go's from the binary's build info), from its mappings and executable (deep tier).";
     PROCESS_ARENA_HEAPS = "membloat_process_arena_heaps", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",

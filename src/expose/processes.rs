@@ -176,7 +176,7 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
         per_heap(|t| t.reclaimable_bytes),
     )?;
     f.family(&PROCESS_HEAP_TOP_BYTES, per_heap(|t| t.top_bytes))?;
-    f.family(&PROCESS_HEAP_CHUNKS, per_heap(|t| t.chunks))?;
+    f.family(&PROCESS_HEAP_FREE_CHUNKS, per_heap(|t| t.free_chunks))?;
     if top.iter().any(|p| p.identity.is_some()) {
         let mut metric = f.descriptor(&PROCESS_ALLOCATOR_INFO)?;
         for (i, p) in top.iter().enumerate() {

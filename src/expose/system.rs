@@ -62,6 +62,10 @@ pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
             Some(Num::F(s.heap_walk_cpu_seconds_total)),
         )?;
         f.family(&HEAP_WALKS_TOTAL, walks)?;
+        f.single(
+            &HEAP_PENDING_PROCESSES,
+            Some(Num::U(s.heap_pending_processes)),
+        )?;
     }
     let errors: Vec<(Labels, Num)> = s
         .errors

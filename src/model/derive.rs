@@ -79,6 +79,8 @@ pub struct Snapshot {
     pub deep_cpu_seconds_total: f64,
     /// Heap walks since start, by how they ended.
     pub heap_walks_total: crate::collect::heap::WalkCounts,
+    /// Processes whose heap is walkable but not yet measured (see `Signals::hoard_pending`).
+    pub heap_pending_processes: u64,
     /// CPU time of the heap walks since start.
     pub heap_walk_cpu_seconds_total: f64,
     pub reads: Option<ReadStats>,
@@ -184,6 +186,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         processes_scanned,
         deep_cpu_seconds_total: next.deep_cpu_seconds_total,
         heap_walks_total: next.heap_walks_total,
+        heap_pending_processes: sigs.iter().filter(|s| s.hoard_pending).count() as u64,
         heap_walk_cpu_seconds_total: next.heap_walk_cpu_seconds_total,
         deep: sample.deep,
         reads: sample.reads,

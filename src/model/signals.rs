@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::collect::heap::runtime::{Allocator, Runtime};
 use crate::collect::heap::{HeapMeasure, HeapReading};
 use crate::collect::ProcessSample;
 use crate::parse::smaps::SmapsSummary;
@@ -87,6 +88,9 @@ pub struct ProcState {
     pub smaps: Option<SmapsSummary>,
     /// The latest allocator identity and heap walk, carried likewise.
     pub heap: Option<Arc<HeapReading>>,
+    /// The latest successful heap measurement: still shown while a later walk of the same
+    /// process found its heap changing under the read and is retried.
+    pub measured: Option<HeapMeasure>,
 }
 
 /// The signals of one process in one scan.
@@ -107,6 +111,9 @@ pub struct Signals {
     pub hoarded_bytes: Option<u64>,
     /// Whether `hoarded_bytes` was measured by the heap walk or suspected.
     pub hoard_method: Option<Method>,
+    /// The heap can be measured but no walk has succeeded yet (it changed under each
+    /// try): no hoarding figure until one does, never a guess.
+    pub hoard_pending: bool,
     /// The latest successful heap walk.
     pub heap: Option<HeapMeasure>,
     /// Commit charge: Size of mappings charged to the commit limit (deep tier).
@@ -133,7 +140,19 @@ pub fn step(
     let anon_huge = p.rollup.and_then(|r| r.anon_huge_pages_bytes);
     let smaps = p.smaps.or(prev.and_then(|s| s.smaps));
     let heap = p.heap.as_ref().or(prev.and_then(|s| s.heap.as_ref()));
-    let measured = heap.and_then(|h| h.measured()).copied();
+    let latest = heap.and_then(|h| h.walk.as_ref());
+    let retrying = matches!(latest, Some(Err(o)) if o.is_transient());
+    let measured = match latest {
+        Some(Ok(m)) => Some(*m),
+        _ if retrying => prev.and_then(|s| s.measured),
+        _ => None,
+    };
+    // Arenas are glibc's: a Go or JVM heap, or another allocator's mappings, can look
+    // alike.
+    let glibc_arenas = heap.is_none_or(|h| {
+        h.identity.allocator == Allocator::Glibc
+            && !matches!(h.identity.runtime, Runtime::Go | Runtime::Jvm)
+    });
 
     let idle = prev.filter(|_| elapsed_seconds > 0.0).map(|s| {
         let used = p.cpu_seconds - s.cpu_seconds;
@@ -152,6 +171,7 @@ pub fn step(
         regrown_total_bytes: prev.map_or(0, |s| s.regrown_total_bytes),
         smaps,
         heap: heap.cloned(),
+        measured,
     };
     if let (Some(s), Some(true), Some(huge)) = (prev, idle, anon_huge) {
         if vm_size == s.vm_size_bytes {
@@ -187,9 +207,13 @@ pub fn step(
         let heap_size = m.heap_size_bytes();
         sig.heap_resident_bytes = Some(heap_rss);
         sig.heap_size_bytes = Some(heap_size);
-        sig.arena_heaps = Some(m.arena_heaps);
-        sig.arena_reserved_bytes = Some(m.arena_reserved_bytes);
-        sig.arena_at_ceiling = Some(m.arena_heaps >= ARENAS_PER_CPU * online_cpus.max(1) - 1);
+        if glibc_arenas {
+            // Until a walk finds the arenas from glibc's own structures: the shape of the
+            // mappings (which merged neighbouring heaps can hide).
+            sig.arena_heaps = Some(m.arena_heaps);
+            sig.arena_reserved_bytes = Some(m.arena_reserved_bytes);
+            sig.arena_at_ceiling = Some(m.arena_heaps >= ARENAS_PER_CPU * online_cpus.max(1) - 1);
+        }
         sig.commit_bytes = Some(m.commit_bytes);
         let backed = rss_anon.saturating_add(st.vm_swap_bytes.unwrap_or(0));
         sig.untouched_commit_bytes = Some(m.commit_bytes.saturating_sub(backed));
@@ -198,10 +222,19 @@ pub fn step(
             && heap_rss as f64 >= HOARD_MIN_HEAP_DENSITY * heap_size as f64
             && retained.is_some_and(|r| r >= HOARD_MIN_RETAINED)
             && idle == Some(true);
-        sig.hoarded_bytes = Some(if suspected { heap_rss } else { 0 });
-        sig.hoard_method = Some(Method::Suspected);
+        if retrying && measured.is_none() {
+            sig.hoard_pending = true;
+        } else {
+            sig.hoarded_bytes = Some(if suspected { heap_rss } else { 0 });
+            sig.hoard_method = Some(Method::Suspected);
+        }
     }
     if let Some(m) = measured {
+        // The arena ring read from glibc's own structures: every arena and heap, whatever
+        // the mappings look like.
+        sig.arena_heaps = Some(m.arenas.heaps);
+        sig.arena_reserved_bytes = Some(m.arena_reserved_bytes);
+        sig.arena_at_ceiling = Some(m.arena_count + 1 >= ARENAS_PER_CPU * online_cpus.max(1));
         // Measured beats suspected: resident free pages glibc could give back, busy or idle.
         let free = m.reclaimable_bytes();
         sig.heap = Some(m);
@@ -218,6 +251,8 @@ pub fn step(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collect::heap::runtime::Identity;
+    use crate::collect::heap::Outcome;
     use crate::model::derive::tests_support::process;
     use crate::parse::smaps_rollup::SmapsRollup;
 
@@ -336,5 +371,78 @@ mod tests {
         let (s0, _) = step(None, &p, 0.0, 2);
         let (_, g) = step(Some(&s0), &sample(2.0, 100, 0, 100), 10.0, 2);
         assert_eq!(g.heap_resident_bytes, Some(10 * MIB));
+    }
+
+    fn walked(
+        mut p: ProcessSample,
+        walk: Result<HeapMeasure, Outcome>,
+        runtime: Runtime,
+    ) -> ProcessSample {
+        p.heap = Some(Arc::new(HeapReading {
+            identity: Identity {
+                allocator: Allocator::Glibc,
+                runtime,
+                version: String::new(),
+            },
+            walk: Some(walk),
+        }));
+        p
+    }
+
+    fn hoard(free_mib: u64) -> HeapMeasure {
+        let mut m = HeapMeasure::default();
+        m.main.free_bytes = free_mib * MIB;
+        m.main.free_resident_bytes = free_mib * MIB;
+        m.main.reclaimable_bytes = free_mib * MIB;
+        m
+    }
+
+    #[test]
+    fn a_walkable_heap_shows_no_figure_until_it_is_measured() {
+        // The smaps shape alone would suspect 1090 MiB; the heap is walkable, so until a
+        // walk succeeds there is no figure, and the process is counted as pending.
+        let idle = with_heap(sample(2.0, 1100, 0, 1110), 1090, 1090);
+        let (s0, _) = step(None, &idle, 0.0, 2);
+        let moving = walked(idle.clone(), Err(Outcome::Inconsistent), Runtime::Native);
+        let (s1, g) = step(Some(&s0), &moving, 10.0, 2);
+        assert_eq!((g.hoarded_bytes, g.hoard_method), (None, None));
+        assert!(g.hoard_pending);
+        let measured = walked(idle.clone(), Ok(hoard(300)), Runtime::Native);
+        let (s2, g) = step(Some(&s1), &measured, 10.0, 2);
+        assert_eq!(g.hoarded_bytes, Some(300 * MIB));
+        assert_eq!(g.hoard_method, Some(Method::Measured));
+        assert!(!g.hoard_pending);
+        // A later walk that meets a moving heap keeps the last measurement meanwhile.
+        let (_, g) = step(Some(&s2), &moving, 10.0, 2);
+        assert_eq!(g.hoarded_bytes, Some(300 * MIB));
+        assert!(!g.hoard_pending);
+        // A heap that cannot be walked (no privilege) is suspected, as before.
+        let denied = walked(idle, Err(Outcome::Unreadable), Runtime::Native);
+        let (_, g) = step(Some(&s0), &denied, 10.0, 2);
+        assert_eq!(g.hoarded_bytes, Some(1090 * MIB));
+        assert_eq!(g.hoard_method, Some(Method::Suspected));
+    }
+
+    #[test]
+    fn arenas_come_from_glibc_ring_when_measured() {
+        // The mappings show 2 heaps (merged neighbours hide the rest); the ring holds 15
+        // arenas in 40 heaps: on 2 CPUs that is glibc's ceiling (16 with the main one).
+        let mut p = with_heap(sample(2.0, 100, 0, 100), 10, 10);
+        p.smaps.as_mut().unwrap().arena_heaps = 2;
+        let mut m = hoard(0);
+        m.arena_count = 15;
+        m.arenas.heaps = 40;
+        m.arena_reserved_bytes = 40 * 64 * MIB;
+        let (_, g) = step(None, &walked(p.clone(), Ok(m), Runtime::Native), 0.0, 2);
+        assert_eq!(g.arena_heaps, Some(40));
+        assert_eq!(g.arena_reserved_bytes, Some(40 * 64 * MIB));
+        assert_eq!(g.arena_at_ceiling, Some(true));
+        let (_, g) = step(None, &walked(p.clone(), Ok(m), Runtime::Native), 0.0, 4);
+        assert_eq!(g.arena_at_ceiling, Some(false));
+        // A Go heap looks like arena heaps in the maps; it is not one.
+        let go = walked(p, Err(Outcome::NotGlibc), Runtime::Go);
+        let (_, g) = step(None, &go, 0.0, 2);
+        assert_eq!(g.arena_heaps, None);
+        assert_eq!(g.arena_at_ceiling, None);
     }
 }

@@ -29,6 +29,9 @@ pub struct Vma {
     pub noreserve: bool,
     /// A file is mapped (inode not 0).
     pub file_backed: bool,
+    /// The mapped file's device (`major << 32 | minor`) and inode: which file it is, across
+    /// processes (a replaced file has a new inode).
+    pub file_id: Option<(u64, u64)>,
     /// What the mapped file is, when it tells the allocator or runtime.
     pub library: Option<Library>,
 }
@@ -163,13 +166,16 @@ fn header(line: &str) -> Option<Vma> {
     let end = u64::from_str_radix(end, 16).ok()?;
     let perms: [u8; 4] = fields.next()?.as_bytes().try_into().ok()?;
     let _offset = fields.next()?;
-    let _dev = fields.next()?;
+    let dev = fields.next()?;
     let inode: u64 = fields.next()?.parse().ok()?;
     let name = fields.next().unwrap_or("").trim_start();
     if end < start {
         return None;
     }
     let file_backed = inode != 0;
+    let file_id = file_backed
+        .then(|| device(dev).map(|d| (d, inode)))
+        .flatten();
     Some(Vma {
         start,
         end,
@@ -177,9 +183,18 @@ fn header(line: &str) -> Option<Vma> {
         anonymous: inode == 0 && name.is_empty(),
         brk_heap: name == "[heap]",
         file_backed,
+        file_id,
         library: file_backed.then(|| Library::of(name)).flatten(),
         ..Vma::default()
     })
+}
+
+/// `fe:01` (major:minor in hex) as `major << 32 | minor`.
+fn device(dev: &str) -> Option<u64> {
+    let (major, minor) = dev.split_once(':')?;
+    let major = u32::from_str_radix(major, 16).ok()?;
+    let minor = u32::from_str_radix(minor, 16).ok()?;
+    Some(u64::from(major) << 32 | u64::from(minor))
 }
 
 /// What the deep tier learns from one process's mappings.
@@ -188,7 +203,7 @@ pub struct SmapsSummary {
     /// `[heap]` Size and Rss.
     pub brk_heap_size_bytes: u64,
     pub brk_heap_rss_bytes: u64,
-    /// glibc arena heaps found (see [`is_arena_heap`]).
+    /// glibc arena heaps the mappings look like (see [`arena_heaps_in`]).
     pub arena_heaps: u64,
     /// Address space the arena heaps reserve (64 MiB each).
     pub arena_reserved_bytes: u64,
@@ -210,9 +225,10 @@ impl SmapsSummary {
             if vma.brk_heap {
                 s.brk_heap_size_bytes = s.brk_heap_size_bytes.saturating_add(vma.size_bytes);
                 s.brk_heap_rss_bytes = s.brk_heap_rss_bytes.saturating_add(vma.rss_bytes);
-            } else if is_arena_heap(vma, vmas.get(i + 1)) {
-                s.arena_heaps += 1;
-                s.arena_reserved_bytes = s.arena_reserved_bytes.saturating_add(ARENA_HEAP_BYTES);
+            } else if let n @ 1.. = arena_heaps_in(vma, vmas.get(i + 1)) {
+                s.arena_heaps += n;
+                s.arena_reserved_bytes =
+                    s.arena_reserved_bytes.saturating_add(n * ARENA_HEAP_BYTES);
                 s.arena_size_bytes = s.arena_size_bytes.saturating_add(vma.size_bytes);
                 s.arena_rss_bytes = s.arena_rss_bytes.saturating_add(vma.rss_bytes);
             }
@@ -231,28 +247,36 @@ impl SmapsSummary {
     }
 }
 
-/// A glibc arena heap: an anonymous `rw-p` mapping whose start is a multiple of 64 MiB,
-/// either exactly 64 MiB long or followed by the adjacent anonymous `---p` rest of the
-/// 64 MiB reservation, both `nr` (MAP_NORESERVE). Go heaps look alike but are not `nr`.
-pub fn is_arena_heap(vma: &Vma, next: Option<&Vma>) -> bool {
+/// How many glibc arena heaps a mapping looks like, from the mappings' shape alone (the
+/// heap walk finds them from glibc's own structures; this is the fallback where it cannot
+/// run): an anonymous `rw-p` mapping whose start is a multiple of 64 MiB and which, with
+/// the adjacent anonymous `---p` rest of its reservation, spans a whole number of 64 MiB
+/// heaps. The kernel merges neighbouring heaps into one mapping, hence the count. glibc
+/// maps heaps `MAP_NORESERVE` (`nr`) up to 2.40 and without it (`ac`) from 2.41. Go and
+/// JVM heaps can look alike: callers that know the runtime set them aside.
+pub fn arena_heaps_in(vma: &Vma, next: Option<&Vma>) -> u64 {
     let aligned = vma.start % ARENA_HEAP_BYTES == 0;
-    if !(vma.anonymous && vma.noreserve && aligned && vma.perms_are(b"rw-p")) {
-        return false;
+    let flagged = vma.noreserve || vma.accountable;
+    if !(vma.anonymous && flagged && aligned && vma.perms_are(b"rw-p")) {
+        return 0;
     }
-    let Some(reservation_end) = vma.start.checked_add(ARENA_HEAP_BYTES) else {
-        return false;
-    };
-    if vma.end == reservation_end {
-        return true;
-    }
-    vma.end < reservation_end
-        && next.is_some_and(|n| {
-            n.anonymous
-                && n.noreserve
+    let end = match next {
+        Some(n)
+            if n.anonymous
                 && n.perms_are(b"---p")
                 && n.start == vma.end
-                && n.end == reservation_end
-        })
+                && n.noreserve == vma.noreserve =>
+        {
+            n.end
+        }
+        _ => vma.end,
+    };
+    let span = end - vma.start;
+    if span % ARENA_HEAP_BYTES == 0 {
+        span / ARENA_HEAP_BYTES
+    } else {
+        0
+    }
 }
 
 /// Convenience for callers that only need the summary.
@@ -299,15 +323,42 @@ mod tests {
     }
 
     #[test]
-    fn go_heap_look_alike_without_noreserve_is_not_an_arena() {
-        // A Go arena: 64 MiB aligned and sized, but no `nr`.
-        let go = vma(
-            "c000000000-c004000000 rw-p 00000000 00:00 0 ",
-            65536,
-            4096,
-            "rd wr mr mw me ac sd",
+    fn heaps_without_noreserve_and_merged_heaps_are_counted() {
+        // glibc 2.41 maps heaps without MAP_NORESERVE: `ac`, no `nr` (seen on Debian 13).
+        // Two full heaps side by side are one 128 MiB mapping; a third, partly grown, ends
+        // in its `---p` rest.
+        let text = [
+            vma(
+                "7f0a00000000-7f0a08000000 rw-p 00000000 00:00 0 ",
+                131072,
+                131072,
+                "rd wr mr mw me ac sd",
+            ),
+            vma(
+                "7f0a0c000000-7f0a10021000 rw-p 00000000 00:00 0 ",
+                65668,
+                132,
+                "rd wr mr mw me ac sd",
+            ),
+            vma(
+                "7f0a10021000-7f0a14000000 ---p 00000000 00:00 0 ",
+                65404,
+                0,
+                "mr mw me sd",
+            ),
+        ]
+        .concat();
+        let s = summarize(&text).unwrap().0;
+        assert_eq!(s.arena_heaps, 2 + 2);
+        assert_eq!(s.arena_reserved_bytes, 4 * ARENA_HEAP_BYTES);
+        // A mapping that is no whole number of heaps is not one.
+        let odd = vma(
+            "7f0a00000000-7f0a05000000 rw-p 00000000 00:00 0 ",
+            81920,
+            4,
+            "rd wr ac",
         );
-        assert_eq!(summarize(&go).unwrap().0.arena_heaps, 0);
+        assert_eq!(summarize(&odd).unwrap().0.arena_heaps, 0);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod dashboards;
+pub mod glibc;
 pub mod repro;
 
 use std::io::{Read, Write};

@@ -6,26 +6,51 @@
 //! target never notices: no ptrace stop, no signal, only `pread`s at header addresses.
 //! Nothing read is kept or logged: the header window is wiped after each heap.
 
+pub mod arenas;
+pub mod freelist;
+pub mod glibc;
+#[doc(hidden)]
+pub mod image;
+pub mod memory;
 pub mod runtime;
 pub mod walk;
 
-use crate::parse::smaps::{is_arena_heap, Vma};
-use crate::source::{PidFile, Source};
-use runtime::Identity;
-use walk::{ArenaHeap, Fault, HeapKind, HeapTotals, Target, Walker};
+use std::collections::HashMap;
+use std::sync::Mutex;
 
-/// Chunks one walk of one process may visit (both tries count apart); above this the
-/// process is "not measured (budget)". A heap of small chunks costs what reading its
-/// pages costs (the kernel copies them through `/proc/PID/mem`): about 130 ns a chunk on
-/// the test machine, so 2 Mi chunks (a 512 MiB heap of 256-byte chunks) is ~0.3 s of CPU,
-/// at most once per `--collector.processes.deep-interval` for one process.
-pub const MAX_CHUNKS: u64 = 2 << 20;
+use crate::parse::smaps::{Library, Vma};
+use crate::source::Source;
+use arenas::{Bounds, Discovery};
+use glibc::Layout;
+use memory::ProcessMemory;
+use runtime::Identity;
+use walk::{Fault, HeapKind, HeapTotals, Target, Walker};
+
+/// Free chunks one count may follow; above this the process is "not measured (budget)".
+/// Each costs two small reads of the target's memory (its header, then the header after
+/// it), batched: about 1.5 us a chunk on the test machine, so 1 Mi free chunks is ~1.5 s of
+/// CPU, at most once per `--collector.processes.deep-interval` for one process.
+pub const MAX_FREE_CHUNKS: u64 = 1 << 20;
+/// Chunks the cross-checking chunk walk may visit (~130 ns each: ~70 ms at most); a heap
+/// with more is measured by the free lists alone.
+pub const CROSS_CHECK_CHUNKS: u64 = 512 << 10;
+/// Heaps larger than this in all are not walked chunk by chunk at all.
+pub const CROSS_CHECK_HEAP_BYTES: u64 = 256 << 20;
 
 /// What the walk measured of one process, by heap kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HeapMeasure {
     pub main: HeapTotals,
     pub arenas: HeapTotals,
+    /// Arenas besides the main one, from glibc's ring of arenas.
+    pub arena_count: u64,
+    /// Address space the non-main heaps reserve (64 MiB each by default).
+    pub arena_reserved_bytes: u64,
+    /// The chunk walk ran too and agreed (heaps small enough to walk header by header).
+    pub cross_checked: bool,
+    /// The heap moved under the count (some list was walked again), and a second count
+    /// agreed with the first.
+    pub confirmed: bool,
 }
 
 impl HeapMeasure {
@@ -63,19 +88,23 @@ pub enum Outcome {
     NotGlibc,
     /// A header broke a rule twice: the heap changed under both tries, or is not glibc's.
     Inconsistent,
-    /// The heap has more chunks than [`MAX_CHUNKS`].
+    /// The heap has more free chunks than [`MAX_FREE_CHUNKS`].
     Budget,
     /// `/proc/PID/mem` or `pagemap` could not be read (no CAP_SYS_PTRACE, process gone).
     Unreadable,
+    /// glibc, but not one whose structures this exporter knows: a version outside
+    /// 2.27-2.42, a 32-bit process, or no arena that fits.
+    Unsupported,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 5] = [
+    pub const ALL: [Outcome; 6] = [
         Outcome::Measured,
         Outcome::NotGlibc,
         Outcome::Inconsistent,
         Outcome::Budget,
         Outcome::Unreadable,
+        Outcome::Unsupported,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -85,7 +114,14 @@ impl Outcome {
             Outcome::Inconsistent => "inconsistent",
             Outcome::Budget => "budget",
             Outcome::Unreadable => "unreadable",
+            Outcome::Unsupported => "unsupported",
         }
+    }
+
+    /// Whether a later walk can succeed where this one did not (the heap moved under
+    /// it), as opposed to one that cannot be walked at all.
+    pub fn is_transient(self) -> bool {
+        self == Outcome::Inconsistent
     }
 
     fn of(fault: Fault) -> Outcome {
@@ -93,6 +129,7 @@ impl Outcome {
             Fault::Inconsistent => Outcome::Inconsistent,
             Fault::Budget => Outcome::Budget,
             Fault::Unreadable => Outcome::Unreadable,
+            Fault::NotFound => Outcome::Unsupported,
         }
     }
 }
@@ -133,49 +170,133 @@ impl HeapReading {
     }
 }
 
-/// Where glibc's heaps are: the `[heap]` range (the brk heap, possibly split into several
-/// adjacent mappings) and each arena heap's start and read-write end.
-pub fn heap_ranges(vmas: &[Vma]) -> (Option<(u64, u64)>, Vec<ArenaHeap>) {
-    let mut brk: Option<(u64, u64)> = None;
-    let mut arenas = Vec::new();
-    for (i, vma) in vmas.iter().enumerate() {
+/// What the mappings tell about where glibc's memory is (see [`Bounds`]) and which file
+/// is libc: its mappings' ranges in address order.
+pub fn bounds(vmas: &[Vma]) -> (Bounds, Vec<&Vma>) {
+    let mut b = Bounds::default();
+    let mut brk_parts = 0;
+    let mut libc: Vec<&Vma> = Vec::new();
+    for vma in vmas {
+        if vma.library == Some(Library::Glibc) {
+            if libc.first().is_none_or(|f| f.file_id == vma.file_id) {
+                libc.push(vma);
+            }
+            if &vma.perms == b"rw-p" && libc[0].file_id == vma.file_id {
+                b.libc_data.push((vma.start, vma.end));
+            }
+        }
+        let rw = vma.perms[0] == b'r' && vma.perms[1] == b'w';
         if vma.brk_heap {
-            brk = match brk {
+            b.brk = match b.brk {
                 None => Some((vma.start, vma.end)),
                 Some((s, e)) if e == vma.start => Some((s, vma.end)),
-                // Two separate [heap] ranges: not the shape glibc makes; not walked.
-                Some(_) => Some((0, 0)),
+                other => other,
             };
-        } else if is_arena_heap(vma, vmas.get(i + 1)) {
-            arenas.push(ArenaHeap {
-                start: vma.start,
-                rw_end: vma.end,
-            });
+            brk_parts += 1;
+        }
+        if rw && (vma.anonymous || vma.brk_heap) {
+            match b.anon_rw.last_mut() {
+                Some((_, e)) if *e == vma.start => *e = vma.end,
+                _ => b.anon_rw.push((vma.start, vma.end)),
+            }
         }
     }
-    (brk, arenas)
+    if brk_parts > 0
+        && !vmas
+            .iter()
+            .filter(|v| v.brk_heap)
+            .all(|v| b.brk.is_some_and(|(s, e)| v.start >= s && v.end <= e))
+    {
+        // Two separate [heap] ranges: not the shape the kernel gives brk.
+        b.brk = None;
+    }
+    (b, libc)
 }
 
-/// Walks every glibc heap of a target; a walk that meets an inconsistency is tried once
-/// more (the target runs meanwhile), then given up.
+/// A libc file: its device and inode.
+type FileId = (u64, u64);
+/// libc versions already read, by file: the banner is read once per libc file.
+static VERSIONS: Mutex<Option<HashMap<FileId, Option<u32>>>> = Mutex::new(None);
+/// Files remembered at most (a host has a few libc files; a churn of containers more).
+const MAX_VERSIONS: usize = 256;
+
+/// glibc's version from the banner in libc's read-only data, read from the process.
+fn libc_version<T: Target>(t: &mut T, libc: &[&Vma]) -> Option<u32> {
+    let id = libc.first()?.file_id?;
+    if let Some(v) = VERSIONS.lock().ok()?.as_ref().and_then(|m| m.get(&id)) {
+        return *v;
+    }
+    let mut found = None;
+    let mut buf = Vec::new();
+    for vma in libc.iter().filter(|v| &v.perms == b"r--p") {
+        let len = (vma.end - vma.start).min(4 << 20) as usize;
+        buf.resize(len, 0);
+        if t.read(vma.start, &mut buf).is_ok() {
+            found = glibc::version_in(&buf);
+            if found.is_some() {
+                break;
+            }
+        }
+    }
+    if let Ok(mut cache) = VERSIONS.lock() {
+        let map = cache.get_or_insert_with(HashMap::new);
+        if map.len() >= MAX_VERSIONS {
+            map.clear();
+        }
+        map.insert(id, found);
+    }
+    found
+}
+
+/// libc's ELF header says a 64-bit little-endian object (x86-64 or aarch64): the only
+/// layout [`glibc`] describes.
+fn is_64_bit<T: Target>(t: &mut T, libc: &[&Vma]) -> bool {
+    let Some(first) = libc.first() else {
+        return false;
+    };
+    let mut h = [0u8; 20];
+    if t.read(first.start, &mut h).is_err() {
+        return false;
+    }
+    let machine = u16::from_le_bytes([h[18], h[19]]);
+    &h[..4] == b"\x7fELF" && h[4] == 2 && h[5] == 1 && (machine == 62 || machine == 183)
+}
+
+/// Measures every glibc heap of a target: the arenas found from glibc's own structures,
+/// their free lists counted as `mallinfo2` counts them and, where the heaps are small
+/// enough, checked against a chunk-by-chunk walk. A try that meets an inconsistency (the
+/// target runs meanwhile) is tried once more, then given up.
 pub fn measure<T: Target>(
     target: &mut T,
-    brk: Option<(u64, u64)>,
-    arenas: &[ArenaHeap],
-    max_chunks: u64,
+    layout: &Layout,
+    bounds: &Bounds,
+    max_free_chunks: u64,
+    cross_check_chunks: u64,
 ) -> Result<HeapMeasure, Fault> {
     let mut tries = 0;
     loop {
         tries += 1;
-        let mut w = Walker::new(target, max_chunks);
-        let result = (|| {
-            let main = match brk {
-                Some((start, end)) => w.heap(walk::brk_first_chunk(start), end, HeapKind::Main)?,
-                None => HeapTotals::default(),
-            };
-            let arenas = walk::arena_heaps(&mut w, arenas)?;
-            Ok(HeapMeasure { main, arenas })
-        })();
+        let result = arenas::discover(target, layout, bounds).and_then(|d| {
+            let (lists, cross_checked) =
+                count(target, layout, &d, max_free_chunks, cross_check_chunks)?;
+            if lists.moved {
+                // The heap moved while it was counted: a second count must agree, or the
+                // figure may be of no moment the program was ever in.
+                let (again, _) = count(target, layout, &d, max_free_chunks, cross_check_chunks)?;
+                let (a, b) = (lists.free_bytes(), again.free_bytes());
+                if a.abs_diff(b) as f64 > MOVING_AGREEMENT * a.max(b) as f64 {
+                    return Err(Fault::Inconsistent);
+                }
+            }
+            Ok(HeapMeasure {
+                main: lists.main,
+                arenas: lists.arenas,
+                arena_count: d.arenas.iter().filter(|a| !a.main).count() as u64,
+                arena_reserved_bytes: d.arena_heaps().saturating_mul(d.heap_max),
+                cross_checked,
+                confirmed: lists.moved,
+            })
+        });
         match result {
             Err(Fault::Inconsistent) if tries < 2 => continue,
             other => return other,
@@ -183,65 +304,78 @@ pub fn measure<T: Target>(
     }
 }
 
-/// The memory of a live process, read through `/proc/PID/mem` and `/proc/PID/pagemap`.
-struct ProcessMemory {
-    mem: PidFile,
-    pagemap: PidFile,
-    /// A window of pagemap entries: `entries[i]` is page `first_page + i`.
-    entries: Vec<u64>,
-    first_page: u64,
-    raw: Vec<u8>,
+/// Two counts of a heap that moved under them must agree within this share.
+const MOVING_AGREEMENT: f64 = 0.01;
+
+/// One count: the free lists, cross-checked by the chunk walk where the heaps are small.
+/// Returns the count and whether the cross-check ran.
+fn count<T: Target>(
+    target: &mut T,
+    layout: &Layout,
+    d: &Discovery,
+    max_free_chunks: u64,
+    cross_check_chunks: u64,
+) -> Result<(freelist::Lists, bool), Fault> {
+    let lists = freelist::count(target, layout, d, max_free_chunks)?;
+    let checked = cross_check(target, d, &lists, cross_check_chunks)?;
+    Ok((lists, checked))
 }
 
-const PAGE: u64 = 4096;
-/// Pagemap entries read at once: 64 KiB of entries cover 32 MiB of memory.
-const PAGEMAP_WINDOW: usize = 8192;
-/// The fewest entries read at once (4 KiB, 2 MiB of memory): free chunks follow each
-/// other, so the next one's pages are usually in the same read.
-const PAGEMAP_READ_AHEAD: usize = 512;
-const PRESENT: u64 = 1 << 63;
-
-impl Target for ProcessMemory {
-    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Fault> {
-        self.mem
-            .read_exact_at(addr, buf)
-            .map_err(|_| Fault::Unreadable)
+/// Walks every heap chunk by chunk, within `max_chunks`: the free chunks outside fastbins
+/// and the top chunks must be exactly what the free lists hold. `Ok(false)` when the heaps
+/// are too large to walk (or their pieces are unknown); a disagreement is inconsistent.
+fn cross_check<T: Target>(
+    target: &mut T,
+    d: &Discovery,
+    lists: &freelist::Lists,
+    max_chunks: u64,
+) -> Result<bool, Fault> {
+    if d.arenas
+        .iter()
+        .any(|a| a.heaps.is_empty() && a.top_size > 0)
+    {
+        return Ok(false);
     }
-
-    fn resident_bytes(&mut self, start: u64, end: u64) -> Result<u64, Fault> {
-        let mut total = 0u64;
-        let mut page = start / PAGE;
-        while page * PAGE < end {
-            let cached =
-                page >= self.first_page && page < self.first_page + self.entries.len() as u64;
-            if !cached {
-                let last = end.div_ceil(PAGE);
-                let n = ((last - page) as usize).clamp(PAGEMAP_READ_AHEAD, PAGEMAP_WINDOW);
-                self.raw.resize(n * 8, 0);
-                self.pagemap
-                    .read_exact_at(page * 8, &mut self.raw)
-                    .map_err(|_| Fault::Unreadable)?;
-                self.entries.clear();
-                self.entries.extend(
-                    self.raw
-                        .chunks_exact(8)
-                        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))),
-                );
-                self.first_page = page;
-            }
-            if self.entries[(page - self.first_page) as usize] & PRESENT != 0 {
-                let lo = start.max(page * PAGE);
-                let hi = end.min((page + 1) * PAGE);
-                total += hi - lo;
-            }
-            page += 1;
+    // Larger heaps are measured by the free lists alone: walking them header by header
+    // would cost what the lists save.
+    let heap_bytes: u64 = d
+        .arenas
+        .iter()
+        .flat_map(|a| &a.heaps)
+        .map(|h| h.end - h.first_chunk)
+        .sum();
+    if heap_bytes > CROSS_CHECK_HEAP_BYTES {
+        return Ok(false);
+    }
+    let mut w = Walker::counting(target, max_chunks);
+    let mut walked = [HeapTotals::default(), HeapTotals::default()];
+    for a in &d.arenas {
+        let kind = if a.main {
+            HeapKind::Main
+        } else {
+            HeapKind::Arena
+        };
+        match walk::arena(&mut w, &a.heaps, kind) {
+            Ok(t) => walked[kind as usize].add(&t),
+            Err(Fault::Budget) => return Ok(false),
+            Err(e) => return Err(e),
         }
-        Ok(total)
     }
+    for (kind, by_walk) in HeapKind::ALL.into_iter().zip(walked) {
+        let by_lists = match kind {
+            HeapKind::Main => &lists.main,
+            HeapKind::Arena => &lists.arenas,
+        };
+        let outside_fastbins = by_lists.free_bytes - by_lists.fast_bytes;
+        if by_walk.free_bytes != outside_fastbins || by_walk.top_bytes != by_lists.top_bytes {
+            return Err(Fault::Inconsistent);
+        }
+    }
+    Ok(true)
 }
 
 /// Tells the allocator and runtime of a process from its mappings and executable, and
-/// walks its heaps when they are glibc's and `walk` is on.
+/// measures its heaps when they are glibc's and `walk` is on.
 pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading {
     let mut libs = crate::parse::smaps::Libraries::default();
     for l in vmas.iter().filter_map(|v| v.library) {
@@ -261,17 +395,12 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
     let outcome = if identity.allocator != runtime::Allocator::Glibc {
         Err(Outcome::NotGlibc)
     } else {
-        let (brk, arenas) = heap_ranges(vmas);
         match (source.open_pid(pid, "mem"), source.open_pid(pid, "pagemap")) {
             (Ok(mem), Ok(pagemap)) => {
-                let mut target = ProcessMemory {
-                    mem,
-                    pagemap,
-                    entries: Vec::new(),
-                    first_page: 0,
-                    raw: Vec::new(),
-                };
-                measure(&mut target, brk, &arenas, MAX_CHUNKS).map_err(Outcome::of)
+                let mut target =
+                    ProcessMemory::new(pid, mem, pagemap, page_size(), source.pids_are_ours());
+                let (bounds, libc) = bounds(vmas);
+                measure_process(&mut target, &bounds, &libc)
             }
             _ => Err(Outcome::Unreadable),
         }
@@ -281,3 +410,37 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
         walk: Some(outcome),
     }
 }
+
+fn measure_process<T: Target>(
+    target: &mut T,
+    bounds: &Bounds,
+    libc: &[&Vma],
+) -> Result<HeapMeasure, Outcome> {
+    // A first read tells a process we may not read from one we cannot measure.
+    let mut probe = [0u8; 4];
+    let first = libc.first().ok_or(Outcome::Unsupported)?;
+    target
+        .read(first.start, &mut probe)
+        .map_err(|_| Outcome::Unreadable)?;
+    if !is_64_bit(target, libc) {
+        return Err(Outcome::Unsupported);
+    }
+    let layout = libc_version(target, libc)
+        .and_then(Layout::of)
+        .ok_or(Outcome::Unsupported)?;
+    measure(target, &layout, bounds, MAX_FREE_CHUNKS, CROSS_CHECK_CHUNKS).map_err(Outcome::of)
+}
+
+/// The system's page size (`sysconf(_SC_PAGESIZE)`).
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf reads a constant of the C library; no memory is passed.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as u64
+    } else {
+        4096
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,4 +1,7 @@
-//! The chunk walk: glibc's heaps read from outside, validated at every step.
+//! The chunk walk: glibc's heaps read header by header from outside, validated at every
+//! step. It costs a read per 64 KiB of small chunks, so it runs where heaps are small, as an
+//! independent check of the free-list count (`freelist`): two methods that disagree mean
+//! "not measured", never a number.
 //!
 //! Layout (glibc 2.27+, 64-bit; `malloc/malloc.c`, `malloc/arena.c`): a heap is a chain of
 //! chunks. The second word of each chunk header is its size with three flag bits (bit 0
@@ -13,12 +16,23 @@
 //! chunk's size must equal the next chunk's `prev_size`; and the chain must end exactly at
 //! the heap's end. Any doubt makes the heap "inconsistent", never a number.
 
-/// What the walker reads: the target's memory and which of its pages are resident.
+/// What the walks read: the target's memory and which of its pages are resident.
 pub trait Target {
     /// Fills `buf` from the target's address `addr`; any short or failed read is an error.
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Fault>;
+    /// Reads `len` bytes at each of `at` into consecutive `len`-byte parts of `out`.
+    fn read_many(&mut self, at: &[u64], len: usize, out: &mut [u8]) -> Result<(), Fault> {
+        for (&a, o) in at.iter().zip(out.chunks_exact_mut(len)) {
+            self.read(a, o)?;
+        }
+        Ok(())
+    }
     /// Bytes of `[start, end)` in pages present in RAM.
     fn resident_bytes(&mut self, start: u64, end: u64) -> Result<u64, Fault>;
+    /// The target's page size: what `malloc_trim` releases whole.
+    fn page_size(&self) -> u64 {
+        4096
+    }
 }
 
 /// Why a walk gave no number.
@@ -30,6 +44,8 @@ pub enum Fault {
     Budget,
     /// The target's memory or pagemap could not be read (denied, gone, I/O).
     Unreadable,
+    /// No glibc arena that fits was found: not a layout this exporter knows.
+    NotFound,
 }
 
 /// Which arena a heap belongs to.
@@ -37,7 +53,7 @@ pub enum Fault {
 pub enum HeapKind {
     /// `[heap]`: the brk heap of the main arena (the main thread's allocations).
     Main,
-    /// A 64 MiB-aligned heap of a non-main arena (other threads' allocations).
+    /// The heaps of the non-main arenas (other threads' allocations).
     Arena,
 }
 
@@ -52,13 +68,14 @@ impl HeapKind {
     }
 }
 
-/// What one heap holds, in bytes.
+/// What the heaps of one kind hold free, in bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HeapTotals {
     pub heaps: u64,
-    /// Chunks walked, the top chunk included.
-    pub chunks: u64,
-    /// Free chunks plus the top chunk: what glibc holds and the program does not use.
+    /// Free chunks, the top chunks not included.
+    pub free_chunks: u64,
+    /// Free chunks plus the top chunks: what glibc holds and the program does not use
+    /// (`mallinfo2().fordblks`).
     pub free_bytes: u64,
     /// The part of `free_bytes` in resident pages: what the host loses.
     pub free_resident_bytes: u64,
@@ -66,41 +83,67 @@ pub struct HeapTotals {
     /// what `malloc_trim(0)` would give back to the kernel. The page holding a free
     /// chunk's header stays resident whatever the program does.
     pub reclaimable_bytes: u64,
-    /// The top chunk (the free end of the arena's current heap).
+    /// The top chunks (the free end of each arena's current heap).
     pub top_bytes: u64,
+    /// The part of `free_bytes` in fastbins (`mallinfo2().fsmblks`): the chunk walk sees
+    /// these as in use, as glibc marks them.
+    pub fast_bytes: u64,
 }
 
 impl HeapTotals {
     pub fn add(&mut self, o: &HeapTotals) {
         self.heaps += o.heaps;
-        self.chunks += o.chunks;
+        self.free_chunks += o.free_chunks;
         self.free_bytes = self.free_bytes.saturating_add(o.free_bytes);
         self.free_resident_bytes = self
             .free_resident_bytes
             .saturating_add(o.free_resident_bytes);
         self.reclaimable_bytes = self.reclaimable_bytes.saturating_add(o.reclaimable_bytes);
         self.top_bytes = self.top_bytes.saturating_add(o.top_bytes);
+        self.fast_bytes = self.fast_bytes.saturating_add(o.fast_bytes);
     }
 }
 
-const SIZE_SZ: u64 = 8;
-/// `MALLOC_ALIGNMENT` on x86-64 and aarch64.
-const ALIGN: u64 = 16;
-/// `MINSIZE`: the smallest chunk.
-const MIN_CHUNK: u64 = 32;
-const PREV_INUSE: u64 = 1;
-const IS_MMAPPED: u64 = 2;
-const NON_MAIN_ARENA: u64 = 4;
-const FLAGS: u64 = 7;
+/// Counts a free chunk `[start, end)`: its size and, with `residency`, its resident bytes
+/// and the resident pages `malloc_trim` could release (whole pages past the chunk's header
+/// and list links).
+pub fn count_free<T: Target>(
+    target: &mut T,
+    t: &mut HeapTotals,
+    start: u64,
+    end: u64,
+    residency: bool,
+) -> Result<(), Fault> {
+    t.free_bytes = t.free_bytes.saturating_add(end - start);
+    if !residency {
+        return Ok(());
+    }
+    let page = target.page_size();
+    let resident = target.resident_bytes(start, end)?;
+    t.free_resident_bytes = t.free_resident_bytes.saturating_add(resident);
+    // The edges are at most a page each, so they are subtracted rather than the middle
+    // read twice.
+    let inner_start = (start + CHUNK_STRUCT).next_multiple_of(page);
+    let inner_end = end - end % page;
+    if inner_end > inner_start {
+        let head = target.resident_bytes(start, inner_start)?;
+        let tail = target.resident_bytes(inner_end, end)?;
+        let inner = resident.saturating_sub(head).saturating_sub(tail);
+        t.reclaimable_bytes = t.reclaimable_bytes.saturating_add(inner);
+    }
+    Ok(())
+}
+
+use super::arenas::Heap;
+use super::glibc::{ALIGN, FLAGS, IS_MMAPPED, MIN_CHUNK, NON_MAIN_ARENA, PREV_INUSE, SIZE_SZ};
+
 /// Headers are read in windows of this size; the window is wiped after each heap.
 const WINDOW: usize = 64 << 10;
-const PAGE: u64 = 4096;
+/// After a chunk this large the next header is read alone, to the end of its page.
+const SPARSE_READ: u64 = 4096;
 /// `sizeof (struct malloc_chunk)`: header, list links and the large-bin links that
 /// `malloc_trim` keeps in place (`mtrim` starts releasing at the first page after them).
 const CHUNK_STRUCT: u64 = 48;
-/// `sizeof (struct malloc_state)`, unchanged since glibc 2.27 on 64-bit: the first heap of
-/// an arena holds it between `heap_info` and the first chunk.
-pub const MALLOC_STATE_BYTES: u64 = 2200;
 
 /// Reads headers through a window, so a run of small chunks costs one read per 64 KiB.
 pub struct Walker<'t, T: Target> {
@@ -110,6 +153,8 @@ pub struct Walker<'t, T: Target> {
     window_len: usize,
     /// Chunks this walker may still visit.
     chunks_left: u64,
+    /// Count resident and reclaimable bytes too (not only free bytes).
+    residency: bool,
 }
 
 impl<'t, T: Target> Walker<'t, T> {
@@ -120,6 +165,15 @@ impl<'t, T: Target> Walker<'t, T> {
             window_start: 0,
             window_len: 0,
             chunks_left: max_chunks,
+            residency: true,
+        }
+    }
+
+    /// A walker that counts free chunks and bytes only: the cross-check.
+    pub fn counting(target: &'t mut T, max_chunks: u64) -> Self {
+        Walker {
+            residency: false,
+            ..Walker::new(target, max_chunks)
         }
     }
 
@@ -130,7 +184,7 @@ impl<'t, T: Target> Walker<'t, T> {
             && addr.saturating_add(16) <= self.window_start + self.window_len as u64;
         if !inside {
             let want = if sparse {
-                (PAGE - addr % PAGE).max(16)
+                (SPARSE_READ - addr % SPARSE_READ).max(16)
             } else {
                 WINDOW as u64
             };
@@ -164,23 +218,8 @@ impl<'t, T: Target> Walker<'t, T> {
         r
     }
 
-    /// Counts a free chunk `[start, end)`: its size, its resident bytes, and the resident
-    /// pages `malloc_trim` could release.
     fn free_chunk(&mut self, t: &mut HeapTotals, start: u64, end: u64) -> Result<(), Fault> {
-        t.free_bytes = t.free_bytes.saturating_add(end - start);
-        let resident = self.target.resident_bytes(start, end)?;
-        t.free_resident_bytes = t.free_resident_bytes.saturating_add(resident);
-        // The whole pages past the chunk's header: the edges are at most a page each, so
-        // they are subtracted rather than the middle read twice.
-        let inner_start = (start + CHUNK_STRUCT).next_multiple_of(PAGE);
-        let inner_end = end - end % PAGE;
-        if inner_end > inner_start {
-            let head = self.target.resident_bytes(start, inner_start)?;
-            let tail = self.target.resident_bytes(inner_end, end)?;
-            let inner = resident.saturating_sub(head).saturating_sub(tail);
-            t.reclaimable_bytes = t.reclaimable_bytes.saturating_add(inner);
-        }
-        Ok(())
+        count_free(self.target, t, start, end, self.residency)
     }
 
     fn chain(&mut self, first: u64, end: u64, kind: HeapKind) -> Result<HeapTotals, Fault> {
@@ -208,6 +247,7 @@ impl<'t, T: Target> Walker<'t, T> {
                     if prev_size != p_size {
                         return Err(Fault::Inconsistent);
                     }
+                    t.free_chunks += 1;
                     self.free_chunk(&mut t, p_addr, p_addr + p_size)?;
                 } else {
                     let foreign = p_flags & NON_MAIN_ARENA != 0;
@@ -219,7 +259,6 @@ impl<'t, T: Target> Walker<'t, T> {
                 // Nothing precedes the first chunk, so glibc marks it as following a used one.
                 return Err(Fault::Inconsistent);
             }
-            t.chunks += 1;
             if field & IS_MMAPPED != 0 || size % ALIGN != 0 {
                 return Err(Fault::Inconsistent);
             }
@@ -234,7 +273,6 @@ impl<'t, T: Target> Walker<'t, T> {
                 // Fence posts: a chunk of one header, then a header of size 0 at the end.
                 let (_, last) = self.words(next, end, false)?;
                 if last & !FLAGS == 0 && last & PREV_INUSE != 0 {
-                    t.chunks += 1;
                     return Ok(t);
                 }
                 return Err(Fault::Inconsistent);
@@ -249,104 +287,15 @@ impl<'t, T: Target> Walker<'t, T> {
     }
 }
 
-/// Where the first chunk of the main arena's brk heap starts: glibc moves the start so that
-/// the user pointer (`chunk + 16`) is aligned.
-pub fn brk_first_chunk(heap_start: u64) -> u64 {
-    let misalign = (heap_start + 2 * SIZE_SZ) % ALIGN;
-    if misalign == 0 {
-        heap_start
-    } else {
-        heap_start + ALIGN - misalign
-    }
-}
-
-/// `struct _heap_info`, the header of every non-main arena heap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HeapInfo {
-    /// The arena (`malloc_state`) this heap belongs to.
-    pub arena: u64,
-    pub prev: u64,
-    /// Bytes of the heap in use by the arena: the chain of chunks ends here.
-    pub size: u64,
-    pub mprotect_size: u64,
-}
-
-impl HeapInfo {
-    pub fn parse(b: &[u8; 32]) -> HeapInfo {
-        let w = |i: usize| {
-            let a: [u8; 8] = b[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]);
-            u64::from_le_bytes(a)
-        };
-        HeapInfo {
-            arena: w(0),
-            prev: w(1),
-            size: w(2),
-            mprotect_size: w(3),
-        }
-    }
-}
-
-/// One non-main arena heap as the maps show it: its 64 MiB-aligned start and the end of
-/// its read-write part.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ArenaHeap {
-    pub start: u64,
-    pub rw_end: u64,
-}
-
-/// Walks every arena heap. The first heap of an arena holds the arena itself right after
-/// its `heap_info` (48 bytes since glibc 2.35, 32 before), which tells the header's size;
-/// every other heap of the arena must point at an arena found that way.
-pub fn arena_heaps<T: Target>(
+/// Walks every heap of `heaps` (one arena's, oldest first; `kind` fixes the arena flag).
+pub fn arena<T: Target>(
     w: &mut Walker<'_, T>,
-    heaps: &[ArenaHeap],
+    heaps: &[Heap],
+    kind: HeapKind,
 ) -> Result<HeapTotals, Fault> {
-    let mut infos = Vec::with_capacity(heaps.len());
-    for h in heaps {
-        let mut b = [0u8; 32];
-        w.target.read(h.start, &mut b)?;
-        let info = HeapInfo::parse(&b);
-        let fits = info.size > 0
-            && info.size <= h.rw_end.saturating_sub(h.start)
-            && info.size <= info.mprotect_size
-            && info.prev % (64 << 20) == 0;
-        if !fits {
-            return Err(Fault::Inconsistent);
-        }
-        infos.push(info);
-    }
-    // Arenas whose first heap is here, and the header size they show.
-    let mut header = None;
-    for (h, info) in heaps.iter().zip(&infos) {
-        let offset = info.arena.wrapping_sub(h.start);
-        if (offset == 32 || offset == 48) && info.prev == 0 {
-            if header.is_some_and(|size| size != offset) {
-                return Err(Fault::Inconsistent);
-            }
-            header = Some(offset);
-        }
-    }
     let mut total = HeapTotals::default();
-    let Some(header) = header else {
-        return if heaps.is_empty() {
-            Ok(total)
-        } else {
-            Err(Fault::Inconsistent)
-        };
-    };
-    for (h, info) in heaps.iter().zip(&infos) {
-        let first = if info.arena == h.start + header {
-            brk_first_chunk(info.arena + MALLOC_STATE_BYTES)
-        } else if infos
-            .iter()
-            .zip(heaps)
-            .any(|(i, o)| i.arena == o.start + header && i.arena == info.arena)
-        {
-            h.start + header
-        } else {
-            return Err(Fault::Inconsistent);
-        };
-        total.add(&w.heap(first, h.start + info.size, HeapKind::Arena)?);
+    for h in heaps {
+        total.add(&w.heap(h.first_chunk, h.end, kind)?);
     }
     Ok(total)
 }

@@ -101,6 +101,6 @@ fn base_strips_prefix_type_and_unit_only() {
         "pressure_memory_waiting"
     );
     assert_eq!(BUILD_INFO.base(), "build");
-    assert_eq!(PROCESS_HEAP_CHUNKS.base(), "process_heap_chunks");
+    assert_eq!(PROCESS_HEAP_FREE_CHUNKS.base(), "process_heap_free_chunks");
     assert_eq!(VMSTAT_KEY_TOTAL.base(), "vmstat_<key>");
 }

@@ -1,0 +1,150 @@
+//! The memory of a live process, read through `process_vm_readv` (many small reads in one
+//! system call) or `/proc/PID/mem`, and `/proc/PID/pagemap` for which pages are resident.
+//! Both need ptrace access to the process (CAP_SYS_PTRACE for other users' processes).
+
+use super::walk::{Fault, Target};
+use crate::source::PidFile;
+
+pub struct ProcessMemory {
+    pid: u32,
+    mem: PidFile,
+    pagemap: PidFile,
+    page: u64,
+    /// `process_vm_readv` failed as unsupported or filtered: `pread` from now on.
+    no_vm_readv: bool,
+    /// A window of pagemap entries: `entries[i]` is page `first_page + i`.
+    entries: Vec<u64>,
+    first_page: u64,
+    raw: Vec<u8>,
+}
+
+/// Pagemap entries read at once: 64 KiB of entries cover 32 MiB of 4 KiB pages.
+const PAGEMAP_WINDOW: usize = 8192;
+/// The fewest entries read at once: free chunks follow each other in address order, so
+/// the next one's pages are usually in the same read.
+const PAGEMAP_READ_AHEAD: usize = 512;
+const PRESENT: u64 = 1 << 63;
+/// `IOV_MAX`: the most remote pieces one `process_vm_readv` takes.
+const IOV_MAX: usize = 1024;
+
+impl ProcessMemory {
+    /// `vm_readv`: `pid` is a pid of the exporter's own namespace, so `process_vm_readv`
+    /// reaches the same process as `mem`.
+    pub fn new(
+        pid: u32,
+        mem: PidFile,
+        pagemap: PidFile,
+        page: u64,
+        vm_readv: bool,
+    ) -> ProcessMemory {
+        ProcessMemory {
+            pid,
+            mem,
+            pagemap,
+            page,
+            no_vm_readv: !vm_readv,
+            entries: Vec::new(),
+            first_page: 0,
+            raw: Vec::new(),
+        }
+    }
+
+    /// One `process_vm_readv` of `len` bytes at each address; `false` when it did not read
+    /// them all (the caller then reads them one by one to learn which failed).
+    fn vm_readv(&mut self, at: &[u64], len: usize, out: &mut [u8]) -> bool {
+        let local: Vec<libc::iovec> = out
+            .chunks_exact_mut(len)
+            .map(|c| libc::iovec {
+                iov_base: c.as_mut_ptr().cast(),
+                iov_len: len,
+            })
+            .collect();
+        let remote: Vec<libc::iovec> = at
+            .iter()
+            .map(|&a| libc::iovec {
+                iov_base: a as usize as *mut libc::c_void,
+                iov_len: len,
+            })
+            .collect();
+        // SAFETY: every local iovec points into `out`, which outlives the call and is
+        // exclusively borrowed; the remote ones are only read by the kernel, in the other
+        // process, and a bad address there fails the call rather than touching ours.
+        let n = unsafe {
+            libc::process_vm_readv(
+                self.pid as libc::pid_t,
+                local.as_ptr(),
+                local.len() as libc::c_ulong,
+                remote.as_ptr(),
+                remote.len() as libc::c_ulong,
+                0,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error().raw_os_error();
+            if matches!(e, Some(libc::ENOSYS) | Some(libc::EPERM)) {
+                self.no_vm_readv = true;
+            }
+            return false;
+        }
+        n as usize == at.len() * len
+    }
+}
+
+impl Target for ProcessMemory {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Fault> {
+        self.mem
+            .read_exact_at(addr, buf)
+            .map_err(|_| Fault::Unreadable)
+    }
+
+    fn read_many(&mut self, at: &[u64], len: usize, out: &mut [u8]) -> Result<(), Fault> {
+        for (at, out) in at.chunks(IOV_MAX).zip(out.chunks_mut(IOV_MAX * len)) {
+            if self.no_vm_readv || !self.vm_readv(at, len, out) {
+                for (&a, o) in at.iter().zip(out.chunks_exact_mut(len)) {
+                    self.read(a, o)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn page_size(&self) -> u64 {
+        self.page
+    }
+
+    fn resident_bytes(&mut self, start: u64, end: u64) -> Result<u64, Fault> {
+        let page_size = self.page;
+        let mut total = 0u64;
+        let mut page = start / page_size;
+        while page * page_size < end {
+            let cached =
+                page >= self.first_page && page < self.first_page + self.entries.len() as u64;
+            if !cached {
+                let last = end.div_ceil(page_size);
+                let n = ((last - page) as usize).clamp(PAGEMAP_READ_AHEAD, PAGEMAP_WINDOW);
+                self.raw.resize(n * 8, 0);
+                let got = self
+                    .pagemap
+                    .read_at(page * 8, &mut self.raw)
+                    .map_err(|_| Fault::Unreadable)?;
+                if got < 8 {
+                    return Err(Fault::Unreadable);
+                }
+                self.entries.clear();
+                self.entries.extend(
+                    self.raw[..got - got % 8]
+                        .chunks_exact(8)
+                        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))),
+                );
+                self.first_page = page;
+            }
+            if self.entries[(page - self.first_page) as usize] & PRESENT != 0 {
+                let lo = start.max(page * page_size);
+                let hi = end.min((page + 1) * page_size);
+                total += hi - lo;
+            }
+            page += 1;
+        }
+        Ok(total)
+    }
+}
