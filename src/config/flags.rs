@@ -60,7 +60,7 @@ pub(super) fn command() -> Command {
             .help("Deep-read a process when its RssAnon reaches SIZE, or its unbacked address space (VmSize - VmRSS) 8 x SIZE"))
         .arg(Arg::new("collector.processes.heap-walk").long("collector.processes.heap-walk")
             .action(ArgAction::SetTrue).overrides_with("no-collector.processes.heap-walk")
-            .help("Measure what glibc holds free in the heaps of deep-read processes by reading their chunk headers (/proc/PID/mem) and page presence (/proc/PID/pagemap) (default: enabled)"))
+            .help("Measure what glibc holds free in the heaps of deep-read processes by following its arenas and free lists in their memory (process_vm_readv, /proc/PID/mem) and page presence (/proc/PID/pagemap) (default: enabled)"))
         .arg(Arg::new("no-collector.processes.heap-walk").long("no-collector.processes.heap-walk")
             .action(ArgAction::SetTrue).overrides_with("collector.processes.heap-walk")
             .help("Do not read process memory: hoarding stays a suspicion from /proc/PID/smaps"))

@@ -173,7 +173,7 @@ catalogue! {
     DEEP_CPU_SECONDS_TOTAL = "membloat_deep_cpu_seconds_total", Counter, Seconds, [], EXPORTER, "the exporter",
         "CPU time of the deep tier since the exporter started.";
     HEAP_WALK_CPU_SECONDS_TOTAL = "membloat_heap_walk_cpu_seconds_total", Counter, Seconds, [], EXPORTER, "the exporter",
-        "CPU time of the heap walks (reading /proc/PID/mem and pagemap) since the exporter started; part of membloat_deep_cpu_seconds_total.";
+        "CPU time of the heap walks (glibc's arenas and free lists read from process memory, and pagemap) since the exporter started; part of membloat_deep_cpu_seconds_total.";
     HEAP_WALKS_TOTAL = "membloat_heap_walks_total", Counter, None, ["outcome"], EXPORTER, "the exporter",
         "Heap walks of deep-read processes by outcome: measured; not_glibc (another allocator: hoarding stays suspected); inconsistent (the heap changed under two tries: tried again at the next scans, no hoarding figure meanwhile); budget (more free chunks than a walk may follow); unreadable (/proc/PID/mem or pagemap denied or gone); unsupported (glibc outside 2.27-2.42, a 32-bit process, or no arena that fits glibc's layout).";
     HEAP_PENDING_PROCESSES = "membloat_heap_pending_processes", Gauge, None, [], EXPORTER, "the exporter",
@@ -304,8 +304,8 @@ catalogue! {
         "Sum over the group of anonymous memory that grew back in huge pages while the process was idle (khugepaged regrowth).";
     GROUP_UNTOUCHED_COMMIT_BYTES = "membloat_group_untouched_commit_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps, status",
         "Sum over the group of commit charge not yet backed by RAM or swap (deep tier).";
-    GROUP_ARENA_HEAPS = "membloat_group_arena_heaps", Gauge, None, ["group"], PROCESSES, "/proc/PID/smaps",
-        "glibc arena heaps found in the group's memory maps (deep tier).";
+    GROUP_ARENA_HEAPS = "membloat_group_arena_heaps", Gauge, None, ["group"], PROCESSES, "/proc/PID/mem, smaps",
+        "Heaps of glibc's non-main arenas in the group's processes (see membloat_process_arena_heaps; deep tier).";
     GROUP_ARENA_RESERVED_BYTES = "membloat_group_arena_reserved_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps",
         "Address space the group's glibc arena heaps reserve, 64 MiB each (deep tier).";
     CGROUP_INFO = "membloat_cgroup_info", Info, None, ["cgroup", "pod_uid", "container_id", "runtime", "qos_class", "systemd_unit"], CGROUP, "the cgroup path",
@@ -359,7 +359,7 @@ catalogue! {
     PROCESS_HEAP_SIZE_BYTES = "membloat_process_heap_size_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
         "Size of the brk heap plus glibc arena heaps; Size far above Rss means the heap was trimmed (deep tier).";
     PROCESS_HOARDED_BYTES = "membloat_process_hoarded_bytes", Gauge, Bytes, ["pid", "comm", "method"], PROCESSES, "/proc/PID/mem, pagemap, smaps",
-        "Heap memory the allocator holds free. method=\"measured\": resident pages of glibc's free chunks that malloc_trim(0) would give back, read by the heap walk (0 below 16 MiB). method=\"suspected\" (no walk possible: other allocator, walk off or failed): the heap's Rss when it is >= 64 MiB and >= half of RssAnon, RSS >= 0.8 x peak, heap not trimmed and the process idle; /proc alone cannot tell free chunks from live data.";
+        "Heap memory the allocator holds free. method=\"measured\": resident pages of glibc's free chunks that malloc_trim(0) would give back, counted from glibc's free lists (0 below 16 MiB); absent while a walkable heap is not yet measured (membloat_heap_pending_processes). method=\"suspected\" (no walk possible: other allocator, walk off, no privilege, unsupported glibc): the heap's Rss when it is >= 64 MiB and >= half of RssAnon, RSS >= 0.8 x peak, heap not trimmed and the process idle; /proc alone cannot tell free chunks from live data.";
     PROCESS_HEAP_FREE_BYTES = "membloat_process_heap_free_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
         "Free chunk bytes in the process's glibc heaps, the top chunk included, by heap (main: the brk heap; arena: other threads' heaps). Heap walk of /proc/PID/mem.";
     PROCESS_HEAP_FREE_RESIDENT_BYTES = "membloat_process_heap_free_resident_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem, pagemap",
@@ -372,12 +372,12 @@ catalogue! {
         "Free chunks on glibc's free lists (fastbins, unsorted, small and large bins; mallinfo2's ordblks + smblks less the top chunks), by heap.";
     PROCESS_ALLOCATOR_INFO = "membloat_process_allocator_info", Info, None, ["allocator", "runtime", "version", "pid", "comm"], PROCESSES, "/proc/PID/smaps, exe",
         "The process's allocator (glibc, jemalloc, tcmalloc, mimalloc, musl, go, static) and runtime (native, go, jvm, python, node; version: Go's from the binary's build info), from its mappings and executable (deep tier).";
-    PROCESS_ARENA_HEAPS = "membloat_process_arena_heaps", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
-        "glibc arena heaps in the process's maps (64 MiB-aligned anonymous MAP_NORESERVE heaps, deep tier).";
+    PROCESS_ARENA_HEAPS = "membloat_process_arena_heaps", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/mem, smaps",
+        "Heaps of glibc's non-main arenas: from glibc's ring of arenas and heap_info headers when the heap walk measured the process, else from the maps' shape (64 MiB-aligned anonymous heaps, merged neighbours counted; deep tier).";
     PROCESS_ARENA_RESERVED_BYTES = "membloat_process_arena_reserved_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
         "Address space the glibc arena heaps reserve, 64 MiB each (deep tier).";
-    PROCESS_ARENA_AT_CEILING = "membloat_process_arena_at_ceiling", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
-        "1 when the arena heaps reached glibc's ceiling of 8 arenas per online CPU (deep tier).";
+    PROCESS_ARENA_AT_CEILING = "membloat_process_arena_at_ceiling", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/mem, smaps",
+        "1 when the process has glibc's most arenas, 8 per online CPU with the main one (counted from glibc's ring of arenas when measured, else estimated from its heaps; deep tier).";
     PROCESS_COMMIT_BYTES = "membloat_process_commit_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
         "Commit charge: Size of the mappings charged to the commit limit (VmFlags ac), touched or not (deep tier).";
     PROCESS_UNTOUCHED_COMMIT_BYTES = "membloat_process_untouched_commit_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps, status",
