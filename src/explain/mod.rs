@@ -71,6 +71,9 @@ pub struct Coverage {
     /// Heap walks that could not open `/proc/PID/mem` (CAP_SYS_PTRACE and
     /// CAP_DAC_READ_SEARCH needed for other users' processes), since start.
     pub unreadable_heaps: u64,
+    /// Processes whose walkable heap changed under every walk so far: no hoarding figure
+    /// for them, measured or suspected, until one succeeds.
+    pub pending_heaps: u64,
 }
 
 /// One thing worth acting on.
@@ -213,6 +216,7 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
         unreadable_heaps: s
             .heap_walks_total
             .get(crate::collect::heap::Outcome::Unreadable),
+        pending_heaps: s.heap_pending_processes,
     };
     Diagnosis {
         schema: SCHEMA,

@@ -148,6 +148,16 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
             ),
         );
     }
+    if c.pending_heaps > 0 {
+        wrapped(
+            &mut out,
+            "  pending   ",
+            &format!(
+                "{} processes' heaps changed under every walk so far (busy allocating): no hoarding figure for them until a walk succeeds",
+                c.pending_heaps
+            ),
+        );
+    }
     out.push('\n');
     if d.findings.is_empty() {
         let _ = writeln!(
