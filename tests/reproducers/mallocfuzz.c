@@ -6,7 +6,9 @@
  * malloc, calloc, realloc, memalign/posix_memalign/aligned_alloc, frees in random order,
  * frees of other threads' blocks (through a shared hand-off queue), bursts of large blocks
  * freed together (they raise glibc's dynamic mmap threshold), fastbin- and tcache-sized
- * churn, and now and then malloc_trim(0). Some threads exit when done (their arenas stay),
+ * churn, and now and then malloc_trim(0). One program in eight first maps a page 256 KiB past
+ * the break, so brk soon fails and the main arena goes on in mmapped pieces (glibc's
+ * MORECORE fallback: a non-contiguous main arena). Some threads exit when done (their arenas stay),
  * the others park. Once every thread is done the main thread asks glibc itself what it
  * holds free and prints, with write(2) only (no stdio: it would allocate):
  *
@@ -25,7 +27,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
 
 struct mi2 {
     size_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks,
@@ -215,6 +222,13 @@ static void put_num(char **at, unsigned long long v) {
 int main(int argc, char **argv) {
     uint64_t s = argc > 1 ? strtoull(argv[1], NULL, 10) * 2654435761ULL + 1 : 1;
     next(&s);
+    if (next(&s) % 8 == 0) {
+        char *brk_end = sbrk(0);
+        uintptr_t wall = ((uintptr_t)brk_end + (256 << 10) + 4095) & ~(uintptr_t)4095;
+        if (mmap((void *)wall, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                 -1, 0) == MAP_FAILED)
+            return 3;
+    }
     /* Most programs have few threads; some many. */
     int threads = next(&s) % 4 == 0 ? 1 + next(&s) % MAX_THREADS : next(&s) % 5;
     /* mallinfo's int fields cannot hold more than 2 GiB: keep blocks smaller there. */

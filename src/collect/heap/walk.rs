@@ -269,8 +269,12 @@ impl<'t, T: Target> Walker<'t, T> {
                 self.free_chunk(&mut t, addr, end)?;
                 return Ok(t);
             }
-            if kind == HeapKind::Arena && size == 2 * SIZE_SZ && next + 2 * SIZE_SZ == end {
-                // Fence posts: a chunk of one header, then a header of size 0 at the end.
+            let fence = size == 2 * SIZE_SZ || size == MIN_CHUNK;
+            if kind == HeapKind::Arena && fence && next + 2 * SIZE_SZ == end {
+                // Fence posts (sysmalloc, when the arena moves to a new heap): a chunk of
+                // one header, then a header of size 0 at the end. When the old top chunk
+                // was smaller than two MINSIZE, the old top itself, 16 or 32 bytes marked
+                // in use without the arena flag, stands before the final header.
                 let (_, last) = self.words(next, end, false)?;
                 if last & !FLAGS == 0 && last & PREV_INUSE != 0 {
                     return Ok(t);

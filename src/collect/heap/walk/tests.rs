@@ -125,6 +125,27 @@ pub fn arena() -> (Image, Vec<Heap>) {
 }
 
 #[test]
+fn a_small_old_top_is_a_fence_post_too() {
+    // glibc 2.31 (seed 500165 of the differential tester): the old top was under 64
+    // bytes, so it became a 32-byte in-use chunk without the arena flag, then the size-0
+    // header ends the heap.
+    let (mut m, mut heaps) = arena();
+    let fence = HEAP + (1 << 20) - 32;
+    let first = first_chunk(HEAP + 48 + 2200);
+    let used = fence - 0x10;
+    m.chunk(
+        first + 0x1000,
+        0,
+        (used - first - 0x1000) | PREV_INUSE | NON_MAIN_ARENA,
+    );
+    m.chunk(used, 0, 0x20 | PREV_INUSE);
+    m.chunk(used + 0x20, 0x20, PREV_INUSE);
+    heaps.truncate(1);
+    let t = super::arena(&mut Walker::new(&mut m, 100), &heaps, HeapKind::Arena).unwrap();
+    assert_eq!((t.free_chunks, t.free_bytes), (0, 0));
+}
+
+#[test]
 fn arena_heaps_with_fence_posts_and_a_top() {
     let (mut m, heaps) = arena();
     let first = first_chunk(HEAP + 48 + 2200);
