@@ -6,7 +6,8 @@
 # build the reproducer programs, prometheus-process-exporter and prometheus-node-exporter
 # (the peers benches/compare runs against, smoke-tested here), and from PyPI
 # prometheus-client (its strict OpenMetrics parser), kubernetes-validate, yamllint and
-# jsonschema (explain's JSON schema). Needs root or sudo only for that first install. The
+# jsonschema (explain's JSON schema). The heap tests fetch glibc 2.31 and 2.41 themselves
+# (scripts/glibc-trees.sh: apt-get download into target/, nothing installed). Needs root or sudo only for that first install. The
 # khugepaged regrowth tests change khugepaged settings (and restore them), and the
 # comparison smoke test makes a PID namespace, so they need root: they are ignored by a
 # plain `cargo test` and run here, as root (CI runs as root).
