@@ -171,7 +171,7 @@ pub fn count<T: Target>(
     }
     let mut footers: Vec<(usize, u64, u64)> = Vec::new();
     let mut visits = 0u64;
-    let (mut addrs, mut buf, mut fbuf) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut addrs, mut buf) = (Vec::new(), Vec::new());
     loop {
         for id in failed.drain(..) {
             restart(t, d, &mut walks, &mut lanes, &mut footers, id)?;
@@ -184,14 +184,15 @@ pub fn count<T: Target>(
         if collected > max_chunks || visits > max_chunks.saturating_mul(4) {
             return Err(Fault::Budget);
         }
+        // One read a step: every lane's next chunk (32 bytes: prev_size, size, fd, bk),
+        // then the header after each chunk of the last step (16 bytes).
         addrs.clear();
-        addrs.extend(lanes.iter().map(|l| l.at));
-        buf.resize(addrs.len() * 32, 0);
-        t.read_many(&addrs, 32, &mut buf)?;
-        addrs.clear();
-        addrs.extend(footers.iter().map(|&(_, p, size)| p + size));
-        fbuf.resize(addrs.len() * 16, 0);
-        t.read_many(&addrs, 16, &mut fbuf)?;
+        addrs.extend(lanes.iter().map(|l| (l.at, 32)));
+        addrs.extend(footers.iter().map(|&(_, p, size)| (p + size, 16)));
+        let heads = lanes.len() * 32;
+        buf.resize(heads + footers.len() * 16, 0);
+        t.read_many(&addrs, &mut buf)?;
+        let (buf, fbuf) = buf.split_at(heads);
         // The chunk after each free bin chunk must say so: `PREV_INUSE` clear and a
         // `prev_size` equal to the chunk's size (fastbin chunks stay marked in use).
         for (k, &(id, _, size)) in footers.iter().enumerate() {

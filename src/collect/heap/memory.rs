@@ -49,23 +49,27 @@ impl ProcessMemory {
         }
     }
 
-    /// One `process_vm_readv` of `len` bytes at each address; `false` when it did not read
+    /// One `process_vm_readv` of each `(address, length)`; `false` when it did not read
     /// them all (the caller then reads them one by one to learn which failed).
-    fn vm_readv(&mut self, at: &[u64], len: usize, out: &mut [u8]) -> bool {
-        let local: Vec<libc::iovec> = out
-            .chunks_exact_mut(len)
-            .map(|c| libc::iovec {
-                iov_base: c.as_mut_ptr().cast(),
+    fn vm_readv(&mut self, at: &[(u64, usize)], out: &mut [u8]) -> bool {
+        let mut local = Vec::with_capacity(at.len());
+        let mut rest = &mut *out;
+        for &(_, len) in at {
+            let (o, tail) = std::mem::take(&mut rest).split_at_mut(len);
+            local.push(libc::iovec {
+                iov_base: o.as_mut_ptr().cast(),
                 iov_len: len,
-            })
-            .collect();
+            });
+            rest = tail;
+        }
         let remote: Vec<libc::iovec> = at
             .iter()
-            .map(|&a| libc::iovec {
+            .map(|&(a, len)| libc::iovec {
                 iov_base: a as usize as *mut libc::c_void,
                 iov_len: len,
             })
             .collect();
+        let want: usize = at.iter().map(|r| r.1).sum();
         // SAFETY: every local iovec points into `out`, which outlives the call and is
         // exclusively borrowed; the remote ones are only read by the kernel, in the other
         // process, and a bad address there fails the call rather than touching ours.
@@ -86,7 +90,7 @@ impl ProcessMemory {
             }
             return false;
         }
-        n as usize == at.len() * len
+        n as usize == want
     }
 }
 
@@ -97,11 +101,18 @@ impl Target for ProcessMemory {
             .map_err(|_| Fault::Unreadable)
     }
 
-    fn read_many(&mut self, at: &[u64], len: usize, out: &mut [u8]) -> Result<(), Fault> {
-        for (at, out) in at.chunks(IOV_MAX).zip(out.chunks_mut(IOV_MAX * len)) {
-            if self.no_vm_readv || !self.vm_readv(at, len, out) {
-                for (&a, o) in at.iter().zip(out.chunks_exact_mut(len)) {
-                    self.read(a, o)?;
+    fn read_many(&mut self, at: &[(u64, usize)], out: &mut [u8]) -> Result<(), Fault> {
+        let mut rest = out;
+        for at in at.chunks(IOV_MAX) {
+            let len: usize = at.iter().map(|r| r.1).sum();
+            let (out, tail) = std::mem::take(&mut rest).split_at_mut(len);
+            rest = tail;
+            if self.no_vm_readv || !self.vm_readv(at, out) {
+                let mut o = out;
+                for &(a, len) in at {
+                    let (one, t) = std::mem::take(&mut o).split_at_mut(len);
+                    self.read(a, one)?;
+                    o = t;
                 }
             }
         }

@@ -20,10 +20,14 @@
 pub trait Target {
     /// Fills `buf` from the target's address `addr`; any short or failed read is an error.
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Fault>;
-    /// Reads `len` bytes at each of `at` into consecutive `len`-byte parts of `out`.
-    fn read_many(&mut self, at: &[u64], len: usize, out: &mut [u8]) -> Result<(), Fault> {
-        for (&a, o) in at.iter().zip(out.chunks_exact_mut(len)) {
+    /// Reads each `(address, length)` of `at` into consecutive parts of `out` (as long as
+    /// the lengths together).
+    fn read_many(&mut self, at: &[(u64, usize)], out: &mut [u8]) -> Result<(), Fault> {
+        let mut rest = out;
+        for &(a, len) in at {
+            let (o, tail) = std::mem::take(&mut rest).split_at_mut(len);
             self.read(a, o)?;
+            rest = tail;
         }
         Ok(())
     }
