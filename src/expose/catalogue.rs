@@ -377,7 +377,7 @@ catalogue! {
     PROCESS_ARENA_RESERVED_BYTES = "membloat_process_arena_reserved_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
         "Address space the glibc arena heaps reserve, 64 MiB each (deep tier).";
     PROCESS_ARENA_AT_CEILING = "membloat_process_arena_at_ceiling", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/mem, smaps",
-        "1 when the process has glibc's most arenas, 8 per online CPU with the main one (counted from glibc's ring of arenas when measured, else estimated from its heaps; deep tier).";
+        "1 when the process has glibc's most arenas: 8 arenas per online CPU, the main one included (counted from glibc's ring of arenas when measured, else estimated from its heaps; deep tier).";
     PROCESS_COMMIT_BYTES = "membloat_process_commit_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
         "Commit charge: Size of the mappings charged to the commit limit (VmFlags ac), touched or not (deep tier).";
     PROCESS_UNTOUCHED_COMMIT_BYTES = "membloat_process_untouched_commit_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps, status",
