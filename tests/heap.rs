@@ -10,7 +10,6 @@ mod common;
 use common::glibc::{self, Glibc};
 use common::repro::Repro;
 use common::*;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const MIB: f64 = 1048576.0;
@@ -291,14 +290,7 @@ fn a_go_program_is_told_by_its_build_info_and_not_walked() {
 
 /// A reproducer built for glibc `g`, run under the name `alias` (its comm and group).
 fn start_on(g: &Glibc, name: &str, alias: &str, args: &[&str]) -> Repro {
-    let built = g.build(name);
-    let path = built.with_file_name(alias);
-    if !path.exists() {
-        std::fs::copy(&built, &path).unwrap();
-    }
-    let mut cmd = Command::new(path);
-    cmd.args(args);
-    Repro::spawn(alias, cmd)
+    Repro::run_as(&g.build(name), alias, args)
 }
 
 /// Waits until the exporter has measured the one process of each of `groups`.

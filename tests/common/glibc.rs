@@ -76,16 +76,7 @@ impl Glibc {
             return out;
         }
         let tmp = dir.join(format!("{name}.{:?}.tmp", std::thread::current().id()));
-        let mut cc = super::tool("cc");
-        cc.args([
-            "-O1",
-            "-fno-builtin-malloc",
-            "-fno-builtin-free",
-            "-pthread",
-            "-o",
-        ])
-        .arg(&tmp)
-        .arg(&src);
+        let mut cc = super::repro::cc(&tmp, &src);
         if let Some(tree) = &self.tree {
             let lib = tree.join("lib/x86_64-linux-gnu");
             let usr_lib = tree.join("usr/lib/x86_64-linux-gnu");

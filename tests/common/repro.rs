@@ -29,22 +29,27 @@ pub fn build(name: &str) -> PathBuf {
             .env("GOFLAGS", "-mod=mod");
         go.status()
     } else {
-        // Without -fno-builtin-* the optimiser deletes the unused malloc/free pairs.
-        let mut cc = tool("cc");
-        cc.args([
-            "-O1",
-            "-fno-builtin-malloc",
-            "-fno-builtin-free",
-            "-pthread",
-            "-o",
-        ])
-        .arg(&out)
-        .arg(src.join(format!("{name}.c")));
-        cc.status()
+        cc(&out, &src.join(format!("{name}.c"))).status()
     };
     assert!(status.unwrap().success(), "building reproducer {name}");
     std::fs::rename(&out, &final_out).unwrap();
     final_out
+}
+
+/// The C compiler line of every reproducer: without -fno-builtin-* the optimiser deletes
+/// the unused malloc/free pairs.
+pub fn cc(out: &Path, src: &Path) -> Command {
+    let mut cc = tool("cc");
+    cc.args([
+        "-O1",
+        "-fno-builtin-malloc",
+        "-fno-builtin-free",
+        "-pthread",
+        "-o",
+    ])
+    .arg(out)
+    .arg(src);
+    cc
 }
 
 /// A running reproducer; its first stdout line is "ready ...". Killed when dropped.
@@ -63,10 +68,14 @@ impl Repro {
 
     /// A reproducer run under another file name, so its comm (and group) is `alias`.
     pub fn start_as(name: &str, alias: &str, args: &[&str]) -> Repro {
-        let built = build(name);
+        Repro::run_as(&build(name), alias, args)
+    }
+
+    /// Runs the program `built` under the file name `alias` (its comm and group).
+    pub fn run_as(built: &Path, alias: &str, args: &[&str]) -> Repro {
         let path = built.with_file_name(alias);
         if !path.exists() {
-            std::fs::copy(&built, &path).unwrap();
+            std::fs::copy(built, &path).unwrap();
         }
         let mut cmd = Command::new(path);
         cmd.args(args);

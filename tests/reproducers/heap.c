@@ -15,20 +15,13 @@
  * (128 KiB) need MALLOC_MMAP_THRESHOLD_ raised to come from the heap.
  * Prints "ready FORDBLKS", then sleeps (or churns). Build with -fno-builtin-malloc
  * -fno-builtin-free -pthread. */
-#include <malloc.h>
+#include "mallinfo.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-/* mallinfo2 (2.33+) where the C library has it, else mallinfo (glibc 2.31). */
-struct mi2 {
-    size_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks,
-        keepcost;
-};
-extern struct mi2 mallinfo2_weak(void) __asm__("mallinfo2") __attribute__((weak));
 
 static size_t live_mib, freed_mib, block = 65536 - 64;
 
@@ -62,16 +55,8 @@ int main(int argc, char **argv) {
         fill(0);
     }
     if (strcmp(mode, "trim") == 0) malloc_trim(0);
-    size_t fordblks;
-    if (mallinfo2_weak) {
-        fordblks = mallinfo2_weak().fordblks;
-    } else {
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-        fordblks = (unsigned)mallinfo().fordblks;
-#pragma GCC diagnostic pop
-    }
-    printf("ready %zu\n", fordblks);
+    unsigned long long fordblks = glibc_mallinfo().fordblks;
+    printf("ready %llu\n", fordblks);
     fflush(stdout);
     int busy = strcmp(mode, "busy") == 0;
     if (strcmp(mode, "churn") == 0 || busy) {

@@ -21,7 +21,7 @@
  * malloc/free pairs otherwise).
  */
 #define _GNU_SOURCE
-#include <malloc.h>
+#include "mallinfo.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,13 +33,6 @@
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
-
-struct mi2 {
-    size_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks,
-        keepcost;
-};
-/* Weak: absent before glibc 2.33, where the symbol resolves to null. */
-extern struct mi2 mallinfo2_weak(void) __asm__("mallinfo2") __attribute__((weak));
 
 #define SLOTS 2048
 #define QUEUE 4096
@@ -255,19 +248,9 @@ int main(int argc, char **argv) {
         if (jobs[t].exits)
             pthread_join(tids[t], NULL);
 
-    unsigned long long fordblks, arena, ordblks, smblks, fsmblks;
-    if (mallinfo2_weak) {
-        struct mi2 m = mallinfo2_weak();
-        fordblks = m.fordblks, arena = m.arena, ordblks = m.ordblks, smblks = m.smblks,
-        fsmblks = m.fsmblks;
-    } else {
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-        struct mallinfo m = mallinfo();
-#pragma GCC diagnostic pop
-        fordblks = (unsigned)m.fordblks, arena = (unsigned)m.arena, ordblks = (unsigned)m.ordblks,
-        smblks = (unsigned)m.smblks, fsmblks = (unsigned)m.fsmblks;
-    }
+    struct glibc_mallinfo m = glibc_mallinfo();
+    unsigned long long fordblks = m.fordblks, arena = m.arena, ordblks = m.ordblks,
+                       smblks = m.smblks, fsmblks = m.fsmblks;
     char line[256], *at = line;
     put(&at, "ready");
     put_num(&at, fordblks);

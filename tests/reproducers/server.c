@@ -12,19 +12,13 @@
  * done, with write(2) only, and holds still. Build with -fno-builtin-malloc
  * -fno-builtin-free -pthread. */
 #define _GNU_SOURCE
-#include <malloc.h>
+#include "mallinfo.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-struct mi2 {
-    size_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks,
-        keepcost;
-};
-extern struct mi2 mallinfo2_weak(void) __asm__("mallinfo2") __attribute__((weak));
 
 static size_t mib, live_per_hole, hole;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -78,15 +72,7 @@ int main(int argc, char **argv) {
     while (working > 0)
         pthread_cond_wait(&cond, &lock);
     pthread_mutex_unlock(&lock);
-    unsigned long long fordblks;
-    if (mallinfo2_weak) {
-        fordblks = mallinfo2_weak().fordblks;
-    } else {
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-        fordblks = (unsigned)mallinfo().fordblks;
-#pragma GCC diagnostic pop
-    }
+    unsigned long long fordblks = glibc_mallinfo().fordblks;
     char line[64];
     int len = snprintf(line, sizeof line, "ready %llu\n", fordblks);
     if (write(1, line, len) < 0)
