@@ -101,6 +101,10 @@ pub fn discover<T: Target>(t: &mut T, layout: &Layout, b: &Bounds) -> Result<Dis
         let mut off = 0usize;
         while off + state <= data.len() {
             let addr = start + off as u64;
+            if !may_be_arena(addr, &data[off..off + state]) {
+                off += 8;
+                continue;
+            }
             if let Some(main) = Arena::parse(addr, &data[off..off + state])
                 .filter(|a| a.next >= MIN_POINTER && a.is_plausible())
             {
@@ -121,6 +125,19 @@ pub fn discover<T: Target>(t: &mut T, layout: &Layout, b: &Bounds) -> Result<Dis
         None if broken => Err(Fault::Inconsistent),
         None => Err(Fault::NotFound),
     }
+}
+
+/// Two words rule out almost every offset before an arena is parsed: `next` must be a
+/// pointer, and the unsorted bin either empty (both heads at the bin) or two chunk
+/// pointers.
+fn may_be_arena(addr: u64, b: &[u8]) -> bool {
+    let w = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]));
+    let (next, fd, bk) = (w(0x870), w(0x70), w(0x78));
+    let bin = addr + 0x60;
+    next >= MIN_POINTER
+        && next % glibc::SIZE_SZ == 0
+        && ((fd == bin && bk == bin)
+            || (fd != 0 && bk != 0 && fd % glibc::ALIGN == 0 && bk % glibc::ALIGN == 0))
 }
 
 /// Checks `main` as the main arena and follows its ring back to it.
