@@ -213,6 +213,11 @@ pub fn step(
             sig.arena_heaps = Some(m.arena_heaps);
             sig.arena_reserved_bytes = Some(m.arena_reserved_bytes);
             sig.arena_at_ceiling = Some(m.arena_heaps >= ARENAS_PER_CPU * online_cpus.max(1) - 1);
+        } else {
+            // A Go or JVM heap, or another allocator: no glibc arenas, whatever the maps.
+            sig.arena_heaps = Some(0);
+            sig.arena_reserved_bytes = Some(0);
+            sig.arena_at_ceiling = Some(false);
         }
         sig.commit_bytes = Some(m.commit_bytes);
         let backed = rss_anon.saturating_add(st.vm_swap_bytes.unwrap_or(0));
@@ -442,7 +447,7 @@ mod tests {
         // A Go heap looks like arena heaps in the maps; it is not one.
         let go = walked(p, Err(Outcome::NotGlibc), Runtime::Go);
         let (_, g) = step(None, &go, 0.0, 2);
-        assert_eq!(g.arena_heaps, None);
-        assert_eq!(g.arena_at_ceiling, None);
+        assert_eq!(g.arena_heaps, Some(0));
+        assert_eq!(g.arena_at_ceiling, Some(false));
     }
 }
