@@ -267,7 +267,7 @@ fn arena<T: Target>(t: &mut T, layout: &Layout, addr: u64) -> Result<(FoundArena
         }
     }
     let (mut h, mut info, max) = current.ok_or(Fault::Inconsistent)?;
-    if state.top.checked_add(top_size) != Some(h + info.size) {
+    if state.top.checked_add(top_size) != h.checked_add(info.size) {
         return Err(Fault::Inconsistent);
     }
     let mut heaps = Vec::new();
@@ -281,11 +281,12 @@ fn arena<T: Target>(t: &mut T, layout: &Layout, addr: u64) -> Result<(FoundArena
         {
             return Err(Fault::Inconsistent);
         }
+        let end = h.checked_add(info.size).ok_or(Fault::Inconsistent)?;
         system_mem += info.size;
         heaps.push(Heap {
             start: h,
             first_chunk: h + layout.heap_info_bytes,
-            end: h + info.size,
+            end,
         });
         if info.prev == 0 {
             break;
@@ -301,7 +302,7 @@ fn arena<T: Target>(t: &mut T, layout: &Layout, addr: u64) -> Result<(FoundArena
     if addr != oldest.start + layout.heap_info_bytes || system_mem != state.system_mem {
         return Err(Fault::Inconsistent);
     }
-    oldest.first_chunk = glibc::first_chunk(addr + MALLOC_STATE_BYTES);
+    oldest.first_chunk = glibc::first_chunk(addr.saturating_add(MALLOC_STATE_BYTES));
     if oldest.first_chunk >= oldest.end {
         return Err(Fault::Inconsistent);
     }
@@ -326,4 +327,12 @@ fn heap_info<T: Target>(t: &mut T, h: u64) -> Result<HeapInfo, Fault> {
 /// Whether `[start, end)` lies inside one of the sorted `ranges`.
 pub fn within(ranges: &[(u64, u64)], start: u64, end: u64) -> bool {
     containing(ranges, start).is_some_and(|(_, e)| end <= e && start <= end)
+}
+
+/// Whether `len` bytes from `start` lie inside one of `ranges`; a length that would carry
+/// the end past the address space (a corrupt size word) does not.
+pub fn within_len(ranges: &[(u64, u64)], start: u64, len: u64) -> bool {
+    start
+        .checked_add(len)
+        .is_some_and(|end| within(ranges, start, end))
 }

@@ -10,7 +10,7 @@
 //! unmangled (safe-linking, 2.32+) and their chunks must carry their arena's flag. All
 //! lists advance together, one batched read per step.
 
-use super::arenas::{within, Discovery, FoundArena};
+use super::arenas::{within, within_len, Discovery, FoundArena};
 use super::glibc::{
     bin_index, fastbin_index, Layout, ALIGN, FLAGS, IS_MMAPPED, MIN_CHUNK, NBINS, NFASTBINS,
     NON_MAIN_ARENA, PREV_INUSE,
@@ -289,7 +289,7 @@ fn step(
             if !fits
                 || fastbin_index(size) != i
                 || flagged == a.main
-                || !within(&a.ranges, p, p + size)
+                || !within_len(&a.ranges, p, size)
             {
                 return Err(());
             }
@@ -298,7 +298,11 @@ fn step(
         }
         List::Bin(i, bin) => {
             let right_bin = i == 1 || bin_index(size) == i;
-            if !fits || !right_bin || fd != lane.from || !within(&a.ranges, p, p + size + 16) {
+            if !fits
+                || !right_bin
+                || fd != lane.from
+                || !within_len(&a.ranges, p, size.saturating_add(16))
+            {
                 return Err(());
             }
             if bk == bin {

@@ -97,7 +97,7 @@ fn first_in_small_bin(d: &Discovery, a: usize) -> u64 {
 fn every_broken_rule_gives_no_number() {
     type Breaker = fn(&mut Image, &Discovery);
     let layout = Layout::of(41).unwrap();
-    let broken: [(&str, Breaker); 10] = [
+    let broken: [(&str, Breaker); 12] = [
         ("a chunk's fd does not lead back", |m, d| {
             let c = d.arenas[0].state.bins[1].1;
             m.put(c + 16, c + 0x40);
@@ -144,6 +144,14 @@ fn every_broken_rule_gives_no_number() {
         ("a bin that points outside its arena's heaps", |m, d| {
             let a = d.arenas[1].state.addr;
             m.put(a + 0x78, BRK + 0x1000);
+        }),
+        ("an unsorted chunk whose size carries past the address space", |m, d| {
+            let c = d.arenas[0].state.bins[1].0;
+            m.put(c + 8, (u64::MAX & !0xf) | PREV_INUSE);
+        }),
+        ("a heap whose size carries past the address space", |m, d| {
+            let h = d.arenas[1].heaps.last().unwrap().start;
+            m.put(h + 16, u64::MAX & !0xf);
         }),
     ];
     for (what, breakit) in broken {
