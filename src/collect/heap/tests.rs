@@ -147,11 +147,11 @@ fn every_broken_rule_gives_no_number() {
         }),
         ("an unsorted chunk whose size carries past the address space", |m, d| {
             let c = d.arenas[0].state.bins[1].0;
-            m.put(c + 8, (u64::MAX & !0xf) | PREV_INUSE);
+            m.put(c + 8, !0xf_u64 | PREV_INUSE);
         }),
         ("a heap whose size carries past the address space", |m, d| {
             let h = d.arenas[1].heaps.last().unwrap().start;
-            m.put(h + 16, u64::MAX & !0xf);
+            m.put(h + 16, !0xf_u64);
         }),
     ];
     for (what, breakit) in broken {
