@@ -72,7 +72,7 @@ fn sample(scan: u64) -> Sample {
                 start_ticks: stat.start_ticks + i as u64,
                 comm: comm.clone(),
                 state: 'S',
-                cpu_seconds: 0.01 * scan as f64 + i as f64,
+                cpu_seconds: Some(0.01 * scan as f64 + i as f64),
                 start_time_seconds: Some(1.7e9),
                 status,
                 rollup,

@@ -22,6 +22,22 @@ fn wait_scans(d: &Daemon, n: f64) {
     d.wait_until(Duration::from_secs(10), || scans(d) >= until);
 }
 
+/// Asks a `burst` reproducer to do `what` ("N" MiB more, or "page") and waits for its
+/// answer.
+fn tell(burst: &mut Repro, what: &str, answer: &str) {
+    writeln!(burst.child.stdin.as_mut().unwrap(), "{what}").unwrap();
+    let mut line = String::new();
+    burst.out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), answer);
+}
+
+/// Waits until `ok` holds for the metrics, and returns how many scans completed from
+/// `from` until it did.
+fn scans_until(d: &Daemon, from: f64, ok: impl Fn(&str) -> bool) -> f64 {
+    d.wait_until(Duration::from_secs(10), || ok(&d.metrics()));
+    scans(d) - from
+}
+
 #[test]
 fn idle_processes_are_not_reread_and_a_burst_is_seen_by_the_next_scan() {
     let mut burst = Repro::start("burst", &["4096"], &[]);
@@ -32,12 +48,16 @@ fn idle_processes_are_not_reread_and_a_burst_is_seen_by_the_next_scan() {
         "--collector.processes.rollup-refresh=1000000",
     ]);
     let pss = burst.series("membloat_process_pss_bytes", "burst");
+    let rss = burst.series("membloat_process_resident_bytes", "burst");
+    let oom = burst.series("membloat_process_oom_score", "burst");
     d.wait_until(Duration::from_secs(10), || {
         value(&d.metrics(), &pss).is_some()
     });
     wait_scans(&d, 2.0);
     let text = d.metrics();
     let before = value(&text, &pss).unwrap();
+    let rss_before = value(&text, &rss).unwrap();
+    let oom_before = value(&text, &oom).unwrap();
     let scanned = value(&text, "membloat_processes_scanned").unwrap();
     let reread = value(&text, "membloat_scan_rollup_reads").unwrap();
     // The sleeping processes of this machine (init, this test's reproducer, ...) keep
@@ -46,29 +66,185 @@ fn idle_processes_are_not_reread_and_a_burst_is_seen_by_the_next_scan() {
         reread + 2.0 <= scanned,
         "{reread} of {scanned} processes re-read while idle"
     );
+    // On a real /proc every process is told apart by a kept statm descriptor.
+    let kept = value(&text, "membloat_scan_kept_descriptors").unwrap();
+    assert!(
+        kept >= scanned && value(&text, "membloat_scan_unkept_processes") == Some(0.0),
+        "{kept} descriptors kept for {scanned} processes"
+    );
     assert!(
         (3.0 * MIB..64.0 * MIB).contains(&before),
         "Pss before the burst {before}"
     );
 
-    writeln!(burst.child.stdin.as_mut().unwrap(), "64").unwrap();
-    let mut line = String::new();
-    burst.out.read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "grown");
+    // 512 MiB: oom_score is thousandths of RAM and swap, so it moves by ~20 here.
+    tell(&mut burst, "512", "grown");
     let grown_at = scans(&d);
-    let started = Instant::now();
-    d.wait_until(Duration::from_secs(10), || {
-        value(&d.metrics(), &pss).unwrap_or(0.0) >= before + 63.0 * MIB
+    let seen = scans_until(&d, grown_at, |t| {
+        value(t, &pss).unwrap_or(0.0) >= before + 511.0 * MIB
+            && value(t, &rss).unwrap_or(0.0) >= rss_before + 511.0 * MIB
+            && value(t, &oom).unwrap_or(0.0) > oom_before
     });
     // Seen within two scans of the burst (the scan running at the time may have read the
     // process before it grew).
-    let seen_at = scans(&d);
-    assert!(
-        seen_at - grown_at <= 2.0,
-        "burst seen {} scans later ({:?})",
-        seen_at - grown_at,
-        started.elapsed()
+    assert!(seen <= 2.0, "burst seen {seen} scans later");
+}
+
+/// A process that runs without touching its memory is read again only when it is due:
+/// its CPU time moves every `rollup-refresh` scans, not every scan.
+#[test]
+fn a_process_whose_memory_is_still_is_read_only_when_due() {
+    let dir = tempfile::tempdir().unwrap();
+    let shell = dir.path().join("spinner");
+    std::fs::copy("/bin/sh", &shell).unwrap();
+    let mut spinner = std::process::Command::new(&shell)
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let refresh = 5.0;
+    let d = Daemon::start(&[
+        "--scan.interval=200ms",
+        "--collector.processes.top-k=100000",
+        "--collector.processes.rollup-refresh=5",
+    ]);
+    let cpu = format!(
+        "membloat_process_cpu_seconds_total{{pid=\"{}\",comm=\"spinner\"}}",
+        spinner.id()
     );
+    d.wait_until(Duration::from_secs(10), || {
+        value(&d.metrics(), &cpu).is_some()
+    });
+    let first = scans(&d);
+    let mut seen = vec![value(&d.metrics(), &cpu).unwrap()];
+    while scans(&d) < first + 20.0 {
+        wait_scans(&d, 1.0);
+        seen.push(value(&d.metrics(), &cpu).unwrap());
+    }
+    let elapsed = scans(&d) - first;
+    let _ = spinner.kill();
+    let _ = spinner.wait();
+    let moves = seen.windows(2).filter(|w| w[1] != w[0]).count() as f64;
+    // It spins the whole time: read every scan, its CPU time would move ~20 times.
+    assert!(
+        (1.0..=elapsed / refresh + 1.0).contains(&moves),
+        "CPU time moved {moves} times in {elapsed} scans: {seen:?}"
+    );
+}
+
+/// A swap file for one test, switched off and removed when dropped, also on failure.
+struct SwapFile(std::path::PathBuf);
+
+impl SwapFile {
+    fn on(dir: &Path, mib: u64) -> SwapFile {
+        let path = dir.join("swap");
+        // A swap file must be allocated, without holes: written, not truncated.
+        std::fs::write(&path, vec![0u8; (mib << 20) as usize]).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        succeeded(tool("mkswap").arg(&path).output().unwrap(), "mkswap");
+        let swap = SwapFile(path);
+        succeeded(tool("swapon").arg(&swap.0).output().unwrap(), "swapon");
+        swap
+    }
+}
+
+impl Drop for SwapFile {
+    fn drop(&mut self) {
+        let _ = tool("swapoff").arg(&self.0).status();
+    }
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_process_paged_out_to_swap_shows_it_at_the_next_scan() {
+    needs_root("switching on a swap file");
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let _swap = SwapFile::on(dir.path(), 128);
+    let mut burst = Repro::start("burst", &["65536"], &[]);
+    let d = Daemon::start(&[
+        "--scan.interval=300ms",
+        "--collector.processes.top-k=100000",
+        "--collector.processes.rollup-refresh=1000000",
+    ]);
+    let swap = burst.series("membloat_process_swap_bytes", "burst");
+    let rss = burst.series("membloat_process_resident_bytes", "burst");
+    d.wait_until(Duration::from_secs(10), || {
+        value(&d.metrics(), &swap) == Some(0.0)
+    });
+    wait_scans(&d, 2.0);
+    let rss_before = value(&d.metrics(), &rss).unwrap();
+    tell(&mut burst, "page", "paged");
+    let paged_at = scans(&d);
+    let seen = scans_until(&d, paged_at, |t| {
+        value(t, &swap).unwrap_or(0.0) >= 48.0 * MIB
+            && value(t, &rss).unwrap_or(f64::MAX) <= rss_before - 48.0 * MIB
+    });
+    assert!(seen <= 2.0, "swap-out seen {seen} scans later");
+}
+
+/// Starts `cmd` as the next process the kernel creates after `pid - 1`, so that it takes
+/// `pid` (free again): `None` when another process on the machine took it first.
+fn spawn_at(pid: u32, cmd: &mut std::process::Command) -> Option<std::process::Child> {
+    let last = "/proc/sys/kernel/ns_last_pid";
+    std::fs::write(last, (pid - 1).to_string()).unwrap();
+    let child = cmd.spawn().unwrap();
+    if child.id() == pid {
+        return Some(child);
+    }
+    let mut child = child;
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_pid_taken_by_a_new_process_is_never_reported_with_the_old_ones_figures() {
+    needs_root("writing /proc/sys/kernel/ns_last_pid");
+    let d = Daemon::start(&[
+        "--scan.interval=200ms",
+        "--collector.processes.top-k=100000",
+        "--collector.processes.rollup-refresh=1000000",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let sleeper = dir.path().join("newcomer");
+    std::fs::copy("/bin/sleep", &sleeper).unwrap();
+    for _ in 0..20 {
+        // The old process: 256 MiB resident, seen by a scan with its descriptor kept.
+        let mut old = Repro::start_as("burst", "oldtimer", &["262144"]);
+        let pid = old.pid();
+        let old_rss = format!("membloat_process_resident_bytes{{pid=\"{pid}\",comm=\"oldtimer\"}}");
+        d.wait_until(Duration::from_secs(10), || {
+            value(&d.metrics(), &old_rss).unwrap_or(0.0) >= 256.0 * MIB
+        });
+        wait_scans(&d, 1.0);
+        drop(old.child.stdin.take());
+        let _ = old.child.kill();
+        let _ = old.child.wait();
+        // A new process with a few hundred KiB takes its pid at once, between two scans.
+        let Some(mut new) = spawn_at(pid, std::process::Command::new(&sleeper).arg("600")) else {
+            continue;
+        };
+        let at = scans(&d);
+        let new_rss = format!("membloat_process_resident_bytes{{pid=\"{pid}\",comm=\"newcomer\"}}");
+        let seen = scans_until(&d, at, |t| value(t, &new_rss).is_some());
+        let text = d.metrics();
+        let _ = new.kill();
+        let _ = new.wait();
+        assert!(seen <= 2.0, "the new process seen {seen} scans later");
+        let rss = value(&text, &new_rss).unwrap();
+        assert!(
+            rss < 16.0 * MIB,
+            "the new process reported with {rss} bytes"
+        );
+        assert_eq!(
+            value(&text, &old_rss),
+            None,
+            "the old process still reported"
+        );
+        return;
+    }
+    panic!("another process took the pid every time in 20 tries");
 }
 
 /// A fixture tree whose pid 77 has a FIFO for smaps_rollup: opening it blocks until a

@@ -23,7 +23,7 @@ use crate::parse::{
     self, cgroup, meminfo::Meminfo, pressure::Pressure, smaps, smaps::SmapsSummary,
     smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status, sysfs, vmstat::Vmstat,
 };
-use crate::source::{Buffer, Buffers, ReadError, Reason, Source};
+use crate::source::{Buffer, Buffers, Descriptors, Kept, ReadError, Reason, Source};
 use deep::DeepMemory;
 use heap::HeapReading;
 use matcher::{Candidate, Matchers};
@@ -93,8 +93,9 @@ pub struct ProcessSample {
     pub start_ticks: u64,
     pub comm: String,
     pub state: char,
-    /// User plus system CPU time, seconds.
-    pub cpu_seconds: f64,
+    /// User plus system CPU time, seconds; `None` when this scan did not read `stat`
+    /// (its kept `statm` had not moved).
+    pub cpu_seconds: Option<f64>,
     /// Unix time the process started (needs `btime` from `/proc/stat`).
     pub start_time_seconds: Option<f64>,
     pub status: Status,
@@ -202,8 +203,20 @@ pub struct ReadStats {
     pub stalled: u64,
     /// The longest time the files of one process took.
     pub slowest_seconds: f64,
+    /// `statm` descriptors kept open between scans.
+    pub kept_descriptors: u64,
+    /// Processes read by opening their files because no descriptor could be kept.
+    pub unkept: u64,
     /// Reader threads alive, stuck ones included.
     pub threads: u64,
+}
+
+/// How many `statm` descriptors may be kept open, out of the open-files limit: what the
+/// server's connections, the deep tier, the system files and the reader threads need is
+/// left (at most 1,024, half of a low limit).
+fn descriptor_budget(limit: Option<u64>) -> usize {
+    let limit = limit.unwrap_or(1024).min(usize::MAX as u64) as usize;
+    limit - (limit / 2).min(1024)
 }
 
 /// Reads samples; owns the reusable buffers, the reader threads and the values fixed at
@@ -222,6 +235,11 @@ pub struct Scanner {
     /// cache and the deep-tier schedule). Rebuilt by every scan, so an exited process is
     /// forgotten by the next one.
     known: Arc<Vec<Known>>,
+    /// The budget of kept `statm` descriptors: `None` when `--path.procfs` is not a proc
+    /// filesystem or every file is read every scan anyway.
+    descriptors: Option<Arc<Descriptors>>,
+    /// The warning that the budget is spent was logged.
+    descriptors_spent: bool,
     scans: u64,
     pool: Pool,
     /// `/proc` hides other users' processes from this exporter (`hidepid`).
@@ -247,7 +265,17 @@ impl Scanner {
             .unwrap_or(100) as f64;
         let jobs = system::Job::ALL.len();
         let hidden = collectors.enabled(Collector::Processes) && source.hides_processes();
+        let descriptors = (collectors.enabled(Collector::Processes)
+            && reading.rollup_refresh > 1
+            && source.is_procfs())
+        .then(|| {
+            Descriptors::new(descriptor_budget(
+                crate::source::own::raise_open_files_limit(),
+            ))
+        });
         Scanner {
+            descriptors,
+            descriptors_spent: false,
             hidden,
             system_work: system::work(source.clone()),
             source,

@@ -14,8 +14,11 @@ pub(super) struct Known {
     /// `statm` size, resident and shared pages: when they are unchanged, so is the memory
     /// that status, smaps_rollup and oom_score report.
     statm: Option<[u64; 3]>,
+    /// `statm` kept open, re-read with `pread` (a real `/proc` only).
+    statm_fd: Option<Arc<Kept>>,
     status: Status,
-    comm: String,
+    /// Name, state, CPU time and start time when `stat` was last read.
+    stat: Stat,
     oom_score_adj: i64,
     oom_score: u64,
     rollup: Option<SmapsRollup>,
@@ -37,6 +40,8 @@ struct ReadContext {
     scan: u64,
     /// The previous scan's processes, by pid.
     known: Arc<Vec<Known>>,
+    /// The budget of kept descriptors (a real `/proc`, `rollup_refresh` above 1).
+    descriptors: Option<Arc<Descriptors>>,
     /// Pids a reader from an earlier scan is still stuck on in a file that takes the mmap
     /// lock: their smaps_rollup and cmdline are not touched again until it comes back.
     stuck: Vec<u32>,
@@ -72,6 +77,10 @@ struct ProcessRead {
     /// Why smaps_rollup could not be read while the rest could.
     rollup_error: Option<Reason>,
     rollup_read: bool,
+    /// Known from its kept `statm` alone.
+    kept: bool,
+    /// Its `statm` could not be kept open (the budget or the open-files limit is spent).
+    unkept: bool,
     seconds: f64,
 }
 
@@ -113,6 +122,7 @@ impl Scanner {
             rollup_refresh: self.reading.rollup_refresh.max(1),
             scan: self.scans,
             known: self.known.clone(),
+            descriptors: self.descriptors.clone(),
             stuck: stuck.iter().map(|&(pid, _)| pid).collect(),
         });
         self.scans += 1;
@@ -136,6 +146,7 @@ impl Scanner {
                 count(errs, Collector::Processes, reason, 1);
             }
             stats.rollups_read += read.rollup_read as u64;
+            stats.unkept += read.unkept as u64;
             stats.slowest_seconds = stats.slowest_seconds.max(read.seconds);
             match read.outcome {
                 Ok(Some((p, k))) => {
@@ -162,6 +173,20 @@ impl Scanner {
         known.sort_unstable_by_key(|k| k.pid);
         self.known = Arc::new(known);
         stats.threads = self.pool.threads() as u64;
+        if let Some(d) = &self.descriptors {
+            stats.kept_descriptors = d.open() as u64;
+            if stats.unkept > 0 && !self.descriptors_spent {
+                self.descriptors_spent = true;
+                crate::log!(
+                    Warn,
+                    "open-files limit reached: processes beyond it are read by opening their files each scan (raise LimitNOFILE)",
+                    kept = d.open(),
+                    budget = d.limit(),
+                    refused_by_kernel = d.refused(),
+                    unkept = stats.unkept
+                );
+            }
+        }
         Ok(out)
     }
 }
@@ -174,6 +199,8 @@ fn read_process(ctx: &ReadContext, bufs: &mut Buffers, at: &pool::Step, pid: u32
         malformed: 0,
         rollup_error: None,
         rollup_read: false,
+        kept: false,
+        unkept: false,
         seconds: 0.0,
     };
     read.outcome = read_process_files(ctx, bufs, at, pid, &mut read);
@@ -181,14 +208,23 @@ fn read_process(ctx: &ReadContext, bufs: &mut Buffers, at: &pool::Step, pid: u32
     read
 }
 
-/// `stat` (CPU time, identity), `statm` and `oom_score_adj` every scan. `status`,
-/// `smaps_rollup` and `oom_score` only when `statm` changed since the last scan (any page
-/// mapped, faulted in, reclaimed, swapped or collapsed into a huge page by khugepaged
-/// moves it), when the process is new, and every `rollup_refresh` scans, staggered by pid,
-/// for what moves without it (Pss as sharers come and go, a collapse in place, a swap-out
-/// matched by a fault). `cgroup` and `cmdline` for grouping when the process is new, its
-/// name changed, or on that same refresh. With `rollup_refresh` 1 every file is read every
-/// scan and `statm` is not needed.
+/// What a scan reads of one process, cheapest first.
+///
+/// With a `statm` descriptor kept from an earlier scan (a real `/proc`), one `pread` of it
+/// tells both that this is still the process that scan saw (a process that ended fails
+/// with `ESRCH`, even when a new one has taken its pid) and whether its memory moved: any
+/// page mapped, faulted in, reclaimed, swapped or collapsed into a huge page by
+/// khugepaged moves it. When it did not, and the process is not due for its refresh
+/// (every `rollup_refresh` scans, staggered by pid, for what moves without it: Pss as
+/// sharers come and go, CPU time, `oom_score_adj`, the name), nothing else is read and
+/// the sample is what was known, with no CPU time of this scan.
+///
+/// Otherwise `stat` (identity, CPU time) and `oom_score_adj`, and `status`,
+/// `smaps_rollup` and `oom_score` when `statm` moved, the process is new or due. Without
+/// a kept descriptor (a fixture tree, or the open-files limit spent) `stat`, `statm` and
+/// `oom_score_adj` are read every scan and compared the same way. `cgroup` and `cmdline`
+/// for grouping when the process is new, its name changed, or on the refresh. With
+/// `rollup_refresh` 1 every file is read every scan and `statm` is not needed.
 fn read_process_files(
     ctx: &ReadContext,
     bufs: &mut Buffers,
@@ -197,21 +233,48 @@ fn read_process_files(
     read: &mut ProcessRead,
 ) -> Result<Option<(ProcessSample, Known)>, Reason> {
     let source = &ctx.source;
-    at.at(step::STAT);
-    let stat = source.parse_pid(pid, "stat", &mut bufs.main, |t| Stat::parse(t).ok())?;
-    let known = ctx
+    let prior = ctx
         .known
         .binary_search_by_key(&pid, |k| k.pid)
         .ok()
-        .map(|i| &ctx.known[i])
-        .filter(|k| k.start_ticks == stat.start_ticks);
+        .map(|i| &ctx.known[i]);
     let stuck = ctx.stuck.contains(&pid);
     let refresh = (ctx.scan + pid as u64) % ctx.rollup_refresh == 0;
-    let statm = if ctx.rollup_refresh > 1 && known.is_some() {
+    // The kept descriptor: the same process as `prior` while it reads.
+    let mut kept: Option<(Arc<Kept>, Option<[u64; 3]>)> = None;
+    if let Some(fd) = prior.and_then(|k| k.statm_fd.as_ref()) {
         at.at(step::STATM);
-        Some(source.parse_pid(pid, "statm", &mut bufs.main, statm::parse)?)
-    } else {
-        None
+        match source.read_kept(fd, &mut bufs.main) {
+            Ok(text) => {
+                let m = statm::parse(text);
+                read.malformed += m.is_none() as u64;
+                kept = Some((fd.clone(), m));
+            }
+            // It ended; the pid may already be another process's.
+            Err(ReadError::Gone(_)) => {}
+            Err(e) => return Err(e.process_reason()),
+        }
+    }
+    if let (Some(k), Some((fd, m))) = (prior, &kept) {
+        if !refresh && m.is_some() && *m == k.statm {
+            read.kept = true;
+            return Ok(Some(still(ctx, k, fd.clone())));
+        }
+    }
+    at.at(step::STAT);
+    let stat = source.parse_pid(pid, "stat", &mut bufs.main, |t| Stat::parse(t).ok())?;
+    let known = prior.filter(|k| k.start_ticks == stat.start_ticks);
+    if known.is_none() {
+        // The process that statm was read from ended between the two reads.
+        kept = None;
+    }
+    let mut statm = match &kept {
+        Some((_, m)) => *m,
+        None if ctx.rollup_refresh > 1 && known.is_some() && ctx.descriptors.is_none() => {
+            at.at(step::STATM);
+            Some(source.parse_pid(pid, "statm", &mut bufs.main, statm::parse)?)
+        }
+        None => None,
     };
     let unchanged = match known {
         Some(k) => !refresh && statm.is_some() && k.statm == statm,
@@ -230,19 +293,37 @@ fn read_process_files(
             status
         }
     };
-    // A new process has no statm yet: read it after status, so the next scan compares
-    // with what this one saw.
-    let statm = match statm {
-        Some(m) => Some(m),
-        None if ctx.rollup_refresh > 1 => {
-            at.at(step::STATM);
-            source
-                .read_pid(pid, "statm", &mut bufs.main)
+    // A new process has no statm yet (nor a process whose descriptor could not be kept
+    // before): read it after status, so the next scan compares with what this one saw,
+    // keeping its descriptor when the budget allows.
+    let mut fd = kept.map(|(fd, _)| fd);
+    if statm.is_none() && ctx.rollup_refresh > 1 {
+        at.at(step::STATM);
+        let opened = match &ctx.descriptors {
+            Some(budget) => source
+                .keep_pid(pid, "statm", budget, &mut bufs.main)
                 .ok()
-                .and_then(statm::parse)
-        }
-        None => None,
-    };
+                .flatten(),
+            None => None,
+        };
+        statm = match opened {
+            Some(f) => {
+                let m = source
+                    .read_kept(&f, &mut bufs.main)
+                    .ok()
+                    .and_then(statm::parse);
+                fd = Some(Arc::new(f));
+                m
+            }
+            None => {
+                read.unkept = ctx.descriptors.is_some();
+                source
+                    .read_pid(pid, "statm", &mut bufs.main)
+                    .ok()
+                    .and_then(statm::parse)
+            }
+        };
+    }
     let reread = !stuck && (!unchanged || known.is_some_and(|k| k.rollup.is_none()));
     let rollup = if reread {
         read.rollup_read = true;
@@ -285,7 +366,7 @@ fn read_process_files(
             })?
         }
     };
-    let regroup = known.is_none_or(|k| (refresh && !stuck) || k.comm != stat.comm);
+    let regroup = known.is_none_or(|k| (refresh && !stuck) || k.stat.comm != stat.comm);
     let group = match (&*ctx.grouping, known) {
         (Grouping::Comm, _) => Some(stat.comm.clone()),
         (_, Some(k)) if !regroup => k.group.clone(),
@@ -311,37 +392,64 @@ fn read_process_files(
             })
         }
     };
-    let remembered = Known {
-        pid,
-        start_ticks: stat.start_ticks,
-        statm,
-        status: status.clone(),
-        comm: stat.comm.clone(),
-        oom_score_adj,
-        oom_score,
-        rollup,
-        group: group.clone(),
-        deep_read: known.and_then(|k| k.deep_read),
-        walk_retries: known.map_or(0, |k| k.walk_retries),
-    };
     let sample = ProcessSample {
         pid,
         start_ticks: stat.start_ticks,
         start_time_seconds: ctx
             .boot_time_seconds
             .map(|boot| stat.start_time_seconds(boot, ctx.clk_tck)),
-        cpu_seconds: stat.cpu_seconds(ctx.clk_tck),
-        comm: stat.comm,
+        cpu_seconds: Some(stat.cpu_seconds(ctx.clk_tck)),
+        comm: stat.comm.clone(),
         state: stat.state,
-        status,
+        status: status.clone(),
         rollup,
         oom_score: Some(oom_score),
         oom_score_adj: Some(oom_score_adj),
-        group,
+        group: group.clone(),
         smaps: None,
         heap: None,
     };
+    let remembered = Known {
+        pid,
+        start_ticks: stat.start_ticks,
+        statm,
+        statm_fd: fd,
+        status,
+        stat,
+        oom_score_adj,
+        oom_score,
+        rollup,
+        group,
+        deep_read: known.and_then(|k| k.deep_read),
+        walk_retries: known.map_or(0, |k| k.walk_retries),
+    };
     Ok(Some((sample, remembered)))
+}
+
+/// A process whose kept `statm` did not move and that is not due: what the last read
+/// found, without CPU time (the signals keep their last verdict on idleness until CPU
+/// time is read again).
+fn still(ctx: &ReadContext, k: &Known, fd: Arc<Kept>) -> (ProcessSample, Known) {
+    let sample = ProcessSample {
+        pid: k.pid,
+        start_ticks: k.start_ticks,
+        start_time_seconds: ctx
+            .boot_time_seconds
+            .map(|boot| k.stat.start_time_seconds(boot, ctx.clk_tck)),
+        cpu_seconds: None,
+        comm: k.stat.comm.clone(),
+        state: k.stat.state,
+        status: k.status.clone(),
+        rollup: k.rollup,
+        oom_score: Some(k.oom_score),
+        oom_score_adj: Some(k.oom_score_adj),
+        group: k.group.clone(),
+        smaps: None,
+        heap: None,
+    };
+    let mut known = k.clone();
+    known.statm_fd = Some(fd);
+    (sample, known)
 }
 
 #[cfg(test)]

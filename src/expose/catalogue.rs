@@ -153,7 +153,11 @@ catalogue! {
     SCRAPE_COLLECTOR_DURATION_SECONDS = "membloat_scrape_collector_duration_seconds", Gauge, Seconds, ["collector"], EXPORTER, "the exporter",
         "Time the collector took in the latest scan.";
     SCAN_ROLLUP_READS = "membloat_scan_rollup_reads", Gauge, None, [], EXPORTER, "the exporter",
-        "Processes whose smaps_rollup the latest scan read; the others had the same statm as in the scan before and are re-read every --collector.processes.rollup-refresh scans.";
+        "Processes whose files the latest scan read again (stat, status, smaps_rollup, oom_score): new, their statm moved, or due by --collector.processes.rollup-refresh; the others were known from one read of statm.";
+    SCAN_KEPT_DESCRIPTORS = "membloat_scan_kept_descriptors", Gauge, None, [], EXPORTER, "the exporter",
+        "statm files of processes kept open between scans and re-read with one pread, which tells that a process did not change and is still the same process.";
+    SCAN_UNKEPT_PROCESSES = "membloat_scan_unkept_processes", Gauge, None, [], EXPORTER, "the exporter",
+        "Processes the latest scan read by opening their files because no statm descriptor could be kept (the open-files limit is spent): each costs about four times as much. Raise LimitNOFILE.";
     SCAN_STALLED_PROCESSES = "membloat_scan_stalled_processes", Gauge, None, [], EXPORTER, "the exporter",
         "Processes the latest scan left behind because their read outlasted --collector.processes.read-timeout, or left out while a reader is still stuck in one of their files.";
     SCAN_SLOWEST_PROCESS_READ_SECONDS = "membloat_scan_slowest_process_read_seconds", Gauge, Seconds, [], EXPORTER, "the exporter",

@@ -127,7 +127,7 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
     )?;
     f.family(
         &PROCESS_CPU_SECONDS_TOTAL,
-        rows(&|p| Some(Num::F(p.sample.cpu_seconds))),
+        rows(&|p| Some(Num::F(p.signals.cpu_seconds))),
     )?;
     f.family(&PROCESS_IDLE, rows(&|p| flag(p.signals.idle)))?;
     f.family(

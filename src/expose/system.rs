@@ -28,6 +28,8 @@ pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
     )?;
     if let Some(r) = &s.reads {
         f.single(&SCAN_ROLLUP_READS, Some(Num::U(r.rollups_read)))?;
+        f.single(&SCAN_KEPT_DESCRIPTORS, Some(Num::U(r.kept_descriptors)))?;
+        f.single(&SCAN_UNKEPT_PROCESSES, Some(Num::U(r.unkept)))?;
         f.single(&SCAN_STALLED_PROCESSES, Some(Num::U(r.stalled)))?;
         f.single(
             &SCAN_SLOWEST_PROCESS_READ_SECONDS,

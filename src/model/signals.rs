@@ -74,7 +74,11 @@ impl Method {
 /// What is remembered of a process between scans.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProcState {
+    /// CPU time when `stat` was last read, and the seconds since.
     pub cpu_seconds: f64,
+    pub cpu_age_seconds: f64,
+    /// The last verdict on idleness, kept while CPU time is not read.
+    pub idle: Option<bool>,
     pub rss_anon_bytes: u64,
     pub anon_huge_bytes: u64,
     pub vm_size_bytes: u64,
@@ -100,6 +104,8 @@ pub struct Signals {
     pub retained_peak_ratio: Option<f64>,
     /// CPU time did not move over the last interval (`None` on first sight).
     pub idle: Option<bool>,
+    /// User plus system CPU time when `stat` was last read.
+    pub cpu_seconds: f64,
     /// Rss of the brk heap plus glibc arena heaps (deep tier).
     pub heap_resident_bytes: Option<u64>,
     pub heap_size_bytes: Option<u64>,
@@ -154,15 +160,28 @@ pub fn step(
             && !matches!(h.identity.runtime, Runtime::Go | Runtime::Jvm)
     });
 
-    let idle = prev.filter(|_| elapsed_seconds > 0.0).map(|s| {
-        let used = p.cpu_seconds - s.cpu_seconds;
-        used <= IDLE_MAX_CPU_SHARE * elapsed_seconds + 0.01
-    });
+    // Idle over the time since CPU time was last read: a process whose memory did not
+    // move is not read again until it does or is due, and keeps its last verdict.
+    let window = prev.map(|s| s.cpu_age_seconds + elapsed_seconds);
+    let idle = match (prev, p.cpu_seconds) {
+        (Some(s), None) => s.idle,
+        (Some(s), Some(cpu)) => window.filter(|&w| w > 0.0).map(|w| {
+            let used = cpu - s.cpu_seconds;
+            used <= IDLE_MAX_CPU_SHARE * w + 0.01
+        }),
+        (None, _) => None,
+    };
+    let cpu_seconds = p.cpu_seconds.or(prev.map(|s| s.cpu_seconds)).unwrap_or(0.0);
 
     // khugepaged regrowth: anonymous RSS and AnonHugePages rise together while the
     // process neither runs nor maps anything.
     let mut next = ProcState {
-        cpu_seconds: p.cpu_seconds,
+        cpu_seconds,
+        cpu_age_seconds: match p.cpu_seconds {
+            Some(_) => 0.0,
+            None => window.unwrap_or(0.0),
+        },
+        idle,
         rss_anon_bytes: rss_anon,
         anon_huge_bytes: anon_huge.unwrap_or(0),
         vm_size_bytes: vm_size,
@@ -195,6 +214,7 @@ pub fn step(
     let mut sig = Signals {
         retained_peak_ratio: retained,
         idle,
+        cpu_seconds,
         regrown_since_trough_bytes: next.regrown_since_trough_bytes,
         regrown_total_bytes: next.regrown_total_bytes,
         thp_anon_ratio: anon_huge
@@ -265,7 +285,7 @@ mod tests {
 
     fn sample(cpu: f64, rss_anon_mib: u64, huge_mib: u64, hwm_mib: u64) -> ProcessSample {
         let mut p = process(10, "app");
-        p.cpu_seconds = cpu;
+        p.cpu_seconds = Some(cpu);
         p.status.vm_rss_bytes = Some((rss_anon_mib + 4) * MIB);
         p.status.vm_hwm_bytes = Some(hwm_mib * MIB);
         p.status.rss_anon_bytes = Some(rss_anon_mib * MIB);
@@ -295,6 +315,35 @@ mod tests {
             256 * MIB,
             "the counter never goes back"
         );
+    }
+
+    #[test]
+    fn idleness_is_judged_over_the_time_since_cpu_was_last_read() {
+        let still = |p: ProcessSample| ProcessSample {
+            cpu_seconds: None,
+            ..p
+        };
+        let (s0, _) = step(None, &sample(1.0, 1, 0, 260), 0.0, 2);
+        // Busy: 0.5 s of CPU in one 1 s scan.
+        let (s1, g1) = step(Some(&s0), &sample(1.5, 1, 0, 260), 1.0, 2);
+        assert_eq!(g1.idle, Some(false));
+        // CPU time not read for 29 scans: the verdict is kept, not made up from a stale 0.
+        let mut s = s1;
+        for _ in 0..29 {
+            let (next, g) = step(Some(&s), &still(sample(0.0, 1, 0, 260)), 1.0, 2);
+            assert_eq!(g.idle, Some(false));
+            assert_eq!(g.cpu_seconds, 1.5, "the last CPU time read is shown");
+            s = next;
+        }
+        // Read again when memory moved: 0.2 s over the 30 s since the last read is idle,
+        // though it would be busy over this scan's 1 s alone, and regrowth is counted.
+        let (s31, g31) = step(Some(&s), &sample(1.7, 9, 8, 260), 1.0, 2);
+        assert_eq!(g31.idle, Some(true));
+        assert_eq!(g31.regrown_since_trough_bytes, 8 * MIB);
+        assert_eq!(s31.cpu_age_seconds, 0.0);
+        // 0.5 s over the next 1 s is busy again.
+        let (_, g32) = step(Some(&s31), &sample(2.2, 9, 8, 260), 1.0, 2);
+        assert_eq!(g32.idle, Some(false));
     }
 
     #[test]

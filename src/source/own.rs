@@ -31,3 +31,15 @@ pub fn has_cap_sys_ptrace() -> bool {
         })
         .is_some_and(|caps| caps & (1 << CAP_SYS_PTRACE) != 0)
 }
+
+/// Raises the soft limit on open files to the hard limit (the kept `statm` descriptors
+/// take one per process) and returns the soft limit in force; `None` when it cannot be
+/// read. Raising the soft limit within the hard one needs no privilege.
+pub fn raise_open_files_limit() -> Option<u64> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
+    if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        return Some(hard);
+    }
+    Some(soft)
+}

@@ -145,14 +145,20 @@ fn every_broken_rule_gives_no_number() {
             let a = d.arenas[1].state.addr;
             m.put(a + 0x78, BRK + 0x1000);
         }),
-        ("an unsorted chunk whose size carries past the address space", |m, d| {
-            let c = d.arenas[0].state.bins[1].0;
-            m.put(c + 8, !0xf_u64 | PREV_INUSE);
-        }),
-        ("a heap whose size carries past the address space", |m, d| {
-            let h = d.arenas[1].heaps.last().unwrap().start;
-            m.put(h + 16, !0xf_u64);
-        }),
+        (
+            "an unsorted chunk whose size carries past the address space",
+            |m, d| {
+                let c = d.arenas[0].state.bins[1].0;
+                m.put(c + 8, !0xf_u64 | PREV_INUSE);
+            },
+        ),
+        (
+            "a heap whose size carries past the address space",
+            |m, d| {
+                let h = d.arenas[1].heaps.last().unwrap().start;
+                m.put(h + 16, !0xf_u64);
+            },
+        ),
     ];
     for (what, breakit) in broken {
         let (mut m, bounds, _, _) = server(layout);

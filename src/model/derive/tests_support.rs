@@ -10,7 +10,7 @@ pub fn process(pid: u32, comm: &str) -> ProcessSample {
         start_ticks: 100,
         comm: comm.into(),
         state: 'S',
-        cpu_seconds: 0.5,
+        cpu_seconds: Some(0.5),
         start_time_seconds: None,
         status: Status {
             vm_rss_bytes: Some(4096),
