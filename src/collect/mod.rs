@@ -257,12 +257,7 @@ impl Scanner {
         deep: DeepConfig,
         reading: ReadConfig,
     ) -> Self {
-        // sysconf(_SC_CLK_TCK) is 100 on every Linux architecture in practice.
-        let clk_tck = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-            .ok()
-            .flatten()
-            .filter(|&t| t > 0)
-            .unwrap_or(100) as f64;
+        let clk_tck = own::clk_tck();
         let jobs = system::Job::ALL.len();
         let hidden = collectors.enabled(Collector::Processes) && source.hides_processes();
         let descriptors = (collectors.enabled(Collector::Processes)

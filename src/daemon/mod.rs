@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
-use crate::collect::{Grouping, Scanner};
+use crate::collect::{own, Grouping, Scanner};
 use crate::config::{self, Config};
 use crate::explain;
 use crate::model::derive::{derive, DeriveOptions, Snapshot};
@@ -198,7 +198,12 @@ pub fn run(cfg: Config) -> i32 {
             version = crate::config::build::VERSION,
             revision = crate::config::build::REVISION,
         );
-        let shared = Arc::new(Shared::new(cfg.scan_interval));
+        // Until the first scan completes: the exporter's own process, as every scan reads it.
+        let first = Snapshot {
+            own: Some(own::read(own::clk_tck(), own::boot_time())),
+            ..Snapshot::default()
+        };
+        let shared = Arc::new(Shared::new(cfg.scan_interval, first));
         tokio::spawn(scan_loop(shared.clone(), pipeline, cfg.scan_interval));
         let limits = http::Limits {
             max_requests: cfg.max_requests,

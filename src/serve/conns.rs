@@ -11,6 +11,11 @@
 //! (a scraper that connected and sent its request a moment ago, not yet read by the
 //! server).
 //!
+//! Among the connections that may go, one that has never completed a request goes before
+//! one that has: a scraper's kept-alive connection, idle between two scrapes, outlasts a
+//! flood of half-sent requests from its own address (a NAT, a sidecar, a compromised pod
+//! on the node).
+//!
 //! A newcomer whose whole request head (or TLS ClientHello) is already in its socket when
 //! it is accepted is *ready*: it gets in whenever some connection is waiting, evicting
 //! the oldest waiting one even if bytes wait in it. A flood of reconnecting half-sent
@@ -45,6 +50,8 @@ struct Entry {
     fd: Option<RawFd>,
     /// Since when it has been waiting for a request head; `None` while in a request.
     waiting_since: Option<Instant>,
+    /// It has completed a request: a scraper's, not a slowloris's.
+    served: bool,
     evict: Arc<Notify>,
 }
 
@@ -88,19 +95,20 @@ impl Connections {
         } else if open.by_id.len() >= self.max {
             // The address holding the most connections gives up its oldest waiting one
             // (among equals, the address whose waiting connection is oldest).
-            let mut per_addr: HashMap<IpAddr, (usize, Option<(Instant, u64)>)> = HashMap::new();
+            let mut per_addr: HashMap<IpAddr, (usize, Option<EvictionOrder>)> = HashMap::new();
             for (&id, e) in &open.by_id {
                 let slot = per_addr.entry(e.addr).or_default();
                 slot.0 += 1;
                 if let Some(since) = e.evictable() {
-                    slot.1 = Some(slot.1.map_or((since, id), |o| o.min((since, id))));
+                    let key = e.eviction_order(since, id);
+                    slot.1 = Some(slot.1.map_or(key, |o| o.min(key)));
                 }
             }
             let victim = per_addr
                 .values()
-                .filter_map(|&(n, oldest)| Some((n, std::cmp::Reverse(oldest?))))
+                .filter_map(|&(n, first)| Some((n, std::cmp::Reverse(first?))))
                 .max()
-                .map(|(_, std::cmp::Reverse((_, id)))| id)?;
+                .map(|(_, std::cmp::Reverse((_, _, id)))| id)?;
             evict(&mut open, victim);
         }
         open.next_id += 1;
@@ -112,6 +120,7 @@ impl Connections {
                 addr,
                 fd,
                 waiting_since: Some(Instant::now()),
+                served: false,
                 evict: evicted.clone(),
             },
         );
@@ -129,11 +138,20 @@ impl Connections {
     }
 }
 
+/// Served before, waiting since, id: the smallest goes first.
+type EvictionOrder = (bool, Instant, u64);
+
 impl Entry {
     /// Since when it has been waiting for a request head, if it may be evicted.
     fn evictable(&self) -> Option<Instant> {
         let since = self.waiting_since?;
         (!self.fd.is_some_and(unread)).then_some(since)
+    }
+
+    /// Which of two waiting connections goes first: one that never completed a request,
+    /// then the one waiting longest.
+    fn eviction_order(&self, since: Instant, id: u64) -> EvictionOrder {
+        (self.served, since, id)
     }
 }
 
@@ -171,8 +189,9 @@ fn unread(fd: RawFd) -> bool {
     rc == 0 && n > 0
 }
 
-/// The connection among `which` that has waited longest for a request head; with
-/// `evictable_only`, not one whose bytes wait unread.
+/// The connection among `which` to evict first: one that never completed a request, then
+/// the one that has waited longest for a request head; with `evictable_only`, not one
+/// whose bytes wait unread.
 fn oldest(open: &Open, which: impl Fn(&Entry) -> bool, evictable_only: bool) -> Option<u64> {
     open.by_id
         .iter()
@@ -183,10 +202,10 @@ fn oldest(open: &Open, which: impl Fn(&Entry) -> bool, evictable_only: bool) -> 
             } else {
                 e.waiting_since?
             };
-            Some((since, id))
+            Some(e.eviction_order(since, id))
         })
         .min()
-        .map(|(_, id)| id)
+        .map(|(_, _, id)| id)
 }
 
 fn evict(open: &mut Open, id: u64) {
@@ -208,6 +227,7 @@ impl Slot {
     pub fn request_ended(&self) {
         if let Some(e) = self.connections.lock().by_id.get_mut(&self.id) {
             e.waiting_since = Some(Instant::now());
+            e.served = true;
         }
     }
 
@@ -275,6 +295,28 @@ mod tests {
         assert!(is_evicted(&a1));
         assert!(!is_evicted(&a2));
         assert_eq!(c.len(), 2);
+    }
+
+    #[test]
+    fn a_scrapers_idle_connection_outlasts_half_sent_requests_from_its_address() {
+        let c = Connections::new(4);
+        let scraper = c.admit(ip(1), None).unwrap();
+        scraper.request_started();
+        scraper.request_ended();
+        // Half-sent requests from the same address, reconnecting as they are closed.
+        let mut flood = Vec::new();
+        for _ in 0..20 {
+            flood.push(c.admit(ip(1), None).unwrap());
+        }
+        assert!(!is_evicted(&scraper), "the served connection was evicted");
+        assert_eq!(c.len(), 2);
+        // When only served connections wait, the cap still holds: the oldest goes.
+        let other = c.admit(ip(1), None).unwrap();
+        other.request_started();
+        other.request_ended();
+        let _next = c.admit(ip(1), None).unwrap();
+        assert!(is_evicted(&scraper));
+        assert!(!is_evicted(&other));
     }
 
     #[test]

@@ -160,10 +160,10 @@ async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> Response {
         (true, false) => (negotiate::OPENMETRICS_CONTENT_TYPE, &latest.openmetrics),
         (true, true) => (
             negotiate::OPENMETRICS_CONTENT_TYPE,
-            &latest.openmetrics_gzip,
+            latest.openmetrics_gzip(),
         ),
         (false, false) => (negotiate::TEXT_CONTENT_TYPE, &latest.text),
-        (false, true) => (negotiate::TEXT_CONTENT_TYPE, &latest.text_gzip),
+        (false, true) => (negotiate::TEXT_CONTENT_TYPE, latest.text_gzip()),
     };
     crate::log!(
         Debug,

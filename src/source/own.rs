@@ -13,8 +13,14 @@ pub fn proc_stat() -> Option<String> {
     std::fs::read_to_string("/proc/stat").ok()
 }
 
-/// Open file descriptors (the entries of `/proc/self/fd`, the one listing it included).
+/// Open file descriptors. Since Linux 6.2 the size of `/proc/self/fd` is their count, read
+/// without listing them (the exporter keeps one per process it scans); before, the
+/// entries are counted, the one listing them left out.
 pub fn open_fds() -> Option<u64> {
+    let size = std::fs::metadata("/proc/self/fd").ok()?.len();
+    if size > 0 {
+        return Some(size);
+    }
     let dir = std::fs::read_dir("/proc/self/fd").ok()?;
     // The directory handle itself is one of the entries while it is listed.
     Some((dir.count() as u64).saturating_sub(1))

@@ -4,6 +4,7 @@
 
 pub mod dashboards;
 pub mod glibc;
+pub mod prometheus;
 pub mod repro;
 
 use std::io::{Read, Write};
