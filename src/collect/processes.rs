@@ -30,6 +30,9 @@ pub(super) struct Known {
     pub(super) walk_retries: u8,
 }
 
+/// Processes read in one batch of the reader pool.
+const READ_CHUNK: usize = 1024;
+
 /// Everything a reader thread needs for one scan.
 struct ReadContext {
     source: Source,
@@ -77,8 +80,6 @@ struct ProcessRead {
     /// Why smaps_rollup could not be read while the rest could.
     rollup_error: Option<Reason>,
     rollup_read: bool,
-    /// Known from its kept `statm` alone.
-    kept: bool,
     /// Its `statm` could not be kept open (the budget or the open-files limit is spent).
     unkept: bool,
     seconds: f64,
@@ -126,42 +127,51 @@ impl Scanner {
             stuck: stuck.iter().map(|&(pid, _)| pid).collect(),
         });
         self.scans += 1;
-        let batch = self.pool.run(
-            pids,
-            self.reading.timeout,
+        let work: pool::Work<ProcessRead> =
             Arc::new(move |bufs: &mut Buffers, at: &pool::Step, pid, _| {
                 read_process(&ctx, bufs, at, pid)
-            }),
-        );
-        let mut out = Vec::with_capacity(batch.results.len());
-        let mut known = Vec::with_capacity(batch.results.len());
-        for read in batch.results.into_iter().flatten() {
-            count(
-                errs,
-                Collector::Processes,
-                Reason::Malformed,
-                read.malformed,
-            );
-            if let Some(reason) = read.rollup_error {
-                count(errs, Collector::Processes, reason, 1);
-            }
-            stats.rollups_read += read.rollup_read as u64;
-            stats.unkept += read.unkept as u64;
-            stats.slowest_seconds = stats.slowest_seconds.max(read.seconds);
-            match read.outcome {
-                Ok(Some((p, k))) => {
-                    out.push(p);
-                    known.push(k);
+            });
+        let mut out = Vec::with_capacity(pids.len());
+        // Last scan's list, emptied: its memory is used again rather than mapped afresh.
+        let mut known = std::mem::take(&mut self.spare_known);
+        known.reserve(pids.len());
+        let (mut stalled, mut unread) = (Vec::new(), 0);
+        // A chunk at a time: what a reader returns for a process is about a kilobyte, and
+        // only one chunk's worth is held at once, not the whole population's.
+        for chunk in pids.chunks(READ_CHUNK) {
+            let batch = self
+                .pool
+                .run(chunk.to_vec(), self.reading.timeout, work.clone());
+            for read in batch.results.into_iter().flatten() {
+                count(
+                    errs,
+                    Collector::Processes,
+                    Reason::Malformed,
+                    read.malformed,
+                );
+                if let Some(reason) = read.rollup_error {
+                    count(errs, Collector::Processes, reason, 1);
                 }
-                Ok(None) => {}
-                Err(reason) => count(errs, Collector::Processes, reason, 1),
+                stats.rollups_read += read.rollup_read as u64;
+                stats.unkept += read.unkept as u64;
+                stats.slowest_seconds = stats.slowest_seconds.max(read.seconds);
+                match read.outcome {
+                    Ok(Some((p, k))) => {
+                        out.push(p);
+                        known.push(k);
+                    }
+                    Ok(None) => {}
+                    Err(reason) => count(errs, Collector::Processes, reason, 1),
+                }
             }
+            stalled.extend(batch.stalled);
+            unread += batch.unread;
         }
-        let left = batch.stalled.len() + batch.unread;
+        let left = stalled.len() + unread;
         stats.stalled = (left + left_out.len()) as u64;
         count(errs, Collector::Processes, Reason::Timeout, left as u64);
         // What was known of a stalled process is kept for when its reader comes back.
-        let mut kept = batch.stalled;
+        let mut kept = stalled;
         kept.extend(&left_out);
         kept.sort_unstable();
         kept.dedup();
@@ -171,7 +181,13 @@ impl Scanner {
             }
         }
         known.sort_unstable_by_key(|k| k.pid);
-        self.known = Arc::new(known);
+        drop(work);
+        let last = std::mem::replace(&mut self.known, Arc::new(known));
+        // No reader holds it once the batches are done, unless one is stuck.
+        if let Ok(mut last) = Arc::try_unwrap(last) {
+            last.clear();
+            self.spare_known = last;
+        }
         stats.threads = self.pool.threads() as u64;
         if let Some(d) = &self.descriptors {
             stats.kept_descriptors = d.open() as u64;
@@ -199,7 +215,6 @@ fn read_process(ctx: &ReadContext, bufs: &mut Buffers, at: &pool::Step, pid: u32
         malformed: 0,
         rollup_error: None,
         rollup_read: false,
-        kept: false,
         unkept: false,
         seconds: 0.0,
     };
@@ -257,7 +272,6 @@ fn read_process_files(
     }
     if let (Some(k), Some((fd, m))) = (prior, &kept) {
         if !refresh && m.is_some() && *m == k.statm {
-            read.kept = true;
             return Ok(Some(still(ctx, k, fd.clone())));
         }
     }
