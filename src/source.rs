@@ -3,21 +3,29 @@
 //! (`--path.procfs`, `--path.sysfs`), so tests run in parallel against different fixture
 //! trees.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 pub mod own;
 mod reason;
 pub use reason::{ReadError, Reason};
+
+/// Setting files kept open, by path.
+type KeptSettings = HashMap<PathBuf, Arc<File>>;
 
 /// Where `/proc` and `/sys` are.
 #[derive(Debug, Clone)]
 pub struct Source {
     procfs: PathBuf,
     sysfs: PathBuf,
+    /// Setting and counter files kept open between scans and re-read with `pread` (THP
+    /// and khugepaged, the sysctls: some 200 files a scan on a kernel with mTHP), when
+    /// both roots are the real file systems; shared by the clones.
+    settings: Option<Arc<Mutex<KeptSettings>>>,
 }
 
 /// Files larger than this are cut: no small file the exporter reads is near it, and a
@@ -86,9 +94,14 @@ pub struct Buffers {
 
 impl Source {
     pub fn new(procfs: impl Into<PathBuf>, sysfs: impl Into<PathBuf>) -> Self {
+        use nix::sys::statfs::{statfs, PROC_SUPER_MAGIC, SYSFS_MAGIC};
+        let (procfs, sysfs) = (procfs.into(), sysfs.into());
+        let real = statfs(&procfs).is_ok_and(|s| s.filesystem_type() == PROC_SUPER_MAGIC)
+            && statfs(&sysfs).is_ok_and(|s| s.filesystem_type() == SYSFS_MAGIC);
         Source {
-            procfs: procfs.into(),
-            sysfs: sysfs.into(),
+            procfs,
+            sysfs,
+            settings: real.then(Default::default),
         }
     }
 
@@ -230,6 +243,44 @@ impl Source {
             }
         }
         Ok(std::str::from_utf8(&buf.data[..buf.len]).unwrap_or_default())
+    }
+
+    /// Reads a setting or counter file (`path` under either root), kept open between scans
+    /// on the real file systems: a `pread` from its start makes the kernel show it anew.
+    /// A file of a fixture tree is opened each time, so a test may replace it.
+    pub fn read_setting<'b>(&self, path: &Path, buf: &'b mut Buffer) -> Result<&'b str, ReadError> {
+        use std::os::unix::fs::FileExt;
+        let Some(cache) = &self.settings else {
+            return self.read_path(path, buf);
+        };
+        let lock = || cache.lock().unwrap_or_else(|p| p.into_inner());
+        let kept = lock().get(path).cloned();
+        let file = match kept {
+            Some(f) => f,
+            None => {
+                let f = Arc::new(File::open(path).map_err(|e| ReadError::new(path, e))?);
+                lock().insert(path.to_path_buf(), f.clone());
+                f
+            }
+        };
+        buf.len = 0;
+        buf.cut = false;
+        if buf.data.len() < START_BYTES {
+            buf.data.resize(START_BYTES, 0);
+        }
+        let n = loop {
+            match file.read_at(&mut buf.data, 0) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // Gone (a module unloaded, an mTHP size removed): opened anew next time.
+                    lock().remove(path);
+                    return Err(ReadError::new(path, e));
+                }
+            }
+        };
+        buf.len = n;
+        Ok(std::str::from_utf8(&buf.data[..n]).unwrap_or_default())
     }
 
     /// Opens `<procfs>/<pid>/<file>` for reads at offsets: `mem` and `pagemap` for the heap

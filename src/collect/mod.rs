@@ -235,8 +235,6 @@ pub struct Scanner {
     /// cache and the deep-tier schedule). Rebuilt by every scan, so an exited process is
     /// forgotten by the next one.
     known: Arc<Vec<Known>>,
-    /// The list before `known`, emptied, for the next scan to fill.
-    spare_known: Vec<Known>,
     /// The budget of kept `statm` descriptors: `None` when `--path.procfs` is not a proc
     /// filesystem or every file is read every scan anyway.
     descriptors: Option<Arc<Descriptors>>,
@@ -285,7 +283,6 @@ impl Scanner {
             deep,
             reading,
             known: Arc::new(Vec::new()),
-            spare_known: Vec::new(),
             scans: 0,
             // Readers stuck in a read are replaced, up to four of them.
             pool: Pool::new(reading.readers, reading.readers + 4),

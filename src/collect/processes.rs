@@ -132,9 +132,7 @@ impl Scanner {
                 read_process(&ctx, bufs, at, pid)
             });
         let mut out = Vec::with_capacity(pids.len());
-        // Last scan's list, emptied: its memory is used again rather than mapped afresh.
-        let mut known = std::mem::take(&mut self.spare_known);
-        known.reserve(pids.len());
+        let mut known = Vec::with_capacity(pids.len());
         let (mut stalled, mut unread) = (Vec::new(), 0);
         // A chunk at a time: what a reader returns for a process is about a kilobyte, and
         // only one chunk's worth is held at once, not the whole population's.
@@ -181,13 +179,7 @@ impl Scanner {
             }
         }
         known.sort_unstable_by_key(|k| k.pid);
-        drop(work);
-        let last = std::mem::replace(&mut self.known, Arc::new(known));
-        // No reader holds it once the batches are done, unless one is stuck.
-        if let Ok(mut last) = Arc::try_unwrap(last) {
-            last.clear();
-            self.spare_known = last;
-        }
+        self.known = Arc::new(known);
         stats.threads = self.pool.threads() as u64;
         if let Some(d) = &self.descriptors {
             stats.kept_descriptors = d.open() as u64;

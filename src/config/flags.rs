@@ -65,7 +65,7 @@ pub(super) fn command() -> Command {
             .action(ArgAction::SetTrue).overrides_with("collector.processes.heap-walk")
             .help("Do not read process memory: hoarding stays a suspicion from /proc/PID/smaps"))
         .arg(Arg::new("collector.processes.rollup-refresh").long("collector.processes.rollup-refresh").value_name("N")
-            .default_value("30").value_parser(value_parser!(u64).range(1..))
+            .default_value("60").value_parser(value_parser!(u64).range(1..))
             .help("Re-read stat, status, smaps_rollup and the oom files of a process whose statm did not move every N scans, staggered (CPU time, Pss as sharers come and go); 1 reads every file every scan"))
         .arg(Arg::new("collector.processes.readers").long("collector.processes.readers").value_name("N")
             .default_value("1").value_parser(value_parser!(u64).range(1..=64))

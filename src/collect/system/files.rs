@@ -90,7 +90,7 @@ impl Files<'_> {
         collector: Collector,
         parse: fn(&str) -> Result<T, parse::ParseError>,
     ) -> Option<T> {
-        let reason = match self.source.read_path(path, self.buf) {
+        let reason = match self.source.read_setting(path, self.buf) {
             Ok(text) => match parse(text) {
                 Ok(v) => return Some(v),
                 Err(_) => Reason::Malformed,
