@@ -35,6 +35,9 @@ const MAX_FILE_BYTES: usize = 1 << 20;
 /// `/proc/PID/smaps` is about 1.2 KiB per mapping: this holds 50,000 mappings.
 pub const MAX_SMAPS_BYTES: usize = 64 << 20;
 
+/// Setting files kept open at most (a kernel with mTHP has some 200 worth keeping).
+const MAX_KEPT_SETTINGS: usize = 512;
+
 /// What a buffer starts with and shrinks back to: every small file fits.
 const START_BYTES: usize = 16 << 10;
 
@@ -191,6 +194,13 @@ impl Source {
         statfs(&self.procfs).is_ok_and(|s| s.filesystem_type() == PROC_SUPER_MAGIC)
     }
 
+    /// The same roots, every setting file opened each time it is read: when the open-files
+    /// limit is too low to keep them.
+    pub fn without_kept_settings(mut self) -> Self {
+        self.settings = None;
+        self
+    }
+
     /// Opens `<procfs>/<pid>/<file>` to keep it between scans, within `budget`: `None`
     /// when the budget or the open-files limit is spent (the caller then opens the file
     /// each time, as for a fixture tree).
@@ -259,7 +269,10 @@ impl Source {
             Some(f) => f,
             None => {
                 let f = Arc::new(File::open(path).map_err(|e| ReadError::new(path, e))?);
-                lock().insert(path.to_path_buf(), f.clone());
+                let mut cache = lock();
+                if cache.len() < MAX_KEPT_SETTINGS {
+                    cache.insert(path.to_path_buf(), f.clone());
+                }
                 f
             }
         };

@@ -90,6 +90,71 @@ fn idle_processes_are_not_reread_and_a_burst_is_seen_by_the_next_scan() {
     assert!(seen <= 2.0, "burst seen {seen} scans later");
 }
 
+/// With too few descriptors to keep one per process (an open-files limit of 128 here),
+/// the processes beyond it are read by opening their files, counted, and still told
+/// apart: idle ones are not re-read, and a burst is seen by the next scan.
+#[test]
+fn beyond_the_open_files_limit_processes_are_read_by_path_and_still_told_apart() {
+    let _sleepers = Sleepers(
+        (0..150)
+            .map(|_| {
+                std::process::Command::new("sleep")
+                    .arg("600")
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    );
+    let mut burst = Repro::start("burst", &["4096"], &[]);
+    let mut cmd = tool("prlimit");
+    cmd.args(["--nofile=128:128", "--"]).arg(bin());
+    let d = Daemon::start_with(
+        cmd,
+        &[
+            "--scan.interval=300ms",
+            "--collector.processes.top-k=100000",
+            "--collector.processes.rollup-refresh=1000000",
+        ],
+    );
+    let rss = burst.series("membloat_process_resident_bytes", "burst");
+    d.wait_until(Duration::from_secs(10), || {
+        value(&d.metrics(), &rss).is_some()
+    });
+    wait_scans(&d, 2.0);
+    let text = d.metrics();
+    let kept = value(&text, "membloat_scan_kept_descriptors").unwrap();
+    let unkept = value(&text, "membloat_scan_unkept_processes").unwrap();
+    let scanned = value(&text, "membloat_processes_scanned").unwrap();
+    let reread = value(&text, "membloat_scan_rollup_reads").unwrap();
+    assert!(
+        kept <= 64.0 && unkept >= 80.0 && kept + unkept >= scanned,
+        "{kept} kept, {unkept} not, of {scanned}"
+    );
+    assert!(
+        reread + 100.0 <= scanned,
+        "{reread} of {scanned} processes re-read while idle"
+    );
+    let before = value(&text, &rss).unwrap();
+    tell(&mut burst, "512", "grown");
+    let at = scans(&d);
+    let seen = scans_until(&d, at, |t| {
+        value(t, &rss).unwrap_or(0.0) >= before + 511.0 * MIB
+    });
+    assert!(seen <= 2.0, "burst seen {seen} scans later");
+}
+
+/// Processes this test started, ended by their PIDs when dropped, also on failure.
+struct Sleepers(Vec<std::process::Child>);
+
+impl Drop for Sleepers {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// A process that runs without touching its memory is read again only when it is due:
 /// its CPU time moves every `rollup-refresh` scans, not every scan.
 #[test]

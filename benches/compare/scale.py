@@ -128,24 +128,34 @@ def main():
     ap.add_argument("--exporter")
     ap.add_argument("--in-namespace", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    sizes = [int(n) for n in args.procs.split(",")]
+    # Every pid of the namespace is a pid of the host's too: both limits are raised (the
+    # namespace's is its own on Linux 6.14+), and the host's put back.
+    old_pid_max = open(PID_MAX).read().strip()
+    want = str(max(int(old_pid_max), 2 * max(sizes) + 1000))
     if not args.in_namespace:
         if os.geteuid() != 0:
             sys.exit("scale.py: needs root for a private PID namespace (unshare --pid)")
         cmd = ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, os.path.abspath(__file__),
                "--in-namespace", *sys.argv[1:]]
-        sys.exit(subprocess.run(cmd).returncode)
-    sizes = [int(n) for n in args.procs.split(",")]
-    old_pid_max = open(PID_MAX).read().strip()
+        try:
+            with open(PID_MAX, "w") as f:
+                f.write(want)
+            code = subprocess.run(cmd).returncode
+        finally:
+            with open(PID_MAX, "w") as f:
+                f.write(old_pid_max)
+        sys.exit(code)
     work = tempfile.mkdtemp(prefix="membloat-scale-")
+    results = []
     try:
-        # Per namespace on Linux 6.14+; put back either way.
         with open(PID_MAX, "w") as f:
-            f.write(str(max(int(old_pid_max), 2 * max(sizes) + 1000)))
+            f.write(want)
         exe = compare.build(work, args.exporter and os.path.abspath(args.exporter))
-        results = [measure(exe, work, n, args.kib, 10 if n > 30000 else 5) for n in sizes]
+        for n in sizes:
+            results.append(measure(exe, work, n, args.kib, 10 if n > 30000 else 5))
+            compare.log(json.dumps(results[-1]))
     finally:
-        with open(PID_MAX, "w") as f:
-            f.write(old_pid_max)
         shutil.rmtree(work, ignore_errors=True)
     if args.json:
         with open(args.json, "w") as f:
@@ -154,4 +164,6 @@ def main():
 
 
 if __name__ == "__main__":
+    import signal
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     main()

@@ -212,8 +212,9 @@ pub struct ReadStats {
 }
 
 /// How many `statm` descriptors may be kept open, out of the open-files limit: what the
-/// server's connections, the deep tier, the system files and the reader threads need is
-/// left (at most 1,024, half of a low limit).
+/// server's connections, the deep tier, the kept setting files (at most 512, only with a
+/// limit of 4096 or more) and the reader threads need is left (1,024, or half of a limit
+/// under 2,048).
 fn descriptor_budget(limit: Option<u64>) -> usize {
     let limit = limit.unwrap_or(1024).min(usize::MAX as u64) as usize;
     limit - (limit / 2).min(1024)
@@ -260,14 +261,18 @@ impl Scanner {
         let clk_tck = own::clk_tck();
         let jobs = system::Job::ALL.len();
         let hidden = collectors.enabled(Collector::Processes) && source.hides_processes();
+        let limit = crate::source::own::raise_open_files_limit();
+        // Setting files are kept open only where the limit leaves room for them beside
+        // the server's sockets.
+        let source = if limit.is_some_and(|l| l >= 4096) {
+            source
+        } else {
+            source.without_kept_settings()
+        };
         let descriptors = (collectors.enabled(Collector::Processes)
             && reading.rollup_refresh > 1
             && source.is_procfs())
-        .then(|| {
-            Descriptors::new(descriptor_budget(
-                crate::source::own::raise_open_files_limit(),
-            ))
-        });
+        .then(|| Descriptors::new(descriptor_budget(limit)));
         Scanner {
             descriptors,
             descriptors_spent: false,

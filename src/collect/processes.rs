@@ -274,14 +274,25 @@ fn read_process_files(
         // The process that statm was read from ended between the two reads.
         kept = None;
     }
-    let mut statm = match &kept {
-        Some((_, m)) => *m,
-        None if ctx.rollup_refresh > 1 && known.is_some() && ctx.descriptors.is_none() => {
+    // The baseline the next scan compares with: read before anything it vouches for, so
+    // a change between two reads shows as a change next time, never as stillness.
+    let (statm, mut fd) = match kept {
+        Some((f, m)) => (m, Some(f)),
+        None if ctx.rollup_refresh > 1 => {
             at.at(step::STATM);
-            Some(source.parse_pid(pid, "statm", &mut bufs.main, statm::parse)?)
+            let m = source
+                .read_pid(pid, "statm", &mut bufs.main)
+                .ok()
+                .and_then(statm::parse);
+            (m, None)
         }
-        None => None,
+        None => (None, None),
     };
+    // No memory at all: a kernel thread, or a process that exited and is not reaped yet
+    // (`status` would show no VmRSS either).
+    if statm.is_some_and(|[size, _, _]| size == 0) {
+        return Ok(None);
+    }
     let unchanged = match known {
         Some(k) => !refresh && statm.is_some() && k.statm == statm,
         None => false,
@@ -299,36 +310,14 @@ fn read_process_files(
             status
         }
     };
-    // A new process has no statm yet (nor a process whose descriptor could not be kept
-    // before): read it after status, so the next scan compares with what this one saw,
-    // keeping its descriptor when the budget allows.
-    let mut fd = kept.map(|(fd, _)| fd);
-    if statm.is_none() && ctx.rollup_refresh > 1 {
-        at.at(step::STATM);
-        let opened = match &ctx.descriptors {
-            Some(budget) => source
-                .keep_pid(pid, "statm", budget, &mut bufs.main)
-                .ok()
-                .flatten(),
-            None => None,
-        };
-        statm = match opened {
-            Some(f) => {
-                let m = source
-                    .read_kept(&f, &mut bufs.main)
-                    .ok()
-                    .and_then(statm::parse);
-                fd = Some(Arc::new(f));
-                m
-            }
-            None => {
-                read.unkept = ctx.descriptors.is_some();
-                source
-                    .read_pid(pid, "statm", &mut bufs.main)
-                    .ok()
-                    .and_then(statm::parse)
-            }
-        };
+    // A process with memory and no descriptor kept yet (new, or the budget was spent):
+    // keep one now when the budget allows, for the next scan's pread.
+    if let (None, Some(budget), true) = (&fd, &ctx.descriptors, ctx.rollup_refresh > 1) {
+        match source.keep_pid(pid, "statm", budget, &mut bufs.main) {
+            Ok(Some(f)) => fd = Some(Arc::new(f)),
+            Ok(None) => read.unkept = true,
+            Err(_) => {}
+        }
     }
     let reread = !stuck && (!unchanged || known.is_some_and(|k| k.rollup.is_none()));
     let rollup = if reread {
