@@ -857,7 +857,7 @@ fn sighup_without_a_web_config_does_not_end_the_exporter() {
 }
 
 /// A scraper that accepts gzip (Prometheus does) gets the same exposition gzipped, about a
-/// sixth of the bytes; one that does not, or refuses it, gets it plain.
+/// fifth of the bytes; one that does not, or refuses it, gets it plain.
 #[test]
 fn metrics_are_gzipped_for_scrapers_that_accept_it() {
     let d = Daemon::start(&["--scan.interval=1h"]);
