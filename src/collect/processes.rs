@@ -50,28 +50,6 @@ struct ReadContext {
     stuck: Vec<u32>,
 }
 
-/// Which file of a process a reader is in ([`pool::Step`]), so that a stuck read is
-/// never started again on the same file.
-pub(super) mod step {
-    pub const STAT: u8 = 1;
-    pub const STATM: u8 = 2;
-    pub const STATUS: u8 = 3;
-    pub const SMAPS_ROLLUP: u8 = 4;
-    pub const OOM_SCORE_ADJ: u8 = 5;
-    pub const OOM_SCORE: u8 = 6;
-    pub const CGROUP: u8 = 7;
-    pub const CMDLINE: u8 = 8;
-    /// The deep tier's smaps, mem and pagemap.
-    pub const DEEP: u8 = 9;
-
-    /// Files whose read takes the process's mmap lock: a process stuck in the kernel
-    /// holding it blocks them all, and only them (status, stat and the oom files are
-    /// read from counters).
-    pub fn takes_mmap_lock(step: u8) -> bool {
-        matches!(step, SMAPS_ROLLUP | CMDLINE | DEEP)
-    }
-}
-
 /// One process as a reader thread saw it.
 struct ProcessRead {
     /// `Ok(None)`: a kernel thread.
@@ -421,31 +399,10 @@ fn read_process_files(
     Ok(Some((sample, remembered)))
 }
 
-/// A process whose kept `statm` did not move and that is not due: what the last read
-/// found, without CPU time (the signals keep their last verdict on idleness until CPU
-/// time is read again).
-fn still(ctx: &ReadContext, k: &Known, fd: Arc<Kept>) -> (ProcessSample, Known) {
-    let sample = ProcessSample {
-        pid: k.pid,
-        start_ticks: k.start_ticks,
-        start_time_seconds: ctx
-            .boot_time_seconds
-            .map(|boot| k.stat.start_time_seconds(boot, ctx.clk_tck)),
-        cpu_seconds: None,
-        comm: k.stat.comm.clone(),
-        state: k.stat.state,
-        status: k.status.clone(),
-        rollup: k.rollup,
-        oom_score: Some(k.oom_score),
-        oom_score_adj: Some(k.oom_score_adj),
-        group: k.group.clone(),
-        smaps: None,
-        heap: None,
-    };
-    let mut known = k.clone();
-    known.statm_fd = Some(fd);
-    (sample, known)
-}
+pub(super) mod step;
+mod still;
+
+use still::still;
 
 #[cfg(test)]
 mod tests;
