@@ -155,44 +155,62 @@ impl Drop for Sleepers {
     }
 }
 
-/// A process that runs without touching its memory is read again only when it is due:
-/// its CPU time moves every `rollup-refresh` scans, not every scan.
+/// A process that runs without touching its memory has `stat` alone read every scan
+/// while its CPU time moves; once it stops, it is seen idle at the next scans and its CPU
+/// time stays put (nothing but its kept `statm` is read).
 #[test]
-fn a_process_whose_memory_is_still_is_read_only_when_due() {
+fn a_process_with_still_memory_is_followed_by_its_cpu_time_and_seen_idle_when_it_stops() {
     let dir = tempfile::tempdir().unwrap();
     let shell = dir.path().join("spinner");
     std::fs::copy("/bin/sh", &shell).unwrap();
-    let mut spinner = std::process::Command::new(&shell)
+    let spinner = Sleepers(vec![std::process::Command::new(&shell)
         .args(["-c", "while :; do :; done"])
         .spawn()
-        .unwrap();
-    let refresh = 5.0;
+        .unwrap()]);
+    let pid = spinner.0[0].id();
     let d = Daemon::start(&[
         "--scan.interval=200ms",
         "--collector.processes.top-k=100000",
-        "--collector.processes.rollup-refresh=5",
+        "--collector.processes.rollup-refresh=1000000",
     ]);
-    let cpu = format!(
-        "membloat_process_cpu_seconds_total{{pid=\"{}\",comm=\"spinner\"}}",
-        spinner.id()
-    );
+    let cpu = format!("membloat_process_cpu_seconds_total{{pid=\"{pid}\",comm=\"spinner\"}}");
+    let idle = format!("membloat_process_idle{{pid=\"{pid}\",comm=\"spinner\"}}");
     d.wait_until(Duration::from_secs(10), || {
         value(&d.metrics(), &cpu).is_some()
     });
-    let first = scans(&d);
-    let mut seen = vec![value(&d.metrics(), &cpu).unwrap()];
-    while scans(&d) < first + 20.0 {
-        wait_scans(&d, 1.0);
-        seen.push(value(&d.metrics(), &cpu).unwrap());
-    }
-    let elapsed = scans(&d) - first;
-    let _ = spinner.kill();
-    let _ = spinner.wait();
-    let moves = seen.windows(2).filter(|w| w[1] != w[0]).count() as f64;
-    // It spins the whole time: read every scan, its CPU time would move ~20 times.
+    let watch = |n: f64| {
+        let first = scans(&d);
+        let mut seen = vec![(
+            value(&d.metrics(), &cpu).unwrap(),
+            value(&d.metrics(), &idle),
+        )];
+        while scans(&d) < first + n {
+            wait_scans(&d, 1.0);
+            let t = d.metrics();
+            seen.push((value(&t, &cpu).unwrap(), value(&t, &idle)));
+        }
+        seen
+    };
+    let running = watch(10.0);
+    let moves = running.windows(2).filter(|w| w[1].0 > w[0].0).count();
     assert!(
-        (1.0..=elapsed / refresh + 1.0).contains(&moves),
-        "CPU time moved {moves} times in {elapsed} scans: {seen:?}"
+        moves >= 7,
+        "CPU time moved {moves} times in 10 scans: {running:?}"
+    );
+    assert!(running[1..].iter().all(|s| s.1 == Some(0.0)), "{running:?}");
+
+    let stop = std::process::Command::new("kill")
+        .args(["-STOP", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(stop.success());
+    let at = scans(&d);
+    let seen = scans_until(&d, at, |t| value(t, &idle) == Some(1.0));
+    assert!(seen <= 3.0, "stopped, seen idle {seen} scans later");
+    let stopped = watch(5.0);
+    assert!(
+        stopped.windows(2).all(|w| w[1].0 == w[0].0) && stopped.iter().all(|s| s.1 == Some(1.0)),
+        "{stopped:?}"
     );
 }
 

@@ -19,6 +19,9 @@ pub(super) struct Known {
     status: Status,
     /// Name, state, CPU time and start time when `stat` was last read.
     stat: Stat,
+    /// CPU time moved between the last two reads of `stat` (or the process is new): it
+    /// is read again next scan even if `statm` did not move.
+    cpu_moving: bool,
     oom_score_adj: i64,
     oom_score: u64,
     rollup: Option<SmapsRollup>,
@@ -201,8 +204,10 @@ fn read_process(ctx: &ReadContext, bufs: &mut Buffers, at: &pool::Step, pid: u32
 /// page mapped, faulted in, reclaimed, swapped or collapsed into a huge page by
 /// khugepaged moves it. When it did not, and the process is not due for its refresh
 /// (every `rollup_refresh` scans, staggered by pid, for what moves without it: Pss as
-/// sharers come and go, CPU time, `oom_score_adj`, the name), nothing else is read and
-/// the sample is what was known, with no CPU time of this scan.
+/// sharers come and go, CPU time, `oom_score_adj`, the name), the sample is what was
+/// known; only `stat` is read, while the process's CPU time keeps moving (so a process
+/// that runs without touching memory shows its CPU time, and one that stops is seen idle
+/// at once), else nothing.
 ///
 /// Otherwise `stat` (identity, CPU time) and `oom_score_adj`, and `status`,
 /// `smaps_rollup` and `oom_score` when `statm` moved, the process is new or due. Without
@@ -242,7 +247,16 @@ fn read_process_files(
     }
     if let (Some(k), Some((fd, m))) = (prior, &kept) {
         if !refresh && m.is_some() && *m == k.statm {
-            return Ok(Some(still(ctx, k, fd.clone())));
+            if !k.cpu_moving {
+                return Ok(Some(still(ctx, k, fd.clone(), None)));
+            }
+            // Its CPU time moved at the last read: `stat` alone is read again until it
+            // stops, so a process that has just gone to sleep is seen idle at once.
+            at.at(step::STAT);
+            let stat = source.parse_pid(pid, "stat", &mut bufs.main, |t| Stat::parse(t).ok())?;
+            if stat.start_ticks == k.start_ticks {
+                return Ok(Some(still(ctx, k, fd.clone(), Some(stat))));
+            }
         }
     }
     at.at(step::STAT);
@@ -388,6 +402,7 @@ fn read_process_files(
         statm,
         statm_fd: fd,
         status,
+        cpu_moving: known.is_none_or(|k| cpu_ticks(&k.stat) != cpu_ticks(&stat)),
         stat,
         oom_score_adj,
         oom_score,
@@ -403,6 +418,11 @@ pub(super) mod step;
 mod still;
 
 use still::still;
+
+/// User plus system CPU time in clock ticks.
+fn cpu_ticks(s: &Stat) -> u64 {
+    s.utime_ticks.saturating_add(s.stime_ticks)
+}
 
 #[cfg(test)]
 mod tests;
