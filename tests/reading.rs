@@ -12,6 +12,14 @@ use std::time::{Duration, Instant};
 
 const MIB: f64 = 1048576.0;
 
+/// Every process in the exposition, and no staggered re-read during the test: only a
+/// change (or moving CPU time) makes a process be read again.
+const NO_REFRESH: &[&str] = &[
+    "--scan.interval=300ms",
+    "--collector.processes.top-k=100000",
+    "--collector.processes.rollup-refresh=1000000",
+];
+
 fn scans(d: &Daemon) -> f64 {
     value(&d.metrics(), "membloat_scans_total").unwrap()
 }
@@ -42,11 +50,7 @@ fn scans_until(d: &Daemon, from: f64, ok: impl Fn(&str) -> bool) -> f64 {
 fn idle_processes_are_not_reread_and_a_burst_is_seen_by_the_next_scan() {
     let mut burst = Repro::start("burst", &["4096"], &[]);
     // A refresh so rare it never happens here: only a change can make a re-read.
-    let d = Daemon::start(&[
-        "--scan.interval=300ms",
-        "--collector.processes.top-k=100000",
-        "--collector.processes.rollup-refresh=1000000",
-    ]);
+    let d = Daemon::start(NO_REFRESH);
     let pss = burst.series("membloat_process_pss_bytes", "burst");
     let rss = burst.series("membloat_process_resident_bytes", "burst");
     let oom = burst.series("membloat_process_oom_score", "burst");
@@ -108,14 +112,7 @@ fn beyond_the_open_files_limit_processes_are_read_by_path_and_still_told_apart()
     let mut burst = Repro::start("burst", &["4096"], &[]);
     let mut cmd = tool("prlimit");
     cmd.args(["--nofile=128:128", "--"]).arg(bin());
-    let d = Daemon::start_with(
-        cmd,
-        &[
-            "--scan.interval=300ms",
-            "--collector.processes.top-k=100000",
-            "--collector.processes.rollup-refresh=1000000",
-        ],
-    );
+    let d = Daemon::start_with(cmd, NO_REFRESH);
     let rss = burst.series("membloat_process_resident_bytes", "burst");
     d.wait_until(Duration::from_secs(10), || {
         value(&d.metrics(), &rss).is_some()
@@ -168,11 +165,7 @@ fn a_process_with_still_memory_is_followed_by_its_cpu_time_and_seen_idle_when_it
         .spawn()
         .unwrap()]);
     let pid = spinner.0[0].id();
-    let d = Daemon::start(&[
-        "--scan.interval=200ms",
-        "--collector.processes.top-k=100000",
-        "--collector.processes.rollup-refresh=1000000",
-    ]);
+    let d = Daemon::start(NO_REFRESH);
     let cpu = format!("membloat_process_cpu_seconds_total{{pid=\"{pid}\",comm=\"spinner\"}}");
     let idle = format!("membloat_process_idle{{pid=\"{pid}\",comm=\"spinner\"}}");
     d.wait_until(Duration::from_secs(10), || {
@@ -244,11 +237,7 @@ fn a_process_paged_out_to_swap_shows_it_at_the_next_scan() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let _swap = SwapFile::on(dir.path(), 128);
     let mut burst = Repro::start("burst", &["65536"], &[]);
-    let d = Daemon::start(&[
-        "--scan.interval=300ms",
-        "--collector.processes.top-k=100000",
-        "--collector.processes.rollup-refresh=1000000",
-    ]);
+    let d = Daemon::start(NO_REFRESH);
     let swap = burst.series("membloat_process_swap_bytes", "burst");
     let rss = burst.series("membloat_process_resident_bytes", "burst");
     d.wait_until(Duration::from_secs(10), || {
@@ -284,11 +273,7 @@ fn spawn_at(pid: u32, cmd: &mut std::process::Command) -> Option<std::process::C
 #[ignore = "needs root"]
 fn a_pid_taken_by_a_new_process_is_never_reported_with_the_old_ones_figures() {
     needs_root("writing /proc/sys/kernel/ns_last_pid");
-    let d = Daemon::start(&[
-        "--scan.interval=200ms",
-        "--collector.processes.top-k=100000",
-        "--collector.processes.rollup-refresh=1000000",
-    ]);
+    let d = Daemon::start(NO_REFRESH);
     let dir = tempfile::tempdir().unwrap();
     let sleeper = dir.path().join("newcomer");
     std::fs::copy("/bin/sleep", &sleeper).unwrap();
