@@ -98,10 +98,9 @@ pub struct Buffers {
 
 impl Source {
     pub fn new(procfs: impl Into<PathBuf>, sysfs: impl Into<PathBuf>) -> Self {
-        use nix::sys::statfs::{statfs, PROC_SUPER_MAGIC, SYSFS_MAGIC};
+        use nix::sys::statfs::{PROC_SUPER_MAGIC, SYSFS_MAGIC};
         let (procfs, sysfs) = (procfs.into(), sysfs.into());
-        let real = statfs(&procfs).is_ok_and(|s| s.filesystem_type() == PROC_SUPER_MAGIC)
-            && statfs(&sysfs).is_ok_and(|s| s.filesystem_type() == SYSFS_MAGIC);
+        let real = kept::is_fs(&procfs, PROC_SUPER_MAGIC) && kept::is_fs(&sysfs, SYSFS_MAGIC);
         Source {
             procfs,
             sysfs,

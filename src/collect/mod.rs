@@ -24,7 +24,6 @@ use crate::parse::{
     smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status, sysfs, vmstat::Vmstat,
 };
 use crate::source::{Buffer, Buffers, Descriptors, Kept, ReadError, Reason, Source};
-use deep::DeepMemory;
 use heap::HeapReading;
 use matcher::{Candidate, Matchers};
 use pool::Pool;

@@ -4,35 +4,6 @@
 
 use super::*;
 
-/// Everything the scanner remembers of a process for the next scan, in one record keyed
-/// by (pid, start ticks): enough to tell whether its memory changed, the values it kept
-/// when it did not re-read them, and when the deep tier last read it.
-#[derive(Debug, Clone)]
-pub(super) struct Known {
-    pub(super) pid: u32,
-    pub(super) start_ticks: u64,
-    /// `statm` size, resident and shared pages: when they are unchanged, so is the memory
-    /// that status, smaps_rollup and oom_score report.
-    statm: Option<[u64; 3]>,
-    /// `statm` kept open, re-read with `pread` (a real `/proc` only).
-    statm_fd: Option<Arc<Kept>>,
-    status: Status,
-    /// Name, state, CPU time and start time when `stat` was last read.
-    stat: Stat,
-    /// CPU time moved between the last two reads of `stat` (or the process is new): it
-    /// is read again next scan even if `statm` did not move.
-    cpu_moving: bool,
-    oom_score_adj: i64,
-    oom_score: u64,
-    rollup: Option<SmapsRollup>,
-    group: Option<String>,
-    /// When the deep tier last read this process's smaps, and its memory then.
-    pub(super) deep_read: Option<(Instant, DeepMemory)>,
-    /// Heap walks in a row that found the heap changing under the read: the process is
-    /// read again at the next scan, up to `MAX_WALK_RETRIES` times.
-    pub(super) walk_retries: u8,
-}
-
 /// Processes read in one batch of the reader pool.
 const READ_CHUNK: usize = 1024;
 
@@ -414,15 +385,11 @@ fn read_process_files(
     Ok(Some((sample, remembered)))
 }
 
+mod known;
 pub(super) mod step;
-mod still;
 
-use still::still;
-
-/// User plus system CPU time in clock ticks.
-fn cpu_ticks(s: &Stat) -> u64 {
-    s.utime_ticks.saturating_add(s.stime_ticks)
-}
+pub(super) use known::Known;
+use known::{cpu_ticks, still};
 
 #[cfg(test)]
 mod tests;

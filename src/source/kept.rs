@@ -14,8 +14,7 @@ impl Source {
     /// tell that its process ended (`ESRCH`, even once the pid is reused); a file of a
     /// fixture tree stays readable as it was.
     pub fn is_procfs(&self) -> bool {
-        use nix::sys::statfs::{statfs, PROC_SUPER_MAGIC};
-        statfs(&self.procfs).is_ok_and(|s| s.filesystem_type() == PROC_SUPER_MAGIC)
+        is_fs(&self.procfs, nix::sys::statfs::PROC_SUPER_MAGIC)
     }
 
     /// The same roots, every setting file opened each time it is read: when the open-files
@@ -60,30 +59,13 @@ impl Source {
     /// file the kernel produces in one show (`statm`). `ReadError::Gone` once the process
     /// has ended.
     pub fn read_kept<'b>(&self, kept: &Kept, buf: &'b mut Buffer) -> Result<&'b str, ReadError> {
-        use std::os::unix::fs::FileExt;
-        buf.len = 0;
-        buf.cut = false;
-        if buf.data.len() < START_BYTES {
-            buf.data.resize(START_BYTES, 0);
-        }
-        loop {
-            match kept.file.read_at(&mut buf.data, 0) {
-                Ok(n) => {
-                    buf.len = n;
-                    break;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(ReadError::new(&kept.path, e)),
-            }
-        }
-        Ok(std::str::from_utf8(&buf.data[..buf.len]).unwrap_or_default())
+        read_again(&kept.file, buf).map_err(|e| ReadError::new(&kept.path, e))
     }
 
     /// Reads a setting or counter file (`path` under either root), kept open between scans
     /// on the real file systems: a `pread` from its start makes the kernel show it anew.
     /// A file of a fixture tree is opened each time, so a test may replace it.
     pub fn read_setting<'b>(&self, path: &Path, buf: &'b mut Buffer) -> Result<&'b str, ReadError> {
-        use std::os::unix::fs::FileExt;
         let Some(cache) = &self.settings else {
             return self.read_path(path, buf);
         };
@@ -100,25 +82,37 @@ impl Source {
                 f
             }
         };
-        buf.len = 0;
-        buf.cut = false;
-        if buf.data.len() < START_BYTES {
-            buf.data.resize(START_BYTES, 0);
-        }
-        let n = loop {
-            match file.read_at(&mut buf.data, 0) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    // Gone (a module unloaded, an mTHP size removed): opened anew next time.
-                    lock().remove(path);
-                    return Err(ReadError::new(path, e));
-                }
-            }
-        };
-        buf.len = n;
-        Ok(std::str::from_utf8(&buf.data[..n]).unwrap_or_default())
+        read_again(&file, buf).map_err(|e| {
+            // Gone (a module unloaded, an mTHP size removed): opened anew next time.
+            lock().remove(path);
+            ReadError::new(path, e)
+        })
     }
+}
+
+/// Whether `path` is on a file system of type `magic`.
+pub(super) fn is_fs(path: &Path, magic: nix::sys::statfs::FsType) -> bool {
+    nix::sys::statfs::statfs(path).is_ok_and(|s| s.filesystem_type() == magic)
+}
+
+/// Reads a kept file from its start with one `pread`: the kernel shows a `/proc` or
+/// `/sys` file anew for a read at offset 0, whole when it is as small as these.
+fn read_again<'b>(file: &File, buf: &'b mut Buffer) -> io::Result<&'b str> {
+    use std::os::unix::fs::FileExt;
+    buf.len = 0;
+    buf.cut = false;
+    if buf.data.len() < START_BYTES {
+        buf.data.resize(START_BYTES, 0);
+    }
+    let n = loop {
+        match file.read_at(&mut buf.data, 0) {
+            Ok(n) => break n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    buf.len = n;
+    Ok(std::str::from_utf8(&buf.data[..n]).unwrap_or_default())
 }
 
 /// How many files of processes may be kept open between scans: the open-files limit less
