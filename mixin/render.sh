@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Renders the mixin with its default _config into the plain files: the dashboards in
 # grafana/, the rules in deploy/prometheus/membloat.rules.yml, and (through
-# deploy/kubernetes/render.sh) the PrometheusRule. Run after editing the mixin; tests fail
-# while a rendered file differs. Needs jsonnet and python3 with PyYAML.
+# deploy/kubernetes/render.sh, from the Helm chart, which links both) the PrometheusRule.
+# Run after editing the mixin; tests fail while a rendered file differs. Needs jsonnet,
+# python3 with PyYAML, and helm (scripts/helm.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jsonnet -m grafana -e '(import "mixin/mixin.libsonnet").grafanaDashboards' >/dev/null

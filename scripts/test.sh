@@ -4,7 +4,9 @@
 # (prometheus-alertmanager), jsonnet (renders the dashboards), systemd-analyze, strace,
 # tmux (explain's terminal layout test), openssl and curl, the C and Go compilers that
 # build the reproducer programs, prometheus-process-exporter and prometheus-node-exporter
-# (the peers benches/compare runs against, smoke-tested here), and from PyPI
+# (the peers benches/compare runs against, smoke-tested here), debootstrap and
+# systemd-container (the Debian package is installed in a booted Debian 12 container),
+# Helm (scripts/helm.sh builds it from its Go module), and from PyPI
 # prometheus-client (its strict OpenMetrics parser), kubernetes-validate, yamllint and
 # jsonschema (explain's JSON schema). The heap tests fetch glibc 2.31 and 2.41 themselves
 # (scripts/glibc-trees.sh: apt-get download into target/, nothing installed). Needs root or sudo only for that first install. The
@@ -29,6 +31,9 @@ command -v python3 >/dev/null || missing+=(python3 python3-pip)
 command -v setpriv >/dev/null || missing+=(util-linux)
 command -v cc >/dev/null || missing+=(gcc libc6-dev)
 command -v go >/dev/null || missing+=(golang-go)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v systemd-nspawn >/dev/null || missing+=(systemd-container)
+command -v dpkg-deb >/dev/null || missing+=(dpkg)
 command -v prometheus-process-exporter >/dev/null || missing+=(prometheus-process-exporter)
 command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-exporter)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -47,6 +52,12 @@ if [ ${#pip_missing[@]} -gt 0 ]; then
   python3 -m pip install -q "${pip_missing[@]}" 2>/dev/null \
     || python3 -m pip install -q --break-system-packages "${pip_missing[@]}"
 fi
+
+# Helm for the chart's tests: helm on PATH, else the pinned version built from its Go
+# module into target/tools/bin (scripts/helm.sh).
+helm=$(./scripts/helm.sh)
+PATH="$(dirname "$helm"):$PATH"
+export PATH
 
 # Tests that need root (khugepaged and cgroup settings, a PID namespace, dropping
 # privileges) are #[ignore = "needs root"], so none passes without running: as root (CI)

@@ -26,7 +26,7 @@ fn jsonnet(expr: &str) -> Value {
 #[test]
 fn the_plain_files_are_the_mixin_rendered() {
     let dir = tempfile::tempdir().unwrap();
-    for d in ["mixin", "grafana", "deploy"] {
+    for d in ["mixin", "grafana", "deploy", "scripts"] {
         assert!(std::process::Command::new("cp")
             .arg("-a")
             .arg(root().join(d))
