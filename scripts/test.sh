@@ -6,6 +6,7 @@
 # build the reproducer programs, prometheus-process-exporter and prometheus-node-exporter
 # (the peers benches/compare runs against, smoke-tested here), debootstrap and
 # systemd-container (the Debian package is installed in a booted Debian 12 container),
+# buildah and umoci (the container image is built, unpacked and run),
 # Helm (scripts/helm.sh builds it from its Go module), and from PyPI
 # prometheus-client (its strict OpenMetrics parser), kubernetes-validate, yamllint and
 # jsonschema (explain's JSON schema). The heap tests fetch glibc 2.31 and 2.41 themselves
@@ -34,6 +35,8 @@ command -v go >/dev/null || missing+=(golang-go)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v systemd-nspawn >/dev/null || missing+=(systemd-container)
 command -v dpkg-deb >/dev/null || missing+=(dpkg)
+command -v buildah >/dev/null || missing+=(buildah)
+command -v umoci >/dev/null || missing+=(umoci)
 command -v prometheus-process-exporter >/dev/null || missing+=(prometheus-process-exporter)
 command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-exporter)
 if [ ${#missing[@]} -gt 0 ]; then
