@@ -111,10 +111,10 @@ fn every_family_served_has_its_row_and_every_row_is_served() {
             // Only root can read every process's heap; as a user, the test's own
             // processes may all be too small or too short-lived to walk.
             if !served.contains(m.name) && !is_root() {
-                eprintln!(
-                    "SKIPPED (needs root): {} is served only by a heap walk",
+                skipped(&format!(
+                    "{} is served only by a heap walk (needs root)",
                     m.name
-                );
+                ));
                 continue;
             }
         } else {
@@ -174,21 +174,6 @@ fn table(section: Section) -> String {
     out
 }
 
-fn metrics_md() -> String {
-    let mut out = String::from(
-        "# Metric catalogue\n\n\
-         Generated from `src/expose/catalogue.rs` by `tests/catalogue.rs` \
-         (`MEMBLOAT_UPDATE_GOLDEN=1 cargo test --test catalogue`); do not edit by hand.\n\
-         Every name starts with `membloat_`. Sizes are bytes, times seconds, ratios 0-1. \
-         A name holding `<key>` stands for one family per key the kernel prints. The \
-         meaning is the `# HELP` text served with the family.\n",
-    );
-    for s in sections() {
-        out.push_str(&format!("\n## {}\n\n{}", title(s), table(s)));
-    }
-    out
-}
-
 fn key(s: Section) -> &'static str {
     match s {
         Section::Exporter => "exporter",
@@ -196,20 +181,52 @@ fn key(s: Section) -> &'static str {
     }
 }
 
-/// The README with each `<!-- catalogue:KEY -->` block holding its section's table.
-fn readme_regenerated(readme: &str) -> String {
-    let mut out = readme.to_string();
+/// GitHub's anchor for a heading.
+fn slug(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The README's summary: a row per section, linking its table in docs/metrics.md.
+fn summary() -> String {
+    let mut out = String::from(
+        "| collector | what it exports | families |\n|-----------|-----------------|----------|\n",
+    );
     for s in sections() {
-        let open = format!("<!-- catalogue:{} -->\n", key(s));
+        let (name, what) = match s {
+            Section::Exporter => (
+                "the exporter itself".to_string(),
+                "scans, their cost and errors, the heap walk's work, build info, `process_*`",
+            ),
+            Section::Of(c) => (format!("`{}`", c.as_str()), c.what()),
+        };
+        let count = ALL.iter().filter(|m| m.section == s).count();
+        out.push_str(&format!(
+            "| [{name}](docs/metrics.md#{}) | {what} | {count} |\n",
+            slug(&title(s))
+        ));
+    }
+    out
+}
+
+/// `text` with each `<!-- catalogue:KEY -->` block holding what `block(KEY)` makes.
+fn regenerated(text: &str, keys: &[&str], block: impl Fn(&str) -> String) -> String {
+    let mut out = text.to_string();
+    for key in keys {
+        let open = format!("<!-- catalogue:{key} -->\n");
         let start = out
             .find(&open)
-            .unwrap_or_else(|| panic!("README lacks the marker {open:?}"))
+            .unwrap_or_else(|| panic!("no marker {open:?}"))
             + open.len();
         let end = start
             + out[start..]
                 .find("<!-- /catalogue -->")
-                .expect("README: a catalogue block is not closed");
-        out.replace_range(start..end, &table(s));
+                .expect("a catalogue block is not closed");
+        out.replace_range(start..end, &block(key));
     }
     out
 }
@@ -226,15 +243,32 @@ fn current(path: &Path, want: &str) {
     );
 }
 
+/// docs/metrics.md: a heading per section, then its table, generated.
 #[test]
-fn docs_metrics_md_is_generated_from_the_catalogue() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    current(&root.join("docs/metrics.md"), &metrics_md());
+fn docs_metrics_md_tables_are_generated_from_the_catalogue() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/metrics.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let keys: Vec<&str> = sections().into_iter().map(key).collect();
+    let mut last = 0;
+    for s in sections() {
+        let heading = format!("\n## {}\n", title(s));
+        let at = text
+            .find(&heading)
+            .unwrap_or_else(|| panic!("docs/metrics.md lacks the heading {heading:?}"));
+        let block = text
+            .find(&format!("<!-- catalogue:{} -->", key(s)))
+            .unwrap();
+        assert!(at > last && block > at, "{heading:?} out of order");
+        last = block;
+    }
+    let by_key = |k: &str| table(*sections().iter().find(|s| key(**s) == k).unwrap());
+    current(&path, &regenerated(&text, &keys, by_key));
 }
 
+/// The README's catalogue is one row per section, each linking its table.
 #[test]
-fn readme_tables_are_generated_from_the_catalogue() {
+fn readme_summary_is_generated_from_the_catalogue() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
     let readme = std::fs::read_to_string(&path).unwrap();
-    current(&path, &readme_regenerated(&readme));
+    current(&path, &regenerated(&readme, &["summary"], |_| summary()));
 }

@@ -1,5 +1,5 @@
 //! Lints the shipped Grafana dashboards with the rules of grafana/dashboard-linter (which
-//! cannot be installed here), plus the conventions of DESIGN.md section 3:
+//! cannot be installed here), plus the conventions users expect of an exporter's dashboards:
 //! - template-datasource-rule: one `datasource` variable of type datasource, Prometheus;
 //! - template-job-rule, template-instance-rule: `job` and `instance` query variables on
 //!   `${datasource}`, multi-select, "All" meaning `.+`; `instance` offers no "All", so a
@@ -409,11 +409,11 @@ fn committed_json_matches_the_jsonnet_source() {
     }
 }
 
-/// Every metric a dashboard or rule names is exported (README catalogue) or recorded.
+/// Every metric a dashboard or rule names is exported (docs/metrics.md) or recorded.
 #[test]
 fn dashboards_and_rules_name_only_real_metrics() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root.join("docs/metrics.md")).unwrap();
     let rules = common::rules();
     let recorded: BTreeSet<&str> = rules.iter().filter_map(|r| r["record"].as_str()).collect();
     let known = |name: &str| {
