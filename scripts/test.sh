@@ -66,7 +66,11 @@ export PATH
 # privileges) are #[ignore = "needs root"], so none passes without running: as root (CI)
 # they run first; otherwise the summary says they did not. The last line sums both runs.
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# Checks a test could not make on this machine (tests/common: skipped()) land here and are
+# listed in the summary.
+MEMBLOAT_SKIP_LOG=$(mktemp)
+export MEMBLOAT_SKIP_LOG
+trap 'rm -f "$log" "$MEMBLOAT_SKIP_LOG"' EXIT
 if [ "$(id -u)" -eq 0 ]; then
   cargo test --tests "$@" -- --ignored 2>&1 | tee -a "$log"
   root_only=ran
@@ -84,5 +88,8 @@ if [ "$fuzz_seconds" != 0 ]; then
   fuzz=$(grep '^total:' "$log.fuzz")
   rm -f "$log.fuzz"
 fi
-awk -v root_only="$root_only" -v fuzz="$fuzz" '/^test result:/ { p += $4; f += $6 }
-  END { print "needs-root tests: " root_only; print "fuzzing: " fuzz; printf "%d passed, %d failed\n", p, f }' "$log"
+skipped=$(sort -u "$MEMBLOAT_SKIP_LOG" | wc -l)
+sort -u "$MEMBLOAT_SKIP_LOG" | sed 's/^/skipped: /'
+awk -v root_only="$root_only" -v fuzz="$fuzz" -v skipped="$skipped" '/^test result:/ { p += $4; f += $6 }
+  END { print "needs-root tests: " root_only; print "fuzzing: " fuzz; print "checks skipped: " skipped
+        printf "%d passed, %d failed\n", p, f }' "$log"

@@ -5,9 +5,6 @@ use std::time::Duration;
 
 use clap::ArgMatches;
 
-/// The exporter's default port: outside the fully allocated 9100-9999 exporter range.
-pub const DEFAULT_PORT: u16 = 10293;
-
 /// A collector, switched by `--collector.NAME` / `--no-collector.NAME`; its name is the
 /// `collector` label of the self metrics and the key of the error counts (ordered by name,
 /// so series come out in the same order as always).

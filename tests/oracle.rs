@@ -3,8 +3,9 @@
 //! the same bytes given to both, compared field by field. Ours convert kB to bytes at the
 //! boundary; procfs keeps status in kB and gives meminfo and smaps_rollup in bytes.
 //!
-//! procfs-core's stat parser panics on some inputs (DESIGN.md, hazards), so it only ever
-//! sees what the kernel wrote, under catch_unwind.
+//! procfs-core 0.18's parsers panic on some inputs (`stat` on truncated text, `maps` on a
+//! mapping named like `/SYSVx`, which any local user can create), so it only ever sees
+//! what the kernel wrote, under catch_unwind.
 
 use membloat_exporter::parse::{meminfo, smaps_rollup, stat, statm, status};
 use procfs::FromRead;

@@ -1,4 +1,4 @@
-//! Each phenomenon of DESIGN.md section 1, reproduced by a real program on the real kernel
+//! Each phenomenon of docs/signals.md, reproduced by a real program on the real kernel
 //! and detected by the real exporter; and each detector shown silent on a program that
 //! does not have it.
 
@@ -444,10 +444,10 @@ fn an_oom_kill_at_a_cgroup_limit_is_counted_in_the_cgroup() {
     needs_root("making a memory cgroup with a limit");
     let base = std::path::Path::new("/sys/fs/cgroup/memory");
     if !base.join("memory.limit_in_bytes").exists() {
-        eprintln!(
-            "SKIPPED: no cgroup v1 memory controller at {}",
+        skipped(&format!(
+            "no cgroup v1 memory controller at {}",
             base.display()
-        );
+        ));
         return;
     }
     let name = format!("membloat-test-oom-{}", std::process::id());

@@ -12,6 +12,7 @@ pub(super) fn command() -> Command {
         .version(super::build::LONG_VERSION)
         .about("Prometheus exporter that finds memory bloat on Linux hosts and warns before the OOM killer strikes.")
         .arg(Arg::new("web.listen-address").long("web.listen-address").value_name("ADDRESS")
+            // Outside the fully allocated 9100-9999 exporter range.
             .default_value(":10293")
             .help("Address to listen on: HOST:PORT, [IPV6]:PORT, or :PORT for every address"))
         .arg(Arg::new("web.telemetry-path").long("web.telemetry-path").value_name("PATH")

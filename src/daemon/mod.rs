@@ -52,7 +52,14 @@ impl Pipeline {
     pub fn step(&mut self) -> Arc<Snapshot> {
         let sample = self.scanner.scan();
         self.reporter.scan(&sample);
-        let (state, snapshot) = derive(std::mem::take(&mut self.state), sample, self.options);
+        // derive consumes the state. Should it panic (a bug; scan_loop catches it), the
+        // running totals stay here, kept aside (a few hundred bytes): only what is known of
+        // each process is lost, and the next scans learn it again.
+        let mut prev = std::mem::take(&mut self.state);
+        let processes = std::mem::take(&mut prev.processes);
+        self.state = prev.clone();
+        prev.processes = processes;
+        let (state, snapshot) = derive(prev, sample, self.options);
         self.state = state;
         Arc::new(snapshot)
     }

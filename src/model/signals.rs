@@ -1,7 +1,7 @@
 //! Per-process signals: pure functions of (previous state, current sample, elapsed).
 //!
-//! The thresholds are the measured signatures of DESIGN.md section 1; each one is named
-//! here once.
+//! The thresholds are the measured signatures of each phenomenon (docs/signals.md says
+//! what each signal means); each one is named here once.
 
 use std::sync::Arc;
 
