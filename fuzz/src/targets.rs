@@ -16,7 +16,7 @@ use membloat_exporter::collect::matcher::{Candidate, Matchers};
 use membloat_exporter::config::{self, Config};
 use membloat_exporter::daemon::Pipeline;
 use membloat_exporter::parse::{
-    cgroup, meminfo::Meminfo, memory_stat::MemoryStat, mountinfo, pressure::Pressure, smaps,
+    cgroup, kmsg, meminfo::Meminfo, memory_stat::MemoryStat, mountinfo, pressure::Pressure, smaps,
     smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status, sysfs, vmstat::Vmstat,
 };
 use membloat_exporter::serve::webconfig::WebConfig;
@@ -50,6 +50,7 @@ targets! {
     "smaps" => smaps, 64 << 10, false, ["tests/fixtures/kernel-6.18/proc/*/smaps"];
     "smaps_rollup" => smaps_rollup, 4 << 10, false, ["tests/fixtures/kernel-6.18/proc/*/smaps_rollup"];
     "pressure" => pressure, 1 << 10, false, ["tests/fixtures/kernel-6.18/proc/pressure/memory"];
+    "kmsg" => kmsg, 1 << 10, false, ["tests/fixtures/kmsg/records/*"];
     "memory_stat" => memory_stat, 8 << 10, false, ["tests/fixtures/kernel-6.18/sys/fs/cgroup/memory/*/memory.stat"];
     "cgroup" => cgroup, 4 << 10, false, ["tests/fixtures/kernel-6.18/proc/*/cgroup"];
     "sysfs" => sysfs, 1 << 10, false, ["tests/fixtures/kernel-6.18/sys/kernel/mm/transparent_hugepage/enabled"];
@@ -157,6 +158,43 @@ fn pressure(data: &[u8]) {
         for v in [p.some_seconds, p.full_seconds].into_iter().flatten() {
             assert!(v.is_finite() && v >= 0.0, "pressure total {v}");
         }
+    }
+}
+
+fn kmsg(data: &[u8]) {
+    let t = text(data);
+    let Ok(r) = kmsg::record(&t) else { return };
+    assert!(t.contains(r.message));
+    match kmsg::oom_line(r.message) {
+        Some(kmsg::OomLine::Kill(k)) => {
+            assert!(
+                r.message.contains(&format!("{} ({}", k.pid, k.comm)),
+                "{k:?}"
+            );
+            for b in [
+                k.total_vm_bytes,
+                k.anon_rss_bytes,
+                k.file_rss_bytes,
+                k.shmem_rss_bytes,
+                k.pgtables_bytes,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                assert!(b % 1024 == 0, "{k:?}");
+            }
+            if let Some(adj) = k.oom_score_adj {
+                assert!((-1000..=1000).contains(&adj));
+            }
+        }
+        Some(kmsg::OomLine::Summary(s)) => {
+            assert!(
+                r.message.contains(&format!(",task={},pid=", s.task)),
+                "{s:?}"
+            );
+        }
+        Some(kmsg::OomLine::Choice(c)) => assert!(r.message.contains(&c.comm)),
+        Some(kmsg::OomLine::MemcgLimit { .. }) | None => {}
     }
 }
 

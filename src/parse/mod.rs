@@ -6,6 +6,7 @@
 //! counted in the struct's `rejected` field, so the caller can report it as malformed.
 
 pub mod cgroup;
+pub mod kmsg;
 pub mod limits;
 pub mod meminfo;
 pub mod memory_stat;
