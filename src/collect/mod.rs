@@ -148,7 +148,11 @@ pub type ErrorCounts = BTreeMap<(Collector, Reason), u64>;
 /// Everything one scan read.
 #[derive(Debug, Clone, Default)]
 pub struct Sample {
+    /// Wall-clock time the scan started: the timestamps exported.
     pub taken_at: Option<SystemTime>,
+    /// Monotonic time the scan started: the time between scans that rates and idleness are
+    /// judged over, which a step of the wall clock (NTP, an operator) does not move.
+    pub started: Option<Instant>,
     pub duration_seconds: f64,
     pub meminfo: Option<Meminfo>,
     pub vmstat: Option<Vmstat>,
@@ -167,6 +171,8 @@ pub struct Sample {
     pub cgroups: Option<Vec<(String, MemoryStat)>>,
     /// Online CPUs: glibc allows 8 arenas per CPU.
     pub online_cpus: u64,
+    /// The unit of CPU times in `stat`: 1 / `sysconf(_SC_CLK_TCK)`.
+    pub cpu_tick_seconds: f64,
 }
 
 /// How processes are put in groups, compiled.
@@ -303,6 +309,8 @@ impl Scanner {
         let started = Instant::now();
         let mut s = Sample {
             taken_at: Some(SystemTime::now()),
+            started: Some(started),
+            cpu_tick_seconds: 1.0 / self.clk_tck,
             online_cpus: nix::unistd::sysconf(nix::unistd::SysconfVar::_NPROCESSORS_ONLN)
                 .ok()
                 .flatten()

@@ -123,8 +123,17 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         .taken_at
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map(|d| d.as_secs_f64());
-    let elapsed = match (prev.last_scan_unix_seconds, now) {
-        (Some(a), Some(b)) if b > a => b - a,
+    // On the monotonic clock: a step of the wall clock between two scans must not make
+    // an interval look an hour long (every process idle, PSI ratios near 0) or negative.
+    // Samples made without it (tests, benchmarks) fall back to the wall clock.
+    let elapsed = match (
+        prev.last_scan_started,
+        sample.started,
+        prev.last_scan_unix_seconds,
+        now,
+    ) {
+        (Some(a), Some(b), _, _) => b.saturating_duration_since(a).as_secs_f64(),
+        (_, _, Some(a), Some(b)) if b > a => b - a,
         _ => 0.0,
     };
 
@@ -133,7 +142,13 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
     let mut sigs = Vec::with_capacity(sample.processes.len());
     for p in &sample.processes {
         let before = prev.processes.get(&p.key());
-        let (state, sig) = signals::step(before, p, elapsed, sample.online_cpus);
+        let (state, sig) = signals::step(
+            before,
+            p,
+            elapsed,
+            sample.online_cpus,
+            sample.cpu_tick_seconds,
+        );
         states.insert(p.key(), state);
         sigs.push(sig);
     }
@@ -160,6 +175,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
     let next = State {
         scans: prev.scans + 1,
         last_scan_unix_seconds: now,
+        last_scan_started: sample.started,
         errors,
         deep_cpu_seconds_total: prev.deep_cpu_seconds_total
             + sample.deep.map_or(0.0, |d| d.cpu_seconds),

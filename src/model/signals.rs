@@ -133,11 +133,16 @@ pub struct Signals {
 }
 
 /// Advances a process's state by one scan and computes its signals.
+///
+/// `cpu_tick_seconds` is the unit of the CPU times in `stat` (1 / `CLK_TCK`): a process
+/// is still idle when its CPU time moved by one tick more than the idle share allows,
+/// since a tick is the least the kernel can count.
 pub fn step(
     prev: Option<&ProcState>,
     p: &ProcessSample,
     elapsed_seconds: f64,
     online_cpus: u64,
+    cpu_tick_seconds: f64,
 ) -> (ProcState, Signals) {
     let st = &p.status;
     let rss = st.vm_rss_bytes.unwrap_or(0);
@@ -167,7 +172,7 @@ pub fn step(
         (Some(s), None) => s.idle,
         (Some(s), Some(cpu)) => window.filter(|&w| w > 0.0).map(|w| {
             let used = cpu - s.cpu_seconds;
-            used <= IDLE_MAX_CPU_SHARE * w + 0.01
+            used <= IDLE_MAX_CPU_SHARE * w + cpu_tick_seconds
         }),
         (None, _) => None,
     };

@@ -13,8 +13,10 @@ use crate::parse::pressure::Pressure;
 pub struct State {
     /// Scans derived since start.
     pub scans: u64,
-    /// When the latest scan started (Unix seconds): the next one's elapsed time.
+    /// When the latest scan started (Unix seconds), exported.
     pub last_scan_unix_seconds: Option<f64>,
+    /// When the latest scan started on the monotonic clock: the next one's elapsed time.
+    pub last_scan_started: Option<std::time::Instant>,
     /// Running totals since start.
     pub errors: ErrorCounts,
     pub deep_cpu_seconds_total: f64,

@@ -54,6 +54,10 @@ impl Image {
 }
 
 impl Target for Image {
+    fn page_size(&self) -> u64 {
+        PAGE
+    }
+
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Fault> {
         let src = self.slice(addr, buf.len()).ok_or(Fault::Unreadable)?;
         buf.copy_from_slice(src);

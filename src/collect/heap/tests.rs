@@ -228,6 +228,10 @@ impl Target for Moving {
         Ok(())
     }
 
+    fn page_size(&self) -> u64 {
+        self.image.page_size()
+    }
+
     fn resident_bytes(&mut self, start: u64, end: u64) -> Result<u64, Fault> {
         self.image.resident_bytes(start, end)
     }
@@ -274,6 +278,10 @@ impl Target for HotList {
             }
         }
         Ok(())
+    }
+
+    fn page_size(&self) -> u64 {
+        self.image.page_size()
     }
 
     fn resident_bytes(&mut self, start: u64, end: u64) -> Result<u64, Fault> {

@@ -33,10 +33,10 @@ pub trait Target {
     }
     /// Bytes of `[start, end)` in pages present in RAM.
     fn resident_bytes(&mut self, start: u64, end: u64) -> Result<u64, Fault>;
-    /// The target's page size: what `malloc_trim` releases whole.
-    fn page_size(&self) -> u64 {
-        4096
-    }
+    /// The target's page size: what `malloc_trim` releases whole, and the unit of
+    /// `pagemap` (4 KiB on x86-64, 16 or 64 KiB on some arm64 kernels). No default: each
+    /// target says what it is.
+    fn page_size(&self) -> u64;
 }
 
 /// Why a walk gave no number.

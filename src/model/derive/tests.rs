@@ -166,3 +166,28 @@ fn commit_ratio_headroom_and_hidden_thp() {
         Some(false)
     );
 }
+
+/// The interval between scans is measured on the monotonic clock: a wall clock stepped an
+/// hour back between two scans 10 s apart still gives PSI ratios over 10 s.
+#[test]
+fn a_wall_clock_step_does_not_change_the_interval() {
+    use crate::parse::pressure::Pressure;
+    use std::time::{Duration, Instant, SystemTime};
+    let t0 = Instant::now();
+    let wall = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    let at = |mono: u64, wall: SystemTime, some: f64| Sample {
+        taken_at: Some(wall),
+        started: Some(t0 + Duration::from_secs(mono)),
+        pressure: Some(Pressure {
+            some_seconds: Some(some),
+            full_seconds: Some(some / 2.0),
+        }),
+        ..sample(vec![])
+    };
+    let (state, _) = derive(State::default(), at(0, wall, 1.0), opts(5));
+    // 10 s later by the monotonic clock, an hour earlier by the wall clock; 2 s stalled.
+    let stepped = wall - Duration::from_secs(3600);
+    let (_, snap) = derive(state, at(10, stepped, 3.0), opts(5));
+    assert_eq!(snap.signals.pressure_waiting_ratio, Some(0.2));
+    assert_eq!(snap.signals.pressure_stalled_ratio, Some(0.1));
+}
