@@ -200,7 +200,7 @@ fn read_process_files(
         .ok()
         .map(|i| &ctx.known[i]);
     let stuck = ctx.stuck.contains(&pid);
-    let refresh = (ctx.scan + pid as u64) % ctx.rollup_refresh == 0;
+    let due = (ctx.scan + pid as u64) % ctx.rollup_refresh == 0;
     // The kept descriptor: the same process as `prior` while it reads.
     let mut kept: Option<(Arc<Kept>, Option<[u64; 3]>)> = None;
     if let Some(fd) = prior.and_then(|k| k.statm_fd.as_ref()) {
@@ -216,8 +216,10 @@ fn read_process_files(
             Err(e) => return Err(e.process_reason()),
         }
     }
+    // The kept statm vouches that this is the process `prior` knew (a reused pid fails the
+    // pread), so an unchanged one needs no `stat` to say so.
     if let (Some(k), Some((fd, m))) = (prior, &kept) {
-        if !refresh && m.is_some() && *m == k.statm {
+        if Standing::of(Some(k), *m, due) == Standing::Unchanged {
             if !k.cpu_moving {
                 return Ok(Some(still(ctx, k, fd.clone(), None)));
             }
@@ -256,12 +258,9 @@ fn read_process_files(
     if statm.is_some_and(|[size, _, _]| size == 0) {
         return Ok(None);
     }
-    let unchanged = match known {
-        Some(k) => !refresh && statm.is_some() && k.statm == statm,
-        None => false,
-    };
+    let standing = Standing::of(known, statm, due);
     let status = match known {
-        Some(k) if unchanged => k.status.clone(),
+        Some(k) if standing == Standing::Unchanged => k.status.clone(),
         _ => {
             at.at(step::STATUS);
             let status =
@@ -282,7 +281,9 @@ fn read_process_files(
             Err(_) => {}
         }
     }
-    let reread = !stuck && (!unchanged || known.is_some_and(|k| k.rollup.is_none()));
+    // A reader stuck in this process's smaps_rollup (the mmap lock) is not sent back in.
+    let reread =
+        !stuck && (standing != Standing::Unchanged || known.is_some_and(|k| k.rollup.is_none()));
     let rollup = if reread {
         read.rollup_read = true;
         at.at(step::SMAPS_ROLLUP);
@@ -316,7 +317,9 @@ fn read_process_files(
     // oom_score is a function of RSS, swap, page tables and oom_score_adj (and of RAM and
     // swap size, which the refresh catches).
     let oom_score = match known {
-        Some(k) if unchanged && k.oom_score_adj == oom_score_adj => k.oom_score,
+        Some(k) if standing == Standing::Unchanged && k.oom_score_adj == oom_score_adj => {
+            k.oom_score
+        }
         _ => {
             at.at(step::OOM_SCORE);
             source.parse_pid(pid, "oom_score", &mut bufs.main, |t| {
@@ -324,7 +327,9 @@ fn read_process_files(
             })?
         }
     };
-    let regroup = known.is_none_or(|k| (refresh && !stuck) || k.stat.comm != stat.comm);
+    let regroup = standing == Standing::New
+        || (due && !stuck)
+        || known.is_some_and(|k| k.stat.comm != stat.comm);
     let group = match (&*ctx.grouping, known) {
         (Grouping::Comm, _) => Some(stat.comm.clone()),
         (_, Some(k)) if !regroup => k.group.clone(),
@@ -389,7 +394,7 @@ mod known;
 pub(super) mod step;
 
 pub(super) use known::Known;
-use known::{cpu_ticks, still};
+use known::{cpu_ticks, still, Standing};
 
 #[cfg(test)]
 mod tests;

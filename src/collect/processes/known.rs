@@ -1,5 +1,6 @@
-//! What the scanner remembers of each process between scans, and the sample of a process
-//! whose memory did not move, made from it.
+//! What the scanner remembers of each process between scans, how a process stands
+//! against it (which decides what a scan reads again), and the sample of a process whose
+//! memory did not move, made from it.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -39,6 +40,34 @@ pub(in crate::collect) struct Known {
     /// Heap walks in a row that found the heap changing under the read: the process is
     /// read again at the next scan, up to `MAX_WALK_RETRIES` times.
     pub(in crate::collect) walk_retries: u8,
+}
+
+/// How a process stands against what the last scan knew of it: what decides which of its
+/// files this scan reads again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Standing {
+    /// Not seen before, or its pid now belongs to another process (another start time):
+    /// every file.
+    New,
+    /// Its `statm` moved (or could not be read): `status`, `smaps_rollup` and
+    /// `oom_score` again.
+    Moved,
+    /// Its `statm` did not move, but it is due for the periodic refresh (every
+    /// `rollup_refresh` scans, staggered by pid): the same as moved.
+    Due,
+    /// Its `statm` did not move and it is not due: what was known stands.
+    Unchanged,
+}
+
+impl Standing {
+    pub(super) fn of(known: Option<&Known>, statm: Option<[u64; 3]>, due: bool) -> Standing {
+        match known {
+            None => Standing::New,
+            Some(k) if statm.is_none() || k.statm != statm => Standing::Moved,
+            Some(_) if due => Standing::Due,
+            Some(_) => Standing::Unchanged,
+        }
+    }
 }
 
 /// User plus system CPU time in clock ticks.
