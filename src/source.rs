@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 mod kept;
 pub mod own;
 mod reason;
+use crate::parse::ParseError;
 pub use kept::{Descriptors, Kept};
 pub use reason::{ReadError, Reason};
 
@@ -151,26 +152,26 @@ impl Source {
         &self,
         rel: &str,
         buf: &mut Buffer,
-        parse: impl FnOnce(&str) -> Option<T>,
+        parse: impl FnOnce(&str) -> Result<T, ParseError>,
     ) -> Result<T, Reason> {
         let text = self.read_proc(rel, buf).map_err(|e| e.system_reason())?;
-        parse(text).ok_or(Reason::Malformed)
+        parse(text).map_err(|e| malformed(&buf.path, &e))
     }
 
     /// Reads `<procfs>/<pid>/<file>` and parses it: a read error becomes its
-    /// [`ReadError::process_reason`], a parse that gives nothing becomes
-    /// [`Reason::Malformed`]. The one place that says how a process file is read.
+    /// [`ReadError::process_reason`], a parse error [`Reason::Malformed`], with what was
+    /// wrong in the debug log. The one place that says how a process file is read.
     pub fn parse_pid<T>(
         &self,
         pid: u32,
         file: &str,
         buf: &mut Buffer,
-        parse: impl FnOnce(&str) -> Option<T>,
+        parse: impl FnOnce(&str) -> Result<T, ParseError>,
     ) -> Result<T, Reason> {
         let text = self
             .read_pid(pid, file, buf)
             .map_err(|e| e.process_reason())?;
-        parse(text).ok_or(Reason::Malformed)
+        parse(text).map_err(|e| malformed(&buf.path, &e))
     }
 
     /// Reads `<procfs>/<pid>/smaps`, up to [`MAX_SMAPS_BYTES`].
@@ -364,6 +365,14 @@ fn canonical_pid(name: &str) -> Option<u32> {
         return None;
     }
     name.parse().ok().filter(|&pid| pid > 0)
+}
+
+/// A file that was read but did not parse: the caller counts it as malformed, and the
+/// debug log says which file and what was wrong (a kernel whose format changed shows here
+/// first).
+fn malformed(path: &Path, e: &ParseError) -> Reason {
+    crate::log!(Debug, "malformed file", path = path.display(), error = e);
+    Reason::Malformed
 }
 
 #[cfg(test)]

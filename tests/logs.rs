@@ -222,3 +222,46 @@ fn json_lines_and_debug_say_what_each_scan_and_scrape_did() {
     assert_eq!(scrape["encoding"], "gzip");
     assert_eq!(scrape["format"], "text");
 }
+
+/// A file that reads but does not parse is counted as malformed, and the debug log says
+/// which file and what was wrong with it (the first thing to look at when a new kernel
+/// changes a format).
+#[test]
+fn a_malformed_file_is_named_with_its_fault_in_the_debug_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fixture_copy(dir.path());
+    let pid = std::fs::read_dir(root.join("proc"))
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().to_str()?.parse::<u32>().ok())
+        .find(|p| *p < 90000 && root.join(format!("proc/{p}/stat")).exists())
+        .unwrap();
+    let stat = root.join(format!("proc/{pid}/stat"));
+    std::fs::write(&stat, format!("{pid} (truncated")).unwrap();
+    let procfs = format!("--path.procfs={}", root.join("proc").display());
+    let sysfs = format!("--path.sysfs={}", root.join("sys").display());
+    let out = run(&[
+        "--once",
+        "--once.interval=0s",
+        "--log.level=debug",
+        &procfs,
+        &sysfs,
+    ]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // (The fixture holds malformed files of its own: find ours.)
+    let path = stat.display().to_string();
+    let line = stderr
+        .lines()
+        .filter(|l| l.contains("msg=\"malformed file\""))
+        .find(|l| logfmt(l).unwrap()["path"] == path)
+        .unwrap_or_else(|| panic!("no malformed-file line for {path}: {stderr}"));
+    let fields = logfmt(line).unwrap();
+    assert_eq!(fields["level"], "debug");
+    assert!(fields["error"].starts_with("missing "), "{line}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let malformed = "membloat_scan_errors_total{collector=\"processes\",reason=\"malformed\"}";
+    assert!(
+        value(&text, malformed).unwrap() >= 1.0,
+        "counted as malformed"
+    );
+}

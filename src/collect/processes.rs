@@ -226,14 +226,14 @@ fn read_process_files(
             // Its CPU time moved at the last read: `stat` alone is read again until it
             // stops, so a process that has just gone to sleep is seen idle at once.
             at.at(step::STAT);
-            let stat = source.parse_pid(pid, "stat", &mut bufs.main, |t| Stat::parse(t).ok())?;
+            let stat = source.parse_pid(pid, "stat", &mut bufs.main, Stat::parse)?;
             if stat.start_ticks == k.start_ticks {
                 return Ok(Some(still(ctx, k, fd.clone(), Some(stat))));
             }
         }
     }
     at.at(step::STAT);
-    let stat = source.parse_pid(pid, "stat", &mut bufs.main, |t| Stat::parse(t).ok())?;
+    let stat = source.parse_pid(pid, "stat", &mut bufs.main, Stat::parse)?;
     let known = prior.filter(|k| k.start_ticks == stat.start_ticks);
     if known.is_none() {
         // The process that statm was read from ended between the two reads.
@@ -263,8 +263,7 @@ fn read_process_files(
         Some(k) if standing == Standing::Unchanged => k.status.clone(),
         _ => {
             at.at(step::STATUS);
-            let status =
-                source.parse_pid(pid, "status", &mut bufs.main, |t| Status::parse(t).ok())?;
+            let status = source.parse_pid(pid, "status", &mut bufs.main, Status::parse)?;
             if status.vm_rss_bytes.is_none() {
                 return Ok(None);
             }
@@ -310,9 +309,14 @@ fn read_process_files(
     }
     at.at(step::OOM_SCORE_ADJ);
     let oom_score_adj = source.parse_pid(pid, "oom_score_adj", &mut bufs.main, |t| {
-        parse::parse_i64(t)
-            .ok()
-            .filter(|adj| (-1000..=1000).contains(adj))
+        parse::parse_i64(t).and_then(|adj| {
+            (-1000..=1000)
+                .contains(&adj)
+                .then_some(adj)
+                .ok_or(parse::ParseError::Malformed(
+                    "oom_score_adj out of -1000..=1000",
+                ))
+        })
     })?;
     // oom_score is a function of RSS, swap, page tables and oom_score_adj (and of RAM and
     // swap size, which the refresh catches).
@@ -322,9 +326,7 @@ fn read_process_files(
         }
         _ => {
             at.at(step::OOM_SCORE);
-            source.parse_pid(pid, "oom_score", &mut bufs.main, |t| {
-                parse::parse_u64(t).ok()
-            })?
+            source.parse_pid(pid, "oom_score", &mut bufs.main, parse::parse_u64)?
         }
     };
     let regroup = standing == Standing::New
@@ -336,7 +338,7 @@ fn read_process_files(
         (Grouping::Cgroup, _) => {
             at.at(step::CGROUP);
             let group = source.parse_pid(pid, "cgroup", &mut bufs.main, |t| {
-                Some(cgroup::memory_cgroup(t).unwrap_or("").to_string())
+                Ok(cgroup::memory_cgroup(t).unwrap_or("").to_string())
             })?;
             Some(group)
         }

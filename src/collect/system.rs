@@ -77,20 +77,21 @@ pub(super) fn run(source: &Source, buf: &mut Buffer, job: Job) -> Done {
     let read = match job {
         Job::Meminfo => Read::Meminfo(
             f.source
-                .parse_proc("meminfo", f.buf, |t| Meminfo::parse(t).ok())
+                .parse_proc("meminfo", f.buf, Meminfo::parse)
                 .inspect(|m| count(errs, job.collector(), Reason::Malformed, m.rejected as u64)),
         ),
         Job::Vmstat => Read::Vmstat(
             f.source
-                .parse_proc("vmstat", f.buf, |t| Vmstat::parse(t).ok())
+                .parse_proc("vmstat", f.buf, Vmstat::parse)
                 .inspect(|v| count(errs, job.collector(), Reason::Malformed, v.rejected as u64)),
         ),
         Job::Sysctl => Read::Sysctl(f.read_sysctl(errs)),
         Job::Thp => Read::Thp(f.read_thp(errs)),
-        Job::Pressure => Read::Pressure(
-            f.source
-                .parse_proc("pressure/memory", f.buf, |t| Pressure::parse(t).ok()),
-        ),
+        Job::Pressure => Read::Pressure(f.source.parse_proc(
+            "pressure/memory",
+            f.buf,
+            Pressure::parse,
+        )),
         Job::Cgroup => Read::Cgroup(f.read_cgroups(errs)),
         Job::BootTime => Read::BootTime(
             f.source

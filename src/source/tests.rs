@@ -23,7 +23,7 @@ fn read_and_parse_classifies_once_for_processes_and_for_the_system() {
     std::fs::write(dir.path().join("meminfo"), "garbage\n").unwrap();
     let source = Source::new(dir.path(), dir.path());
     let mut buf = Buffer::default();
-    let number = |t: &str| t.trim().parse::<u64>().ok();
+    let number = crate::parse::parse_u64;
     assert_eq!(source.parse_pid(7, "oom_score", &mut buf, number), Ok(666));
     // The same fact, a missing file, read two ways: the process exited; the kernel
     // lacks the file.
