@@ -116,6 +116,10 @@ fn kubernetes_manifests_validate_offline() {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "every cross-reference between the manifests, checked in one place"
+)]
 fn kubernetes_resources_agree_with_each_other_and_the_rules() {
     let ds = yaml(&deploy("kubernetes/daemonset.yaml"));
     let svc = yaml(&deploy("kubernetes/service.yaml"));

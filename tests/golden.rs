@@ -409,6 +409,10 @@ fn cgroup_v2_reports_leaf_cgroups_only_so_nothing_is_counted_twice() {
 /// units: `membloat_cgroup_info` names the pod UID, container ID, runtime and QoS class a
 /// user joins with kube-state-metrics (docs/kubernetes.md).
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one cgroup path per container runtime, each with its expected labels"
+)]
 fn cgroup_paths_of_every_runtime_give_labels_to_join_on() {
     let uid = "0d5b3b24-5f6a-4c1e-9a0b-3c2d1e0f9a8b";
     let u = uid.replace('-', "_");

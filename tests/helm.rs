@@ -249,6 +249,10 @@ fn cases() -> Vec<Case> {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pass per value set: render, validate, check, run"
+)]
 fn every_value_set_validates_and_says_what_it_was_asked() {
     for case in cases() {
         let name = case.name;

@@ -152,6 +152,7 @@ impl Booted {
 impl Drop for Booted {
     fn drop(&mut self) {
         // SIGTERM asks systemd-nspawn to shut the container down.
+        // SAFETY: kill(2) takes two integers; the pid is our own child's, not yet reaped.
         unsafe { libc::kill(self.nspawn.id() as i32, libc::SIGTERM) };
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(20) {

@@ -14,6 +14,10 @@ use common::*;
 use std::time::Duration;
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one real Prometheus, started once, asked every query"
+)]
 fn every_dashboard_query_and_recording_rule_returns_data_from_a_real_prometheus() {
     let rules = rules_file();
     let _hoard = Repro::start("hoard", &["3", "1", "0"], &[]);

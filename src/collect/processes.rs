@@ -186,6 +186,10 @@ fn read_process(ctx: &ReadContext, bufs: &mut Buffers, at: &pool::Step, pid: u32
 /// `oom_score_adj` are read every scan and compared the same way. `cgroup` and `cmdline`
 /// for grouping when the process is new, its name changed, or on the refresh. With
 /// `rollup_refresh` 1 every file is read every scan and `statm` is not needed.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the cheapest-first read plan of one process, in the order the files are read"
+)]
 fn read_process_files(
     ctx: &ReadContext,
     bufs: &mut Buffers,

@@ -7,6 +7,10 @@ use clap::{value_parser, Arg, ArgAction, Command};
 
 use super::{parse_duration, parse_size, positive_duration, Collector};
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "the flag table: one builder call per flag"
+)]
 pub(super) fn command() -> Command {
     let mut cmd = Command::new("membloat_exporter")
         .version(super::build::LONG_VERSION)

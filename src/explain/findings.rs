@@ -97,6 +97,10 @@ pub(super) fn host_findings(h: &Host, s: &Snapshot) -> Vec<Finding> {
     out
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one finding per signal, each a few lines, in the order they are shown"
+)]
 pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Vec<Finding>) {
     let sig = &p.signals;
     let id = p.identity.as_ref();

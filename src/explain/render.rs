@@ -93,6 +93,10 @@ fn who(f: &Finding) -> String {
     }
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "the text report from top to bottom, one section after another"
+)]
 pub fn text(d: &Diagnosis, color: bool) -> String {
     let st = Style { on: color };
     let mut out = String::new();

@@ -75,6 +75,10 @@ pub(super) fn encode_groups(
     Ok(())
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one family per per-process metric, each a few lines"
+)]
 pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result {
     let pids: Vec<String> = top.iter().map(|p| p.sample.pid.to_string()).collect();
     let labels = |i: usize| -> Labels {

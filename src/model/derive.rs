@@ -97,6 +97,10 @@ pub struct DeriveOptions {
     pub max_groups: usize,
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "the whole derivation of a scan, step by step"
+)]
 pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snapshot) {
     let prev = state;
     let mut errors = prev.errors;

@@ -137,6 +137,10 @@ pub struct Signals {
 /// `cpu_tick_seconds` is the unit of the CPU times in `stat` (1 / `CLK_TCK`): a process
 /// is still idle when its CPU time moved by one tick more than the idle share allows,
 /// since a tick is the least the kernel can count.
+#[allow(
+    clippy::too_many_lines,
+    reason = "every per-process signal from one scan, each a few lines, sharing the values read at the top"
+)]
 pub fn step(
     prev: Option<&ProcState>,
     p: &ProcessSample,

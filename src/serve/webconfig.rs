@@ -242,6 +242,10 @@ fn tls_version(key: &str, v: &str) -> Result<&'static rustls::SupportedProtocolV
     }
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "the exporter-toolkit TLS keys, each checked where it is applied"
+)]
 fn tls_config(t: TlsFormat, base: &Path) -> Result<Arc<rustls::ServerConfig>, String> {
     for (key, set) in [
         ("cert", t.cert.is_some()),

@@ -117,6 +117,10 @@ fn kind(a: &FoundArena) -> HeapKind {
 /// rule, or whose footer (read in the step after the chunk) does, is walked again from
 /// its head, read anew; a list that never holds still makes the count inconsistent. A
 /// chunk that moved from one list to another during the walk is counted once.
+#[allow(
+    clippy::too_many_lines,
+    reason = "glibc's free lists walked in the order mallinfo2 walks them, one arena at a time; split, the order would be harder to check against malloc.c"
+)]
 pub fn count<T: Target>(
     t: &mut T,
     layout: &Layout,
