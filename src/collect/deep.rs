@@ -1,7 +1,16 @@
 //! The deep tier: full `/proc/PID/smaps` of candidate processes, then their allocator and
 //! heap walk, least recently read first, within the CPU budget of a scan.
 
-use super::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::heap::{self, HeapReading};
+use super::{count, pool, thread_cpu, DeepRun, ErrorCounts, ProcessSample, Scanner};
+use crate::config::Collector;
+use crate::parse::smaps::{self, SmapsSummary};
+use crate::parse::status::Status;
+use crate::source::{Buffer, Buffers, Reason, Source};
 
 /// One deep-tier read.
 enum DeepRead {

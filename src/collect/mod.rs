@@ -11,21 +11,19 @@ mod processes;
 mod system;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::config::{Collector, Collectors, DeepConfig, GroupBy, ReadConfig};
 use crate::parse::memory_stat::MemoryStat;
 use crate::parse::{
-    self, cgroup, meminfo::Meminfo, pressure::Pressure, smaps, smaps::SmapsSummary,
-    smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status, sysfs, vmstat::Vmstat,
+    meminfo::Meminfo, pressure::Pressure, smaps::SmapsSummary, smaps_rollup::SmapsRollup,
+    status::Status, vmstat::Vmstat,
 };
-use crate::source::{Buffer, Buffers, Descriptors, Kept, ReadError, Reason, Source};
+use crate::source::{Descriptors, Reason, Source};
 use heap::HeapReading;
-use matcher::{Candidate, Matchers};
+use matcher::Matchers;
 use pool::Pool;
 use processes::Known;
 

@@ -2,7 +2,14 @@
 //! re-read plan, which files of a process need reading again this scan
 //! (`read_process_files`).
 
-use super::*;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::matcher::Candidate;
+use super::{count, pool, ErrorCounts, Grouping, ProcessSample, ReadStats, Scanner};
+use crate::config::Collector;
+use crate::parse::{self, cgroup, smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status};
+use crate::source::{Buffers, Descriptors, Kept, ReadError, Reason, Source};
 
 /// Processes read in one batch of the reader pool.
 const READ_CHUNK: usize = 1024;

@@ -5,7 +5,13 @@
 //! left out, reported as `timeout`, until its reader comes back; it is never started
 //! again on the stuck file, so no thread leaks.
 
-use super::*;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{count, outcome, pool, CollectorRun, ErrorCounts, Sample, Scanner, Sysctl, Thp};
+use crate::config::Collector;
+use crate::parse::{meminfo::Meminfo, memory_stat::MemoryStat, pressure::Pressure, vmstat::Vmstat};
+use crate::source::{Buffer, Buffers, Reason, Source};
 
 /// One system collector's read, as a pool item (pool items are never 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,11 @@
 //! The findings: what is worth acting on, read from the signals with the thresholds the
 //! metrics and alerts use (`model::signals`), each with its evidence and remedy.
 
-use super::*;
+use super::remedy;
+use super::{available_ratio, frees, size, subject, Finding, Host};
+use crate::collect::heap::runtime::Runtime;
+use crate::model::derive::{ProcessReport, Snapshot};
+use crate::model::signals::{self, Method};
 
 fn host_finding(kind: &'static str, bytes: u64, evidence: String, remedy: &str) -> Finding {
     Finding {

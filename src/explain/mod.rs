@@ -13,9 +13,8 @@ use findings::{host_findings, process_findings};
 
 use serde::Serialize;
 
-use crate::collect::heap::runtime::Runtime;
 use crate::model::derive::{ProcessReport, Snapshot};
-use crate::model::signals::{self, Method};
+use crate::model::signals;
 
 /// The JSON schema's name and version; bumped only on an incompatible change.
 pub const SCHEMA: &str = "membloat.explain/v1";

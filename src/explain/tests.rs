@@ -4,6 +4,7 @@
 use super::*;
 use crate::collect::{Sysctl, Thp};
 use crate::model::derive::tests_support::process;
+use crate::model::signals::Method;
 use crate::model::signals::Signals;
 use crate::parse::meminfo::Meminfo;
 

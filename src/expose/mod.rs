@@ -25,11 +25,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit as PromUnit};
 
-use crate::collect::heap::walk::{HeapKind, HeapTotals};
-use crate::collect::heap::Outcome;
-use crate::model::derive::{ProcessReport, Snapshot};
-use crate::model::groups::GroupStats;
-use crate::model::signals::Method;
+use crate::model::derive::Snapshot;
 use catalogue::*;
 
 /// Every metric starts with this.

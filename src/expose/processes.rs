@@ -1,6 +1,13 @@
 //! The families of groups and of the top processes.
 
-use super::*;
+use std::fmt;
+
+use super::catalogue::*;
+use super::{u, Families, Labels, Num};
+use crate::collect::heap::walk::{HeapKind, HeapTotals};
+use crate::model::derive::ProcessReport;
+use crate::model::groups::GroupStats;
+use crate::model::signals::Method;
 use crate::parse::status::Status;
 
 /// A family and the field of a group it reports.

@@ -1,7 +1,12 @@
 //! The families of the exporter itself and of the system collectors: meminfo, sysctl, THP
 //! and khugepaged, vmstat, pressure, cgroups.
 
-use super::*;
+use std::fmt;
+
+use super::catalogue::*;
+use super::{u, Families, Labels, Num};
+use crate::collect::heap::Outcome;
+use crate::model::derive::Snapshot;
 
 pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
     f.info(&BUILD_INFO, crate::config::build::labels())?;

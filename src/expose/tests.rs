@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::collect::CollectorRun;
+use crate::model::derive::ProcessReport;
+use crate::model::groups::GroupStats;
 use crate::source::Reason;
 use std::sync::Arc;
 

@@ -1,5 +1,8 @@
 use super::*;
-use std::path::PathBuf;
+use crate::collect::Grouping;
+use crate::config::{Collectors, DeepConfig, ReadConfig};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 const STATUS: &str = "Name:\tidle\nVmSize:\t    5744 kB\nVmHWM:\t    3000 kB\nVmRSS:\t    3000 kB\nRssAnon:\t    2000 kB\nRssFile:\t    1000 kB\nRssShmem:\t       0 kB\nVmSwap:\t       0 kB\nThreads:\t1\n";
 

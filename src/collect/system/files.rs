@@ -1,7 +1,13 @@
 //! What each system job reads: the sysctls, the THP and khugepaged files, the memory
 //! cgroups. Absent files are an older kernel; unreadable or unparseable ones are counted.
 
-use super::super::*;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::collect::{count, ErrorCounts, HugepageSize, Khugepaged, Sysctl, Thp};
+use crate::config::Collector;
+use crate::parse::{self, memory_stat::MemoryStat, sysfs};
+use crate::source::{Buffer, ReadError, Reason, Source};
 
 pub(super) struct Files<'a> {
     pub(super) source: &'a Source,
