@@ -318,6 +318,12 @@ catalogue! {
         "Anonymous memory of a memory cgroup (container): memory.stat rss on cgroup v1 (own processes), anon on v2 (leaf cgroups).";
     CGROUP_ANON_HUGE_BYTES = "membloat_cgroup_anon_huge_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",
         "Anonymous memory of a memory cgroup in transparent huge pages: memory.stat rss_huge on v1, anon_thp on v2.";
+    CGROUP_MEMORY_USAGE_BYTES = "membloat_cgroup_memory_usage_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.current, memory.usage_in_bytes",
+        "Memory charged to a memory cgroup (container): memory.current on v2, memory.usage_in_bytes on v1; page cache included.";
+    CGROUP_MEMORY_LIMIT_BYTES = "membloat_cgroup_memory_limit_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.max, memory.limit_in_bytes",
+        "The memory cgroup's limit: memory.max on v2, memory.limit_in_bytes on v1; absent when unlimited.";
+    CGROUP_WORKING_SET_BYTES = "membloat_cgroup_working_set_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat, memory.current, memory.usage_in_bytes",
+        "Usage less inactive page cache (inactive_file on v2, total_inactive_file on v1): the working set the kubelet evicts by and kubectl top shows; near the limit, the OOM killer is near.";
     CGROUP_OOM_KILLS_TOTAL = "membloat_cgroup_oom_kills_total", Counter, None, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.events, memory.oom_control",
         "Processes of the cgroup killed by the OOM killer, for the host's OOM or the cgroup's limit alike (memory.events oom_kill on v2, memory.oom_control oom_kill on v1).";
     CGROUP_LIMIT_OOMS_TOTAL = "membloat_cgroup_limit_ooms_total", Counter, None, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.events",

@@ -269,6 +269,9 @@ pub(super) fn encode_cgroups(f: &mut Families, s: &Snapshot) -> fmt::Result {
     }
     f.family(&CGROUP_ANON_BYTES, rows(|m| Some(m.anon_bytes)))?;
     f.family(&CGROUP_ANON_HUGE_BYTES, rows(|m| Some(m.anon_huge_bytes)))?;
+    f.family(&CGROUP_MEMORY_USAGE_BYTES, rows(|m| m.usage_bytes))?;
+    f.family(&CGROUP_MEMORY_LIMIT_BYTES, rows(|m| m.limit_bytes))?;
+    f.family(&CGROUP_WORKING_SET_BYTES, rows(|m| m.working_set_bytes()))?;
     f.family(&CGROUP_OOM_KILLS_TOTAL, rows(|m| m.oom_kills))?;
     f.family(&CGROUP_LIMIT_OOMS_TOTAL, rows(|m| m.limit_ooms))
 }

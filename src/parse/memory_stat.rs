@@ -1,4 +1,6 @@
-//! cgroup `memory.stat`: anonymous and huge-page memory of one cgroup.
+//! cgroup `memory.stat`: anonymous and huge-page memory of one cgroup, and with it the
+//! cgroup's usage and limit (`memory.current`/`memory.max` on v2,
+//! `memory.usage_in_bytes`/`memory.limit_in_bytes` on v1).
 
 use super::ParseError;
 
@@ -16,12 +18,24 @@ pub struct MemoryStat {
     /// Times the cgroup reached its limit and the OOM killer ran inside it: v2
     /// `memory.events` `oom`. v1 has no such counter.
     pub limit_ooms: Option<u64>,
+    /// Inactive page cache, which the kernel reclaims first: v2 `inactive_file`, v1
+    /// `total_inactive_file` (hierarchical, as the kubelet reads it).
+    pub inactive_file_bytes: Option<u64>,
+    /// Memory charged to the cgroup: v2 `memory.current`, v1 `memory.usage_in_bytes`.
+    pub usage_bytes: Option<u64>,
+    /// Its limit: v2 `memory.max`, v1 `memory.limit_in_bytes`; `None` when unlimited.
+    pub limit_bytes: Option<u64>,
 }
+
+/// At or above this, a v1 limit is the kernel's "unlimited" (PAGE_COUNTER_MAX pages,
+/// 9223372036854771712 with 4 KiB pages).
+const UNLIMITED: u64 = 1 << 62;
 
 impl MemoryStat {
     /// Parses either version: v2 files have `anon`, v1 files `rss`.
     pub fn parse(text: &str) -> Result<Self, ParseError> {
         let (mut anon, mut huge, mut rss, mut rss_huge) = (None, None, None, None);
+        let (mut inactive_v2, mut inactive_v1) = (None, None);
         for line in text.lines() {
             let Some((key, value)) = line.split_once(' ') else {
                 continue;
@@ -31,6 +45,8 @@ impl MemoryStat {
                 "anon_thp" => &mut huge,
                 "rss" => &mut rss,
                 "rss_huge" => &mut rss_huge,
+                "inactive_file" => &mut inactive_v2,
+                "total_inactive_file" => &mut inactive_v1,
                 _ => continue,
             };
             *slot = Some(
@@ -40,16 +56,35 @@ impl MemoryStat {
                     .map_err(|_| ParseError::Malformed("memory.stat value"))?,
             );
         }
-        let (anon_bytes, huge) = match (anon, rss) {
-            (Some(a), _) => (a, huge),
-            (None, Some(r)) => (r, rss_huge),
+        let (anon_bytes, huge, inactive) = match (anon, rss) {
+            (Some(a), _) => (a, huge, inactive_v2),
+            (None, Some(r)) => (r, rss_huge, inactive_v1),
             _ => return Err(ParseError::Missing("anon or rss")),
         };
         Ok(MemoryStat {
             anon_bytes,
             anon_huge_bytes: huge.unwrap_or(0),
+            inactive_file_bytes: inactive,
             ..MemoryStat::default()
         })
+    }
+
+    /// Adds the usage, from `memory.current` or `memory.usage_in_bytes`.
+    pub fn add_usage(&mut self, text: &str) {
+        self.usage_bytes = text.trim().parse().ok();
+    }
+
+    /// Adds the limit, from `memory.max` (`max`: none) or `memory.limit_in_bytes`
+    /// (unlimited is a number near 2^63).
+    pub fn add_limit(&mut self, text: &str) {
+        self.limit_bytes = text.trim().parse::<u64>().ok().filter(|&l| l < UNLIMITED);
+    }
+
+    /// What the kubelet calls the working set, and evicts and reports (`kubectl top`) by:
+    /// usage minus inactive page cache, never below 0.
+    pub fn working_set_bytes(&self) -> Option<u64> {
+        let usage = self.usage_bytes?;
+        Some(usage.saturating_sub(self.inactive_file_bytes.unwrap_or(0)))
     }
 
     /// Adds the OOM counters of v2 `memory.events` or v1 `memory.oom_control`; a value
@@ -104,5 +139,30 @@ mod tests {
         assert_eq!(m.oom_kills, None);
         assert!(MemoryStat::parse("cache 1\n").is_err());
         assert!(MemoryStat::parse("rss x\n").is_err());
+    }
+
+    /// Usage, limit and the kubelet's working set; v1 reads the hierarchical
+    /// `total_inactive_file` (its `inactive_file` is the cgroup's own), v2 `inactive_file`.
+    #[test]
+    fn working_set_is_usage_less_inactive_file() {
+        let mut v1 = MemoryStat::parse(
+            "rss 1048576\ninactive_file 4096\ntotal_rss 1048576\ntotal_inactive_file 2097152\n",
+        )
+        .unwrap();
+        assert_eq!(v1.inactive_file_bytes, Some(2097152));
+        assert_eq!(v1.working_set_bytes(), None, "no usage read yet");
+        v1.add_usage("10485760\n");
+        v1.add_limit("9223372036854771712\n");
+        assert_eq!(v1.limit_bytes, None, "v1's unlimited");
+        assert_eq!(v1.working_set_bytes(), Some(10485760 - 2097152));
+        v1.add_limit("67108864\n");
+        assert_eq!(v1.limit_bytes, Some(64 << 20));
+        let mut v2 = MemoryStat::parse("anon 1048576\ninactive_file 8192\n").unwrap();
+        v2.add_usage("4096\n");
+        v2.add_limit("max\n");
+        assert_eq!(v2.limit_bytes, None, "v2's unlimited");
+        assert_eq!(v2.working_set_bytes(), Some(0), "never below 0");
+        v2.add_usage("x");
+        assert_eq!(v2.usage_bytes, None);
     }
 }

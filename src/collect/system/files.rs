@@ -72,6 +72,18 @@ impl Files<'_> {
             if let Ok(text) = self.source.read_path(&dir.join(events), self.buf) {
                 stat.add_events(text);
             }
+            // Headroom: what is charged to the cgroup against its limit.
+            let (usage, limit) = if v2 {
+                ("memory.current", "memory.max")
+            } else {
+                ("memory.usage_in_bytes", "memory.limit_in_bytes")
+            };
+            if let Ok(text) = self.source.read_path(&dir.join(usage), self.buf) {
+                stat.add_usage(text);
+            }
+            if let Ok(text) = self.source.read_path(&dir.join(limit), self.buf) {
+                stat.add_limit(text);
+            }
             // An empty cgroup is left out, unless the OOM killer emptied it.
             let killed = stat.oom_kills.unwrap_or(0) + stat.limit_ooms.unwrap_or(0) > 0;
             if stat.anon_bytes == 0 && stat.anon_huge_bytes == 0 && !killed {
