@@ -108,6 +108,27 @@
               runbook_url: '%s#membloatcontaineroomkill' % c.runbookURLBase,
             },
           },
+          // A container near its own limit whose glibc allocators hold freed memory: giving
+          // it back buys headroom before the limit's OOM killer picks a process. The value
+          // is the share of the working set that is hoarded; a container near its limit
+          // without measured hoarding is the owner's sizing, and this stays silent.
+          {
+            alert: 'MembloatContainerNearLimitHoarding',
+            expr: |||
+              membloat_cgroup_hoarded_bytes / membloat_cgroup_working_set_bytes
+              and on (job, instance, cgroup)
+              (membloat_cgroup_working_set_bytes / membloat_cgroup_memory_limit_bytes > %(containerNearLimitRatio).2f)
+            ||| % c,
+            'for': '15m',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: 'Container {{ $labels.cgroup }} on {{ $labels.instance }} is near its memory limit, and {{ $value | humanizePercentage }} of its working set is freed heap its allocators hold.',
+              description: "The working set of {{ $labels.cgroup }} is above %(containerNearLimitPercent)d %% of its memory limit, so its next growth may end in an OOM kill inside it. The heap walk measured {{ $value | humanizePercentage }} of that working set as memory glibc has freed but kept: malloc_trim, a lower M_TRIM_THRESHOLD or fewer arenas give it back without raising the limit. membloat_cgroup_info names its pod." % (c { containerNearLimitPercent: c.containerNearLimitRatio * 100 }),
+              runbook_url: '%s#membloatcontainernearlimithoarding' % c.runbookURLBase,
+            },
+          },
           // The memory part of oom_score, without oom_score_adj: oom_score is
           // (1000 + 1000 x share of RAM and swap + oom_score_adj) x 2/3. A Kubernetes
           // BestEffort pod (adj 1000) scores high with no memory: killing it frees little, so

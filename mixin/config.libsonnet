@@ -23,6 +23,7 @@
     oomVictimShare: 0.30,  // ...holding this share of RAM and swap
     regrowthMiB: 256,  // MembloatKhugepagedRegrowth
     hoardedMiB: 512,  // MembloatAllocatorHoarding, MembloatAllocatorHoardingSuspected
+    containerNearLimitRatio: 0.9,  // MembloatContainerNearLimitHoarding: working set / limit
     hiddenTHPRatio: 0.05,  // MembloatHiddenTHPMemoryLarge: share of RAM
     swapThrashPagesPerSecond: 256,  // MembloatSwapThrashing, each way
     notScanningSeconds: 300,  // MembloatNotScanning

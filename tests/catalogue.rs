@@ -25,8 +25,9 @@ const NOT_SERVED_HERE: [(&str, &str); 2] = [
 
 /// Rows only the live host can show: the fixture's SwapFree is absurd (dropped) and a
 /// fixture has no process memory for the heap walk to read.
-const LIVE_ONLY: [&str; 6] = [
+const LIVE_ONLY: [&str; 7] = [
     "membloat_swap_free_bytes",
+    "membloat_cgroup_hoarded_bytes",
     "membloat_process_heap_free_bytes",
     "membloat_process_heap_free_resident_bytes",
     "membloat_process_heap_reclaimable_bytes",

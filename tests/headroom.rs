@@ -1,10 +1,15 @@
 //! A container's headroom on the real kernel: a memory cgroup (v1 here) with a 64 MiB limit
 //! and a process holding 40 MiB of anonymous memory in it. The exporter reports the limit,
 //! the usage and the working set of that cgroup, and they agree with what the process
-//! itself holds (its `RssAnon`, a counter of its own) and with the limit.
+//! itself holds (its `RssAnon`, a counter of its own) and with the limit. And the alert: a
+//! real Prometheus on the real exporter holds MembloatContainerNearLimitHoarding pending
+//! for a cgroup at 95 % of its limit whose process hoards, with the hoarded share, and
+//! nothing for one at 95 % that does not.
 
 mod common;
 
+use common::prometheus::Prometheus;
+use common::repro::{build, Repro};
 use common::*;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -93,4 +98,124 @@ fn a_cgroup_near_its_limit_shows_its_headroom() {
         value(&text, "membloat_cgroup_memory_limit_bytes{cgroup=\"/\"}"),
         None
     );
+}
+
+/// A memory cgroup of this test's, removed (once empty) when dropped.
+struct Cgroup(std::path::PathBuf);
+
+impl Cgroup {
+    fn new(name: &str) -> Cgroup {
+        let dir = std::path::Path::new("/sys/fs/cgroup/memory").join(name);
+        std::fs::create_dir(&dir).unwrap();
+        Cgroup(dir)
+    }
+
+    fn procs(&self) -> String {
+        self.0.join("cgroup.procs").display().to_string()
+    }
+
+    /// Sets the limit so that the current usage is 95 % of it.
+    fn limit_at_95_percent(&self) {
+        let usage: u64 = std::fs::read_to_string(self.0.join("memory.usage_in_bytes"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let limit = (usage * 100 / 95).div_ceil(4096) * 4096;
+        std::fs::write(self.0.join("memory.limit_in_bytes"), limit.to_string()).unwrap();
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_container_near_its_limit_that_hoards_holds_the_alert_and_one_that_does_not_stays_silent() {
+    needs_root("making memory cgroups with limits");
+    if !std::path::Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() {
+        skipped("no cgroup v1 memory controller at /sys/fs/cgroup/memory");
+        return;
+    }
+    let id = std::process::id();
+    let (hoarding, sized) = (
+        format!("membloat-test-hoarding-{id}"),
+        format!("membloat-test-sized-{id}"),
+    );
+    let a = Cgroup::new(&hoarding);
+    let b = Cgroup::new(&sized);
+    // a: glibc keeps about a gigabyte of freed heap (tests/reproducers/hoard.c).
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(format!(
+        "echo $$ > {} && exec {} 3 1 0",
+        a.procs(),
+        build("hoard").display()
+    ));
+    let hoard = Repro::spawn("hoard", cmd);
+    // b: 200 MiB of live data, nothing freed.
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(format!(
+        "echo $$ > {} && exec python3 -c 'import time\nb = bytearray(200 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint(\"ready\", flush=True)\ntime.sleep(600)'",
+        b.procs()
+    ));
+    let live = Repro::spawn("python3", cmd);
+    a.limit_at_95_percent();
+    b.limit_at_95_percent();
+
+    let exporter = Daemon::start(&[
+        "--scan.interval=1s",
+        "--collector.processes.deep-interval=1s",
+    ]);
+    let rules = rules_file();
+    let prom = Prometheus::start(&format!("127.0.0.1:{}", exporter.port), Some(&rules));
+    let pending = |p: &Prometheus, cgroup: &str| {
+        p.query(&format!(
+            "ALERTS{{alertname=\"MembloatContainerNearLimitHoarding\",alertstate=\"pending\",cgroup=\"/{cgroup}\"}}"
+        ))
+        .is_ok_and(|r| !r.is_empty())
+    };
+    prom.wait_until(
+        Duration::from_secs(90),
+        "the alert pending for the hoarding cgroup",
+        |p| pending(p, &hoarding),
+    );
+    assert!(
+        !pending(&prom, &sized),
+        "a container without hoarding is the owner's sizing"
+    );
+    // The share the alert states is the exporter's hoarded bytes over the working set.
+    let text = exporter.metrics();
+    let of = |family: &str| {
+        value(&text, &format!("{family}{{cgroup=\"/{hoarding}\"}}"))
+            .unwrap_or_else(|| panic!("no {family}"))
+    };
+    let share = of("membloat_cgroup_hoarded_bytes") / of("membloat_cgroup_working_set_bytes");
+    assert!(share > 0.2 && share < 1.0, "hoarded share {share}");
+    let alerts = prom.api("/api/v1/alerts").unwrap();
+    let alert = alerts["data"]["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["labels"]["cgroup"] == format!("/{hoarding}"))
+        .expect("the alert in /api/v1/alerts");
+    let summary = alert["annotations"]["summary"].as_str().unwrap();
+    let stated: f64 = summary
+        .split("and ")
+        .nth(1)
+        .and_then(|s| s.split('%').next())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no share in: {summary}"));
+    assert!(
+        (stated / 100.0 - share).abs() < 0.05,
+        "stated {stated} %, measured {share}: {summary}"
+    );
+    drop((hoard, live));
 }

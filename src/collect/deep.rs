@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::heap::{self, HeapReading};
 use super::{count, pool, thread_cpu, DeepRun, ErrorCounts, ProcessSample, Scanner};
 use crate::config::Collector;
+use crate::parse::cgroup;
 use crate::parse::smaps::{self, SmapsSummary};
 use crate::parse::status::Status;
 use crate::source::{Buffer, Buffers, Reason, Source};
@@ -89,7 +90,14 @@ impl Scanner {
                     return DeepRead::Deferred;
                 }
                 let cpu = thread_cpu();
-                let read = read_smaps(&source, &mut bufs.main, pid, walk);
+                let mut read = read_smaps(&source, &mut bufs.main, pid, walk);
+                if let DeepRead::Done(Ok(r), _) = &mut read {
+                    r.1.memory_cgroup = source
+                        .read_pid(pid, "cgroup", &mut bufs.aux)
+                        .ok()
+                        .and_then(cgroup::memory_cgroup)
+                        .map(str::to_string);
+                }
                 let used = thread_cpu().saturating_sub(cpu).as_nanos() as u64;
                 counter.fetch_add(used, Ordering::AcqRel);
                 read

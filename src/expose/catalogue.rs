@@ -324,6 +324,8 @@ catalogue! {
         "The memory cgroup's limit: memory.max on v2, memory.limit_in_bytes on v1; absent when unlimited.";
     CGROUP_WORKING_SET_BYTES = "membloat_cgroup_working_set_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat, memory.current, memory.usage_in_bytes",
         "Usage less inactive page cache (inactive_file on v2, total_inactive_file on v1): the working set the kubelet evicts by and kubectl top shows; near the limit, the OOM killer is near.";
+    CGROUP_HOARDED_BYTES = "membloat_cgroup_hoarded_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/proc/PID/mem, pagemap, cgroup (the heap walk)",
+        "Freed memory the glibc allocators of the cgroup's processes hold and malloc_trim would return, measured by the heap walk and summed by memory cgroup (cgroups with some only): the share of a container's usage its allocators would give back.";
     CGROUP_OOM_KILLS_TOTAL = "membloat_cgroup_oom_kills_total", Counter, None, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.events, memory.oom_control",
         "Processes of the cgroup killed by the OOM killer, for the host's OOM or the cgroup's limit alike (memory.events oom_kill on v2, memory.oom_control oom_kill on v1).";
     CGROUP_LIMIT_OOMS_TOTAL = "membloat_cgroup_limit_ooms_total", Counter, None, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.events",

@@ -272,6 +272,16 @@ pub(super) fn encode_cgroups(f: &mut Families, s: &Snapshot) -> fmt::Result {
     f.family(&CGROUP_MEMORY_USAGE_BYTES, rows(|m| m.usage_bytes))?;
     f.family(&CGROUP_MEMORY_LIMIT_BYTES, rows(|m| m.limit_bytes))?;
     f.family(&CGROUP_WORKING_SET_BYTES, rows(|m| m.working_set_bytes()))?;
+    // Hoarding measured in a cgroup's processes: what their allocators would give back
+    // of what counts against its limit.
+    let hoarded: Vec<(Labels, Num)> = cgroups
+        .iter()
+        .filter_map(|(path, _)| {
+            let bytes = s.cgroup_hoarded_bytes.get(path)?;
+            Some((vec![("cgroup", path.as_str())], Num::U(*bytes)))
+        })
+        .collect();
+    f.family(&CGROUP_HOARDED_BYTES, hoarded)?;
     f.family(&CGROUP_OOM_KILLS_TOTAL, rows(|m| m.oom_kills))?;
     f.family(&CGROUP_LIMIT_OOMS_TOTAL, rows(|m| m.limit_ooms))
 }

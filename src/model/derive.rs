@@ -1,7 +1,7 @@
 //! Pure derivation: (state, sample) -> (state, snapshot). The snapshot is what scrapes
 //! and `explain` read; the state is what the next scan needs (`state.rs`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::UNIX_EPOCH;
 
 use crate::collect::heap::runtime::Identity;
@@ -10,7 +10,7 @@ use crate::collect::{
 };
 use crate::config::Collector;
 use crate::model::groups::{groups, GroupStats};
-use crate::model::signals::{self, ProcState, Signals};
+use crate::model::signals::{self, Method, ProcState, Signals};
 use crate::model::state::State;
 use crate::parse::meminfo::Meminfo;
 use crate::parse::pressure::Pressure;
@@ -87,6 +87,9 @@ pub struct Snapshot {
     /// The exporter's own process (`process_*`).
     pub own: Option<crate::collect::own::OwnProcess>,
     pub cgroups: Option<Vec<(String, crate::parse::memory_stat::MemoryStat)>>,
+    /// Measured hoarded bytes summed by the processes' memory cgroup (those the deep tier
+    /// read and whose heap it measured).
+    pub cgroup_hoarded_bytes: BTreeMap<String, u64>,
 }
 
 /// Options of derivation.
@@ -144,6 +147,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
     // Per-process state and signals; states of vanished processes are dropped here.
     let mut states = HashMap::with_capacity(sample.processes.len());
     let mut sigs = Vec::with_capacity(sample.processes.len());
+    let mut cgroup_hoarded_bytes = BTreeMap::new();
     for p in &sample.processes {
         let before = prev.processes.get(&p.key());
         let (state, sig) = signals::step(
@@ -153,6 +157,13 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
             sample.online_cpus,
             sample.cpu_tick_seconds,
         );
+        if let (Some(Method::Measured), Some(bytes), Some(cgroup)) = (
+            sig.hoard_method,
+            sig.hoarded_bytes.filter(|&b| b > 0),
+            state.heap.as_ref().and_then(|h| h.memory_cgroup.as_ref()),
+        ) {
+            *cgroup_hoarded_bytes.entry(cgroup.clone()).or_insert(0u64) += bytes;
+        }
         states.insert(p.key(), state);
         sigs.push(sig);
     }
@@ -212,6 +223,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         reads: sample.reads,
         own: sample.own,
         cgroups: sample.cgroups,
+        cgroup_hoarded_bytes,
         collectors: sample.collectors,
         meminfo: sample.meminfo,
         vmstat: sample.vmstat,

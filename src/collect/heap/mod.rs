@@ -162,6 +162,9 @@ pub struct HeapReading {
     pub identity: Identity,
     /// The measurement, or why there is none (`None`: the walk is switched off).
     pub walk: Option<Result<HeapMeasure, Outcome>>,
+    /// The process's memory cgroup (`/proc/PID/cgroup`), as the cgroup collector names
+    /// it: where its hoarding counts against a container's limit.
+    pub memory_cgroup: Option<String>,
 }
 
 impl HeapReading {
@@ -298,6 +301,7 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
         return HeapReading {
             identity,
             walk: None,
+            memory_cgroup: None,
         };
     }
     let outcome = if identity.allocator != runtime::Allocator::Glibc {
@@ -316,6 +320,7 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
     HeapReading {
         identity,
         walk: Some(outcome),
+        memory_cgroup: None,
     }
 }
 

@@ -169,6 +169,7 @@ fn walked(
             version: String::new(),
         },
         walk: Some(walk),
+        memory_cgroup: None,
     }));
     p
 }
