@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::cgroup::TestCgroup;
 use common::prometheus::Prometheus;
 use common::repro::{build, Repro};
 use common::*;
@@ -21,39 +22,25 @@ const LIMIT: u64 = 64 << 20;
 #[ignore = "needs root"]
 fn a_cgroup_near_its_limit_shows_its_headroom() {
     needs_root("making a memory cgroup with a limit");
-    let base = std::path::Path::new("/sys/fs/cgroup/memory");
-    if !base.join("memory.limit_in_bytes").exists() {
-        skipped(&format!(
-            "no cgroup v1 memory controller at {}",
-            base.display()
-        ));
+    let Some(cg) = TestCgroup::new("headroom") else {
         return;
-    }
-    let name = format!("membloat-test-headroom-{}", std::process::id());
-    let dir = base.join(&name);
-    std::fs::create_dir(&dir).unwrap();
-    std::fs::write(dir.join("memory.limit_in_bytes"), LIMIT.to_string()).unwrap();
+    };
+    cg.set_limit(LIMIT);
     // Joins the cgroup, touches 40 MiB, says so, and waits to be killed.
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "echo $$ > {} && exec python3 -c 'import sys, time\nb = bytearray(40 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint(\"ready\", flush=True)\ntime.sleep(600)'",
-            dir.join("cgroup.procs").display()
+            "{} && exec python3 -c 'import sys, time\nb = bytearray(40 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint(\"ready\", flush=True)\ntime.sleep(600)'",
+            cg.join()
         ))
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    struct Cleanup(std::process::Child, std::path::PathBuf);
-    impl Drop for Cleanup {
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
         fn drop(&mut self) {
             self.0.kill().ok();
             self.0.wait().ok();
-            for _ in 0..50 {
-                if std::fs::remove_dir(&self.1).is_ok() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
         }
     }
     let mut line = String::new();
@@ -62,12 +49,13 @@ fn a_cgroup_near_its_limit_shows_its_headroom() {
         .unwrap();
     assert_eq!(line.trim(), "ready");
     let pid = child.id();
-    let _cleanup = Cleanup(child, dir.clone());
+    // Declared after the cgroup: dropped (killed) before it is removed.
+    let _child = Kill(child);
 
     let text = String::from_utf8(run(&["--once", "--once.interval=0s"]).stdout).unwrap();
     let series = |family: &str| {
-        value(&text, &format!("{family}{{cgroup=\"/{name}\"}}"))
-            .unwrap_or_else(|| panic!("no {family} for /{name}"))
+        value(&text, &format!("{family}{{cgroup=\"{}\"}}", cg.label()))
+            .unwrap_or_else(|| panic!("no {family} for {}", cg.label()))
     };
     let limit = series("membloat_cgroup_memory_limit_bytes");
     let usage = series("membloat_cgroup_memory_usage_bytes");
@@ -100,75 +88,37 @@ fn a_cgroup_near_its_limit_shows_its_headroom() {
     );
 }
 
-/// A memory cgroup of this test's, removed (once empty) when dropped.
-struct Cgroup(std::path::PathBuf);
-
-impl Cgroup {
-    fn new(name: &str) -> Cgroup {
-        let dir = std::path::Path::new("/sys/fs/cgroup/memory").join(name);
-        std::fs::create_dir(&dir).unwrap();
-        Cgroup(dir)
-    }
-
-    fn procs(&self) -> String {
-        self.0.join("cgroup.procs").display().to_string()
-    }
-
-    /// Sets the limit so that the current usage is 95 % of it.
-    fn limit_at_95_percent(&self) {
-        let usage: u64 = std::fs::read_to_string(self.0.join("memory.usage_in_bytes"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let limit = (usage * 100 / 95).div_ceil(4096) * 4096;
-        std::fs::write(self.0.join("memory.limit_in_bytes"), limit.to_string()).unwrap();
-    }
-}
-
-impl Drop for Cgroup {
-    fn drop(&mut self) {
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.0).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
+/// Sets the cgroup's limit so that its current usage is 95 % of it.
+fn limit_at_95_percent(cg: &TestCgroup) {
+    let usage = cg.read("memory.usage_in_bytes");
+    cg.set_limit((usage * 100 / 95).div_ceil(4096) * 4096);
 }
 
 #[test]
 #[ignore = "needs root"]
 fn a_container_near_its_limit_that_hoards_holds_the_alert_and_one_that_does_not_stays_silent() {
     needs_root("making memory cgroups with limits");
-    if !std::path::Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() {
-        skipped("no cgroup v1 memory controller at /sys/fs/cgroup/memory");
+    let (Some(a), Some(b)) = (TestCgroup::new("hoarding"), TestCgroup::new("sized")) else {
         return;
-    }
-    let id = std::process::id();
-    let (hoarding, sized) = (
-        format!("membloat-test-hoarding-{id}"),
-        format!("membloat-test-sized-{id}"),
-    );
-    let a = Cgroup::new(&hoarding);
-    let b = Cgroup::new(&sized);
+    };
+    let (hoarding, sized) = (a.label(), b.label());
     // a: glibc keeps about a gigabyte of freed heap (tests/reproducers/hoard.c).
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(format!(
-        "echo $$ > {} && exec {} 3 1 0",
-        a.procs(),
+        "{} && exec {} 3 1 0",
+        a.join(),
         build("hoard").display()
     ));
     let hoard = Repro::spawn("hoard", cmd);
     // b: 200 MiB of live data, nothing freed.
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(format!(
-        "echo $$ > {} && exec python3 -c 'import time\nb = bytearray(200 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint(\"ready\", flush=True)\ntime.sleep(600)'",
-        b.procs()
+        "{} && exec python3 -c 'import time\nb = bytearray(200 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint(\"ready\", flush=True)\ntime.sleep(600)'",
+        b.join()
     ));
     let live = Repro::spawn("python3", cmd);
-    a.limit_at_95_percent();
-    b.limit_at_95_percent();
+    limit_at_95_percent(&a);
+    limit_at_95_percent(&b);
 
     let exporter = Daemon::start(&[
         "--scan.interval=1s",
@@ -178,7 +128,7 @@ fn a_container_near_its_limit_that_hoards_holds_the_alert_and_one_that_does_not_
     let prom = Prometheus::start(&format!("127.0.0.1:{}", exporter.port), Some(&rules));
     let pending = |p: &Prometheus, cgroup: &str| {
         p.query(&format!(
-            "ALERTS{{alertname=\"MembloatContainerNearLimitHoarding\",alertstate=\"pending\",cgroup=\"/{cgroup}\"}}"
+            "ALERTS{{alertname=\"MembloatContainerNearLimitHoarding\",alertstate=\"pending\",cgroup=\"{cgroup}\"}}"
         ))
         .is_ok_and(|r| !r.is_empty())
     };
@@ -194,7 +144,7 @@ fn a_container_near_its_limit_that_hoards_holds_the_alert_and_one_that_does_not_
     // The share the alert states is the exporter's hoarded bytes over the working set.
     let text = exporter.metrics();
     let of = |family: &str| {
-        value(&text, &format!("{family}{{cgroup=\"/{hoarding}\"}}"))
+        value(&text, &format!("{family}{{cgroup=\"{hoarding}\"}}"))
             .unwrap_or_else(|| panic!("no {family}"))
     };
     let share = of("membloat_cgroup_hoarded_bytes") / of("membloat_cgroup_working_set_bytes");
@@ -204,7 +154,7 @@ fn a_container_near_its_limit_that_hoards_holds_the_alert_and_one_that_does_not_
         .as_array()
         .unwrap()
         .iter()
-        .find(|a| a["labels"]["cgroup"] == format!("/{hoarding}"))
+        .find(|a| a["labels"]["cgroup"] == hoarding.as_str())
         .expect("the alert in /api/v1/alerts");
     let summary = alert["annotations"]["summary"].as_str().unwrap();
     let stated: f64 = summary

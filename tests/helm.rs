@@ -93,16 +93,7 @@ fn the_chart_follows_the_exporters_version_and_lints_clean() {
 /// values gives the same objects, no more and no fewer.
 #[test]
 fn the_default_render_is_the_plain_manifests() {
-    let dir = tempfile::tempdir().unwrap();
-    for d in ["deploy", "scripts", "grafana"] {
-        assert!(Command::new("cp")
-            .arg("-a")
-            .arg(root().join(d))
-            .arg(dir.path())
-            .status()
-            .unwrap()
-            .success());
-    }
+    let dir = repository_copy(&["deploy", "scripts", "grafana"]);
     succeeded(
         Command::new("bash")
             .arg(dir.path().join("deploy/kubernetes/render.sh"))

@@ -34,31 +34,10 @@ fn records(kmsg: &mut std::fs::File) -> Vec<String> {
 #[ignore = "needs root"]
 fn a_real_kill_at_a_memory_cgroup_limit_reads_back_from_the_kernel_log() {
     needs_root("making a memory cgroup with a limit and reading /dev/kmsg");
-    let base = std::path::Path::new("/sys/fs/cgroup/memory");
-    if !base.join("memory.limit_in_bytes").exists() {
-        skipped(&format!(
-            "no cgroup v1 memory controller at {}",
-            base.display()
-        ));
+    let Some(cg) = common::cgroup::TestCgroup::new("kmsg") else {
         return;
-    }
-    let name = format!("membloat-test-kmsg-{}", std::process::id());
-    let dir = base.join(&name);
-    std::fs::create_dir(&dir).unwrap();
-    struct Remove(std::path::PathBuf);
-    impl Drop for Remove {
-        fn drop(&mut self) {
-            for _ in 0..50 {
-                if std::fs::remove_dir(&self.0).is_ok() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-    }
-    let _remove = Remove(dir.clone());
-    std::fs::write(dir.join("memory.limit_in_bytes"), LIMIT.to_string()).unwrap();
-    let _ = std::fs::write(dir.join("memory.swappiness"), "0");
+    };
+    cg.set_limit(LIMIT);
 
     // Our own cursor at the end: only what the kernel writes from now on.
     let mut log = std::fs::OpenOptions::new()
@@ -71,8 +50,8 @@ fn a_real_kill_at_a_memory_cgroup_limit_reads_back_from_the_kernel_log() {
     let mut child = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "echo $$ > {} && exec python3 -c 'b = bytearray(128 << 20)'",
-            dir.join("cgroup.procs").display()
+            "{} && exec python3 -c 'b = bytearray(128 << 20)'",
+            cg.join()
         ))
         .spawn()
         .unwrap();
@@ -98,7 +77,7 @@ fn a_real_kill_at_a_memory_cgroup_limit_reads_back_from_the_kernel_log() {
     }
     let summary = summary.expect("no oom-kill summary for the victim in /dev/kmsg");
     let (priority, kill) = kill.expect("no 'Killed process' line for the victim");
-    let cgroup = format!("/{name}");
+    let cgroup = cg.label();
     assert_eq!(summary.constraint, Constraint::MemoryCgroup);
     assert_eq!(summary.oom_memcg.as_deref(), Some(cgroup.as_str()));
     assert_eq!(summary.task_memcg.as_deref(), Some(cgroup.as_str()));
@@ -114,7 +93,7 @@ fn a_real_kill_at_a_memory_cgroup_limit_reads_back_from_the_kernel_log() {
     assert!((LIMIT / 2..=LIMIT).contains(&anon), "anon-rss {anon}");
     assert!(kill.total_vm_bytes.unwrap() > anon);
     // The cgroup's own count agrees that one process was killed there.
-    let control = std::fs::read_to_string(dir.join("memory.oom_control")).unwrap();
+    let control = std::fs::read_to_string(cg.dir.join("memory.oom_control")).unwrap();
     let kills: u64 = control
         .lines()
         .find_map(|l| l.strip_prefix("oom_kill "))

@@ -25,16 +25,7 @@ fn jsonnet(expr: &str) -> Value {
 
 #[test]
 fn the_plain_files_are_the_mixin_rendered() {
-    let dir = tempfile::tempdir().unwrap();
-    for d in ["mixin", "grafana", "deploy", "scripts"] {
-        assert!(std::process::Command::new("cp")
-            .arg("-a")
-            .arg(root().join(d))
-            .arg(dir.path())
-            .status()
-            .unwrap()
-            .success());
-    }
+    let dir = repository_copy(&["mixin", "grafana", "deploy", "scripts"]);
     succeeded(
         std::process::Command::new("bash")
             .arg(dir.path().join("mixin/render.sh"))

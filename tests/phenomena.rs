@@ -442,32 +442,10 @@ impl Drop for KillOnDrop {
 #[ignore = "needs root"]
 fn an_oom_kill_at_a_cgroup_limit_is_counted_in_the_cgroup() {
     needs_root("making a memory cgroup with a limit");
-    let base = std::path::Path::new("/sys/fs/cgroup/memory");
-    if !base.join("memory.limit_in_bytes").exists() {
-        skipped(&format!(
-            "no cgroup v1 memory controller at {}",
-            base.display()
-        ));
+    let Some(cg) = common::cgroup::TestCgroup::new("oom") else {
         return;
-    }
-    let name = format!("membloat-test-oom-{}", std::process::id());
-    let dir = base.join(&name);
-    std::fs::create_dir(&dir).unwrap();
-    struct Remove(std::path::PathBuf);
-    impl Drop for Remove {
-        fn drop(&mut self) {
-            // The killed process is gone; an empty cgroup can be removed.
-            for _ in 0..50 {
-                if std::fs::remove_dir(&self.0).is_ok() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-    }
-    let _remove = Remove(dir.clone());
-    std::fs::write(dir.join("memory.limit_in_bytes"), "33554432").unwrap();
-    let _ = std::fs::write(dir.join("memory.swappiness"), "0");
+    };
+    cg.set_limit(32 << 20);
     let vmstat = || -> f64 {
         let t = std::fs::read_to_string("/proc/vmstat").unwrap();
         t.lines()
@@ -478,12 +456,11 @@ fn an_oom_kill_at_a_cgroup_limit_is_counted_in_the_cgroup() {
     };
     let before = vmstat();
     // Joins the cgroup, then touches 128 MiB: the limit's OOM killer ends it.
-    let procs = dir.join("cgroup.procs");
     let status = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "echo $$ > {} && exec python3 -c 'b = bytearray(128 << 20)'",
-            procs.display()
+            "{} && exec python3 -c 'b = bytearray(128 << 20)'",
+            cg.join()
         ))
         .status()
         .unwrap();
@@ -491,6 +468,9 @@ fn an_oom_kill_at_a_cgroup_limit_is_counted_in_the_cgroup() {
     assert!(vmstat() >= before + 1.0);
     let out = run(&["--once", "--once.interval=0s"]);
     let text = String::from_utf8(out.stdout).unwrap();
-    let series = format!("membloat_cgroup_oom_kills_total{{cgroup=\"/{name}\"}}");
+    let series = format!(
+        "membloat_cgroup_oom_kills_total{{cgroup=\"{}\"}}",
+        cg.label()
+    );
     assert_eq!(value(&text, &series), Some(1.0), "no {series}");
 }

@@ -9,40 +9,10 @@ use super::matcher::Candidate;
 use super::{count, pool, ErrorCounts, Grouping, ProcessSample, ReadStats, Scanner};
 use crate::config::Collector;
 use crate::parse::{self, cgroup, smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status};
-use crate::source::{Buffers, Descriptors, Kept, ReadError, Reason, Source};
+use crate::source::{Buffers, Kept, ReadError, Reason};
 
 /// Processes read in one batch of the reader pool.
 const READ_CHUNK: usize = 1024;
-
-/// Everything a reader thread needs for one scan.
-struct ReadContext {
-    source: Source,
-    grouping: Arc<Grouping>,
-    clk_tck: f64,
-    boot_time_seconds: Option<f64>,
-    rollup_refresh: u64,
-    scan: u64,
-    /// The previous scan's processes, by pid.
-    known: Arc<Vec<Known>>,
-    /// The budget of kept descriptors (a real `/proc`, `rollup_refresh` above 1).
-    descriptors: Option<Arc<Descriptors>>,
-    /// Pids a reader from an earlier scan is still stuck on in a file that takes the mmap
-    /// lock: their smaps_rollup and cmdline are not touched again until it comes back.
-    stuck: Vec<u32>,
-}
-
-/// One process as a reader thread saw it.
-struct ProcessRead {
-    /// `Ok(None)`: a kernel thread.
-    outcome: Result<Option<(ProcessSample, Known)>, Reason>,
-    malformed: u64,
-    /// Why smaps_rollup could not be read while the rest could.
-    rollup_error: Option<Reason>,
-    rollup_read: bool,
-    /// Its `statm` could not be kept open (the budget or the open-files limit is spent).
-    unkept: bool,
-    seconds: f64,
-}
 
 impl Scanner {
     /// What is remembered of this process, if it is the same one (pid and start time).
@@ -403,9 +373,11 @@ fn read_process_files(
     Ok(Some((sample, remembered)))
 }
 
+mod context;
 mod known;
 pub(super) mod step;
 
+use context::{ProcessRead, ReadContext};
 pub(super) use known::Known;
 use known::{cpu_ticks, still, Standing};
 

@@ -1,98 +1,14 @@
 //! The metric catalogue: one row per family the exporter serves, with its full name as
 //! served, type, unit, labels, the file it comes from and its help text. The encoder
 //! (`system.rs`, `processes.rs`) writes families only through these rows; docs/metrics.md
-//! and the README's tables are generated from them, and tests/catalogue.rs proves that
+//! and the README's summary are generated from them, and tests/catalogue.rs proves that
 //! both are current and that every family a real scrape returns has a row.
 //!
 //! A name holding `<key>` is a pattern: one family per key the kernel prints
 //! (`/proc/vmstat`, `hugepages-SIZE/stats/`).
 
-use crate::config::Collector;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Gauge,
-    Counter,
-    /// A gauge of value 1 whose labels carry the information (`_info`).
-    Info,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Gauge => "gauge",
-            Kind::Counter => "counter",
-            Kind::Info => "info",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    None,
-    Bytes,
-    Seconds,
-    Ratio,
-}
-
-impl Unit {
-    /// The suffix the unit gives a name (`bytes`), empty for none.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Unit::None => "",
-            Unit::Bytes => "bytes",
-            Unit::Seconds => "seconds",
-            Unit::Ratio => "ratio",
-        }
-    }
-}
-
-/// Where a family belongs: the collector whose flag turns it on, or the exporter itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Section {
-    Exporter,
-    Of(Collector),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Metric {
-    /// The full name as served: a counter's ends in `_total`, an info's in `_info`.
-    pub name: &'static str,
-    pub kind: Kind,
-    pub unit: Unit,
-    /// The labels of its samples, in order (an info's carried labels included).
-    pub labels: &'static [&'static str],
-    pub section: Section,
-    /// The kernel files the value is read or derived from.
-    pub source: &'static str,
-    /// The `# HELP` text.
-    pub help: &'static str,
-}
-
-impl Metric {
-    /// The name without the `membloat_` prefix and the suffixes the encoder adds (type and
-    /// unit): what prometheus-client's descriptor takes.
-    pub fn base(&self) -> &'static str {
-        let mut n = self.name.strip_prefix("membloat_").unwrap_or(self.name);
-        n = match self.kind {
-            Kind::Counter => n.strip_suffix("_total").unwrap_or(n),
-            Kind::Info => n.strip_suffix("_info").unwrap_or(n),
-            Kind::Gauge => n,
-        };
-        match self.unit {
-            Unit::None => n,
-            u => n
-                .strip_suffix(u.as_str())
-                .and_then(|n| n.strip_suffix('_'))
-                .unwrap_or(n),
-        }
-    }
-
-    /// Whether the name is a pattern with a `<key>` placeholder.
-    pub fn is_pattern(&self) -> bool {
-        self.name.contains("<key>")
-    }
-}
+mod row;
+pub use row::{Kind, Metric, Section, Unit};
 
 mod s {
     use super::Section::{self, Exporter, Of};

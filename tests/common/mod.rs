@@ -2,6 +2,7 @@
 //! real external checkers (promtool, the Python OpenMetrics parser).
 #![allow(dead_code)]
 
+pub mod cgroup;
 pub mod dashboards;
 pub mod glibc;
 pub mod prometheus;
@@ -19,6 +20,23 @@ pub fn bin() -> &'static str {
 
 pub fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kernel-6.18")
+}
+
+/// A temporary copy of these folders of the repository, to run a render script in and
+/// compare what it writes with what is committed.
+#[allow(dead_code)]
+pub fn repository_copy(folders: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for d in folders {
+        assert!(Command::new("cp")
+            .arg("-a")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(d))
+            .arg(dir.path())
+            .status()
+            .unwrap()
+            .success());
+    }
+    dir
 }
 
 /// A copy of the fixture tree under `dir`, to change; its root.

@@ -1,5 +1,6 @@
 use super::*;
 use crate::collect::Grouping;
+use crate::source::Source;
 use crate::config::{Collectors, DeepConfig, ReadConfig};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
