@@ -1,7 +1,7 @@
 use super::*;
 use crate::collect::Grouping;
-use crate::source::Source;
 use crate::config::{Collectors, DeepConfig, ReadConfig};
+use crate::source::Source;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
