@@ -7,9 +7,11 @@
 //! connection of the client address holding the most goes, and the newcomer gets in. One
 //! address may hold at most half the cap; past that, its own oldest waiting connection
 //! goes. A connection in the middle of a request is never evicted; when every connection
-//! is, the newcomer is refused. Nor is one whose request head sits unread in its socket
-//! (a scraper that connected and sent its request a moment ago, not yet read by the
-//! server).
+//! is, the newcomer is refused. Nor is one whose whole request head sits unread in its
+//! socket (a scraper that connected and sent its request a moment ago, not yet read by
+//! the server). A half-sent head does not protect a connection: under a flood the server
+//! lags in reading them, and were unread bytes enough, a scraper's idle kept-alive
+//! connection, the one connection with nothing unread, would be the one evicted.
 //!
 //! Among the connections that may go, one that has never completed a request goes before
 //! one that has: a scraper's kept-alive connection, idle between two scrapes, outlasts a
@@ -46,7 +48,7 @@ struct Open {
 
 struct Entry {
     addr: IpAddr,
-    /// The socket, to see whether bytes wait unread in it.
+    /// The socket, to see whether a whole request head waits unread in it.
     fd: Option<RawFd>,
     /// Since when it has been waiting for a request head; `None` while in a request.
     waiting_since: Option<Instant>,
@@ -85,7 +87,7 @@ impl Connections {
         let mine = open.by_id.values().filter(|e| e.addr == addr).count();
         if ready && (mine >= self.per_client || open.by_id.len() >= self.max) {
             // Within the address's share when it is used up, else from anyone: the oldest
-            // waiting connection, one with bytes unread only when there is no other.
+            // waiting connection, one with a whole head unread only when there is no other.
             let share = |e: &Entry| mine < self.per_client || e.addr == addr;
             let victim = oldest(&open, share, true).or_else(|| oldest(&open, share, false))?;
             evict(&mut open, victim);
@@ -99,16 +101,18 @@ impl Connections {
             for (&id, e) in &open.by_id {
                 let slot = per_addr.entry(e.addr).or_default();
                 slot.0 += 1;
-                if let Some(since) = e.evictable() {
+                if let Some(since) = e.waiting_since {
                     let key = e.eviction_order(since, id);
                     slot.1 = Some(slot.1.map_or(key, |o| o.min(key)));
                 }
             }
-            let victim = per_addr
-                .values()
-                .filter_map(|&(n, first)| Some((n, std::cmp::Reverse(first?))))
+            let heaviest = per_addr
+                .iter()
+                .filter_map(|(&a, &(n, first))| Some((n, std::cmp::Reverse(first?), a)))
                 .max()
-                .map(|(_, std::cmp::Reverse((_, _, id)))| id)?;
+                .map(|(_, _, a)| a)?;
+            let victim = oldest(&open, |e| e.addr == heaviest, true)
+                .or_else(|| oldest(&open, |_| true, true))?;
             evict(&mut open, victim);
         }
         open.next_id += 1;
@@ -142,12 +146,6 @@ impl Connections {
 type EvictionOrder = (bool, Instant, u64);
 
 impl Entry {
-    /// Since when it has been waiting for a request head, if it may be evicted.
-    fn evictable(&self) -> Option<Instant> {
-        let since = self.waiting_since?;
-        (!self.fd.is_some_and(unread)).then_some(since)
-    }
-
     /// Which of two waiting connections goes first: one that never completed a request,
     /// then the one waiting longest.
     fn eviction_order(&self, since: Instant, id: u64) -> EvictionOrder {
@@ -179,33 +177,22 @@ fn head_ready(fd: RawFd) -> bool {
     }
 }
 
-/// Whether bytes wait unread in the socket.
-fn unread(fd: RawFd) -> bool {
-    let mut n: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one c_int. The fd belongs to an open connection; were it
-    // closed and reused a moment ago, the answer is about another socket and only makes
-    // this one more or less likely to be evicted.
-    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
-    rc == 0 && n > 0
-}
-
 /// The connection among `which` to evict first: one that never completed a request, then
-/// the one that has waited longest for a request head; with `evictable_only`, not one
-/// whose bytes wait unread.
-fn oldest(open: &Open, which: impl Fn(&Entry) -> bool, evictable_only: bool) -> Option<u64> {
-    open.by_id
+/// the one that has waited longest for a request head; with `protect_ready`, not one whose
+/// whole request head waits unread in its socket. Candidates are tried in that order, so
+/// the socket of the first is usually the only one looked at.
+fn oldest(open: &Open, which: impl Fn(&Entry) -> bool, protect_ready: bool) -> Option<u64> {
+    let mut candidates: Vec<EvictionOrder> = open
+        .by_id
         .iter()
         .filter(|(_, e)| which(e))
-        .filter_map(|(&id, e)| {
-            let since = if evictable_only {
-                e.evictable()?
-            } else {
-                e.waiting_since?
-            };
-            Some(e.eviction_order(since, id))
-        })
-        .min()
+        .filter_map(|(&id, e)| Some(e.eviction_order(e.waiting_since?, id)))
+        .collect();
+    candidates.sort_unstable();
+    candidates
+        .into_iter()
         .map(|(_, _, id)| id)
+        .find(|id| !protect_ready || !open.by_id[id].fd.is_some_and(head_ready))
 }
 
 fn evict(open: &mut Open, id: u64) {
@@ -317,6 +304,49 @@ mod tests {
         let _next = c.admit(ip(1), None).unwrap();
         assert!(is_evicted(&scraper));
         assert!(!is_evicted(&other));
+    }
+
+    /// On real sockets: a flood whose half-sent heads the server has not read yet still
+    /// goes before a scraper's idle kept-alive connection, and a connection whose whole
+    /// request head waits unread is never the one evicted.
+    #[test]
+    fn half_sent_heads_unread_do_not_protect_a_flood_but_a_whole_head_does() {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        use std::os::unix::net::UnixStream;
+        let c = Connections::new(8);
+        let pair = || UnixStream::pair().unwrap();
+        let (scraper_fd, _scraper_peer) = pair();
+        let scraper = c.admit(ip(1), Some(scraper_fd.as_raw_fd())).unwrap();
+        scraper.request_started();
+        scraper.request_ended();
+        let mut flood = Vec::new();
+        for _ in 0..20 {
+            let (fd, mut peer) = pair();
+            peer.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                .unwrap();
+            let slot = c.admit(ip(1), Some(fd.as_raw_fd())).unwrap();
+            flood.push((slot, fd, peer));
+        }
+        assert!(
+            !is_evicted(&scraper),
+            "the idle scraper went before the flood"
+        );
+        // A newcomer whose whole head waits unread takes a flood connection's place and
+        // is kept when the next half-sent one arrives: another flood connection goes.
+        let (ready_fd, mut ready_peer) = pair();
+        ready_peer
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let ready = c.admit(ip(1), Some(ready_fd.as_raw_fd())).unwrap();
+        let (fd, mut peer) = pair();
+        peer.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+        let _next = c.admit(ip(1), Some(fd.as_raw_fd())).unwrap();
+        assert!(
+            !is_evicted(&ready),
+            "a whole head waiting unread was evicted"
+        );
+        assert!(!is_evicted(&scraper));
     }
 
     #[test]
