@@ -318,6 +318,10 @@ fn regrowth_is_explained_by_the_running_exporter() {
         ("khugepaged/max_ptes_none", "511"),
         ("khugepaged/scan_sleep_millisecs", "600000"),
     ]);
+    // Writing scan_sleep_millisecs wakes khugepaged for one pass before the long sleep:
+    // let it finish before the reproducer starts, or that pass collapses part of its
+    // memory between the exporter's trough and the one read here (12 MiB once in CI).
+    std::thread::sleep(Duration::from_secs(1));
     // At its trough the reproducer is small: without an unbounded top-K it is not among the
     // per-process series on a busy host, and its idle flag is never seen.
     let d = Daemon::start(&[
