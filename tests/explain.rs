@@ -303,7 +303,7 @@ fn rss_anon(pid: u32) -> f64 {
 /// The running exporter serves the same diagnosis at /explain from its latest scan: here
 /// khugepaged regrowth, which only a history of scans can see. The truth is the kernel's:
 /// RssAnon after khugepaged is done minus RssAnon at the trough, with khugepaged paused
-/// until the exporter has seen the process idle at its trough.
+/// (and `max_ptes_none` 0) until the exporter has seen the process idle at its trough.
 #[test]
 #[ignore = "needs root"]
 fn regrowth_is_explained_by_the_running_exporter() {
@@ -314,14 +314,14 @@ fn regrowth_is_explained_by_the_running_exporter() {
     } else {
         &[]
     });
+    // Paused, and unable to collapse a nearly empty range even when woken: khugepaged
+    // runs a pass when scan_sleep_millisecs is written, and another when the reproducer's
+    // MADV_HUGEPAGE puts the first mm on its empty list. Such a pass collapsed 12 MiB
+    // between the exporter's trough and the one read here, twice in CI.
     let _paused = KernelSettings::set(&[
-        ("khugepaged/max_ptes_none", "511"),
+        ("khugepaged/max_ptes_none", "0"),
         ("khugepaged/scan_sleep_millisecs", "600000"),
     ]);
-    // Writing scan_sleep_millisecs wakes khugepaged for one pass before the long sleep:
-    // let it finish before the reproducer starts, or that pass collapses part of its
-    // memory between the exporter's trough and the one read here (12 MiB once in CI).
-    std::thread::sleep(Duration::from_secs(1));
     // At its trough the reproducer is small: without an unbounded top-K it is not among the
     // per-process series on a busy host, and its idle flag is never seen.
     let d = Daemon::start(&[
@@ -337,6 +337,7 @@ fn regrowth_is_explained_by_the_running_exporter() {
     }
     let trough = rss_anon(r.pid());
     let _fast = KernelSettings::set(&[
+        ("khugepaged/max_ptes_none", "511"),
         ("khugepaged/scan_sleep_millisecs", "100"),
         ("khugepaged/pages_to_scan", "65536"),
     ]);
