@@ -17,10 +17,11 @@ pub enum Collector {
     Pressure,
     Processes,
     Cgroup,
+    Kmsg,
 }
 
 impl Collector {
-    pub const ALL: [Collector; 7] = [
+    pub const ALL: [Collector; 8] = [
         Collector::Meminfo,
         Collector::Vmstat,
         Collector::Sysctl,
@@ -28,6 +29,7 @@ impl Collector {
         Collector::Pressure,
         Collector::Processes,
         Collector::Cgroup,
+        Collector::Kmsg,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -39,6 +41,7 @@ impl Collector {
             Collector::Pressure => "pressure",
             Collector::Processes => "processes",
             Collector::Cgroup => "cgroup",
+            Collector::Kmsg => "kmsg",
         }
     }
 
@@ -55,6 +58,9 @@ impl Collector {
             Collector::Processes => "per-process memory, grouped, plus the top-K processes",
             Collector::Cgroup => {
                 "anonymous and huge page memory per memory cgroup (container) from memory.stat"
+            }
+            Collector::Kmsg => {
+                "each OOM kill from the kernel log (/dev/kmsg), with what was measured of the victim"
             }
         }
     }

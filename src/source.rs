@@ -10,10 +10,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 mod kept;
+mod kmsg;
 pub mod own;
 mod reason;
 use crate::parse::ParseError;
 pub use kept::{Descriptors, Kept};
+pub use kmsg::{KernelLog, LogRead};
 pub use reason::{ReadError, Reason};
 
 /// Setting files kept open, by path.

@@ -7,7 +7,7 @@ use common::*;
 use std::path::Path;
 
 /// Self metrics that change from run to run.
-const VOLATILE: [&str; 10] = [
+const VOLATILE: [&str; 11] = [
     "process_",
     "membloat_deep_cpu_seconds_total",
     "membloat_heap_walk_cpu_seconds_total",
@@ -15,6 +15,7 @@ const VOLATILE: [&str; 10] = [
     "membloat_deep_scan_duration_seconds",
     "membloat_deep_scan_cpu_seconds",
     "membloat_last_scan_timestamp_seconds",
+    "membloat_oom_last_victim_measured_timestamp_seconds",
     "membloat_scan_duration_seconds",
     "membloat_scrape_collector_duration_seconds",
     "membloat_build_info",
@@ -66,6 +67,42 @@ fn diff_lines(want: &str, got: &str) -> Vec<String> {
 #[test]
 fn fixture_values_are_in_bytes_and_bad_input_is_counted() {
     let text = once(&fixture(), &[]);
+    // The kernel log is a regular file here, read once: its kill counted once, with the
+    // kernel's anon-rss and what the scan read of pid 18266 (VmRSS 79072 kB); its record
+    // that is no record counted once.
+    assert_eq!(
+        value(
+            &text,
+            "membloat_oom_kills_total{constraint=\"memory_cgroup\",group=\"python3\"}"
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(
+            &text,
+            "membloat_oom_last_victim_killed_bytes{kind=\"anon_rss\"}"
+        ),
+        Some(72424.0 * 1024.0)
+    );
+    assert_eq!(
+        value(
+            &text,
+            "membloat_oom_last_victim_measured_bytes{kind=\"rss\"}"
+        ),
+        Some(79072.0 * 1024.0)
+    );
+    assert_eq!(
+        value(
+            &text,
+            "membloat_scan_errors_total{collector=\"kmsg\",reason=\"malformed\"}"
+        ),
+        Some(1.0)
+    );
+    // btime 1795282885 plus 900 s.
+    assert_eq!(
+        value(&text, "membloat_oom_last_victim_timestamp_seconds"),
+        Some(1795283785.0)
+    );
     // --once scans twice, so each bad input is counted twice.
     // meminfo: kB -> bytes; the absurd SwapFree is dropped, not wrapped.
     assert_eq!(

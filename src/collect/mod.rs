@@ -171,6 +171,10 @@ pub struct Sample {
     pub online_cpus: u64,
     /// The unit of CPU times in `stat`: 1 / `sysconf(_SC_CLK_TCK)`.
     pub cpu_tick_seconds: f64,
+    /// Unix time of boot (`btime`), once read.
+    pub boot_time_seconds: Option<f64>,
+    /// The OOM kills the kernel logged since the last scan, when the kmsg collector ran.
+    pub oom_kills: Option<Vec<crate::parse::kmsg::OomKill>>,
 }
 
 /// How processes are put in groups, compiled.
@@ -251,6 +255,8 @@ pub struct Scanner {
     /// The system files' readers (`system`).
     system: Pool,
     system_work: pool::Work<Option<system::Done>>,
+    /// The kernel log's cursor (`system/kmsg.rs`).
+    kernel_log: Arc<std::sync::Mutex<system::kmsg::Cursor>>,
 }
 
 impl Scanner {
@@ -276,11 +282,13 @@ impl Scanner {
             && reading.rollup_refresh > 1
             && source.is_procfs())
         .then(|| Descriptors::new(descriptor_budget(limit)));
+        let kernel_log = Arc::default();
         Scanner {
+            system_work: system::work(source.clone(), Arc::clone(&kernel_log)),
+            kernel_log,
             descriptors,
             descriptors_spent: false,
             hidden,
-            system_work: system::work(source.clone()),
             source,
             collectors,
             grouping: Arc::new(grouping),
@@ -335,10 +343,18 @@ impl Scanner {
             s.reads = Some(stats);
         }
         self.finish_system(system, started + self.reading.timeout, &mut s);
+        s.boot_time_seconds = self.boot_time_seconds;
         let boot = *self.own_boot.get_or_insert_with(own::boot_time);
         s.own = Some(own::read(self.clk_tck, boot));
         s.duration_seconds = started.elapsed().as_secs_f64();
         s
+    }
+
+    /// Reads the kernel log from its oldest record instead of its end (for `explain`, which
+    /// tells the kills of a host it was not watching). Takes effect when it is next opened.
+    pub fn read_kernel_log_from_start(&mut self) {
+        let mut c = self.kernel_log.lock().unwrap_or_else(|e| e.into_inner());
+        c.from_start = true;
     }
 
     /// Runs one collector, recording its success, duration and the reason it failed.

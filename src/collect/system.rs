@@ -5,11 +5,12 @@
 //! left out, reported as `timeout`, until its reader comes back; it is never started
 //! again on the stuck file, so no thread leaks.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{count, outcome, pool, CollectorRun, ErrorCounts, Sample, Scanner, Sysctl, Thp};
 use crate::config::Collector;
+use crate::parse::kmsg::OomKill;
 use crate::parse::{meminfo::Meminfo, memory_stat::MemoryStat, pressure::Pressure, vmstat::Vmstat};
 use crate::source::{Buffer, Buffers, Reason, Source};
 
@@ -25,10 +26,11 @@ pub(super) enum Job {
     Cgroup,
     /// `btime` from `/proc/stat`, until it was read once.
     BootTime,
+    Kmsg,
 }
 
 impl Job {
-    pub(super) const ALL: [Job; 7] = [
+    pub(super) const ALL: [Job; 8] = [
         Job::Meminfo,
         Job::Vmstat,
         Job::Sysctl,
@@ -36,6 +38,7 @@ impl Job {
         Job::Pressure,
         Job::Cgroup,
         Job::BootTime,
+        Job::Kmsg,
     ];
 
     fn from_item(item: u32) -> Option<Job> {
@@ -52,6 +55,7 @@ impl Job {
             Job::Pressure => Collector::Pressure,
             Job::Cgroup => Collector::Cgroup,
             Job::BootTime => Collector::Processes,
+            Job::Kmsg => Collector::Kmsg,
         }
     }
 }
@@ -65,6 +69,7 @@ pub(super) enum Read {
     Pressure(Result<Pressure, Reason>),
     Cgroup(Result<Vec<(String, MemoryStat)>, Reason>),
     BootTime(Option<f64>),
+    Kmsg(Result<Vec<OomKill>, Reason>),
 }
 
 /// A system read's result with the problems it counted and how long it took.
@@ -75,7 +80,7 @@ pub(super) struct Done {
 }
 
 /// Runs one job on a reader thread.
-pub(super) fn run(source: &Source, buf: &mut Buffer, job: Job) -> Done {
+pub(super) fn run(source: &Source, buf: &mut Buffer, job: Job, log: &Mutex<kmsg::Cursor>) -> Done {
     let started = Instant::now();
     let mut errors = ErrorCounts::new();
     let mut f = Files { source, buf };
@@ -106,6 +111,7 @@ pub(super) fn run(source: &Source, buf: &mut Buffer, job: Job) -> Done {
                 .and_then(crate::parse::stat::boot_time)
                 .map(|v| v as f64),
         ),
+        Job::Kmsg => Read::Kmsg(kmsg::read(f.source, log, errs)),
     };
     Done {
         read,
@@ -115,9 +121,9 @@ pub(super) fn run(source: &Source, buf: &mut Buffer, job: Job) -> Done {
 }
 
 /// The work of the system pool: item `n` is `Job` number `n`.
-pub(super) fn work(source: Source) -> pool::Work<Option<Done>> {
+pub(super) fn work(source: Source, log: Arc<Mutex<kmsg::Cursor>>) -> pool::Work<Option<Done>> {
     Arc::new(move |bufs: &mut Buffers, _: &pool::Step, item, _| {
-        Job::from_item(item).map(|job| run(&source, &mut bufs.main, job))
+        Job::from_item(item).map(|job| run(&source, &mut bufs.main, job, &log))
     })
 }
 
@@ -142,6 +148,9 @@ impl Scanner {
         }
         if c.enabled(Collector::Cgroup) {
             jobs.push(Job::Cgroup);
+        }
+        if c.enabled(Collector::Kmsg) {
+            jobs.push(Job::Kmsg);
         }
         let stuck = self.system.stuck_pids();
         let run: Vec<u32> = jobs
@@ -222,6 +231,7 @@ pub(super) fn record(s: &mut Sample, job: Job, done: Option<Done>) {
                 Read::Thp(r) => r.map(|v| s.thp = Some(v)),
                 Read::Pressure(r) => r.map(|v| s.pressure = Some(v)),
                 Read::Cgroup(r) => r.map(|v| s.cgroups = Some(v)),
+                Read::Kmsg(r) => r.map(|v| s.oom_kills = Some(v)),
                 Read::BootTime(_) => Ok(()),
             };
             (outcome(&mut s.errors, name, ok), done.seconds)
@@ -235,4 +245,5 @@ pub(super) fn record(s: &mut Sample, job: Job, done: Option<Done>) {
 }
 
 mod files;
+pub(super) mod kmsg;
 use files::Files;

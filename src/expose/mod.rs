@@ -5,6 +5,7 @@
 //! touches `/proc`.
 
 pub mod catalogue;
+pub mod kills;
 mod processes;
 mod system;
 mod text;
@@ -150,6 +151,7 @@ impl Collector for SnapshotCollector {
         let folded = s.processes_scanned.map(|_| s.groups_folded);
         encode_groups(&mut f, &s.groups, folded)?;
         encode_cgroups(&mut f, s)?;
+        kills::encode_kills(&mut f, s)?;
         encode_top(&mut f, &s.top)
     }
 }

@@ -2,6 +2,7 @@
 //! and `explain` read; the state is what the next scan needs (`state.rs`).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
 use crate::collect::heap::runtime::Identity;
@@ -10,6 +11,7 @@ use crate::collect::{
 };
 use crate::config::Collector;
 use crate::model::groups::{groups, GroupStats};
+use crate::model::kills::{Kills, Known, Seen};
 use crate::model::signals::{self, Method, ProcState, Signals};
 use crate::model::state::State;
 use crate::parse::meminfo::Meminfo;
@@ -90,6 +92,9 @@ pub struct Snapshot {
     /// Measured hoarded bytes summed by the processes' memory cgroup (those the deep tier
     /// read and whose heap it measured).
     pub cgroup_hoarded_bytes: BTreeMap<String, u64>,
+    /// OOM kills from the kernel log since start, and the latest few with their victims;
+    /// `None` when the kmsg collector is off.
+    pub kills: Option<Kills>,
 }
 
 /// Options of derivation.
@@ -150,7 +155,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
     let mut cgroup_hoarded_bytes = BTreeMap::new();
     for p in &sample.processes {
         let before = prev.processes.get(&p.key());
-        let (state, sig) = signals::step(
+        let (mut state, sig) = signals::step(
             before,
             p,
             elapsed,
@@ -164,6 +169,12 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         ) {
             *cgroup_hoarded_bytes.entry(cgroup.clone()).or_insert(0u64) += bytes;
         }
+        // The group's name is shared with the last scan's record while it does not change.
+        let group = match (before.and_then(|b| b.seen.group.as_ref()), &p.group) {
+            (Some(g), Some(now)) if **g == **now => Some(Arc::clone(g)),
+            (_, now) => now.as_deref().map(Arc::from),
+        };
+        state.seen = Seen::of(group, &p.status, &sig);
         states.insert(p.key(), state);
         sigs.push(sig);
     }
@@ -187,6 +198,19 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         _ => prev.last_oom_kill_unix_seconds,
     };
 
+    let mut kills = prev.kills;
+    let kmsg_ran = sample.collectors.iter().any(|c| c.name == Collector::Kmsg);
+    if let Some(new) = sample.oom_kills {
+        let known = Known {
+            now: &states,
+            now_unix_seconds: now,
+            before: &prev.processes,
+            before_unix_seconds: prev.last_scan_unix_seconds,
+            tick_seconds: sample.cpu_tick_seconds,
+        };
+        kills.add(new, &known, sample.boot_time_seconds, opts.max_groups);
+    }
+
     let next = State {
         scans: prev.scans + 1,
         last_scan_unix_seconds: now,
@@ -203,6 +227,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         oom_kills,
         last_oom_kill_unix_seconds: system.last_oom_kill_unix_seconds,
         processes: states,
+        kills,
     };
     let (groups, groups_folded) = groups(&sample.processes, &sigs, opts.max_groups);
     let snapshot = Snapshot {
@@ -224,6 +249,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         own: sample.own,
         cgroups: sample.cgroups,
         cgroup_hoarded_bytes,
+        kills: kmsg_ran.then(|| next.kills.clone()),
         collectors: sample.collectors,
         meminfo: sample.meminfo,
         vmstat: sample.vmstat,

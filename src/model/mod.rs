@@ -5,5 +5,6 @@
 
 pub mod derive;
 pub mod groups;
+pub mod kills;
 pub mod signals;
 pub mod state;

@@ -95,6 +95,9 @@ pub struct ProcState {
     /// The latest successful heap measurement: still shown while a later walk of the same
     /// process found its heap changing under the read and is retried.
     pub measured: Option<HeapMeasure>,
+    /// What the exporter knew of the process in this scan, for the post-mortem of its
+    /// kill (set by `derive`).
+    pub seen: crate::model::kills::Seen,
 }
 
 /// The signals of one process in one scan.
@@ -200,6 +203,7 @@ pub fn step(
         smaps,
         heap: heap.cloned(),
         measured,
+        seen: Default::default(),
     };
     if let (Some(s), Some(true), Some(huge)) = (prev, idle, anon_huge) {
         if vm_size == s.vm_size_bytes {

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use crate::collect::heap::WalkCounts;
 use crate::collect::ErrorCounts;
+use crate::model::kills::Kills;
 use crate::model::signals::ProcState;
 use crate::parse::pressure::Pressure;
 
@@ -30,4 +31,6 @@ pub struct State {
     /// Each live process by (pid, start ticks); an exited process is dropped by the next
     /// derive.
     pub processes: HashMap<(u32, u64), ProcState>,
+    /// OOM kills from the kernel log since start, and the latest few.
+    pub kills: Kills,
 }

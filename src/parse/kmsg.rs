@@ -23,6 +23,9 @@
 
 use super::ParseError;
 
+mod assemble;
+pub use assemble::{Assembler, OomKill};
+
 /// How a record continues a line (kernels before 4.9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Continuation {

@@ -255,3 +255,68 @@ fn truncated_and_mangled_lines_never_panic() {
         }
     }
 }
+
+/// The records of one kill, as `/dev/kmsg` gave them on this machine (kernel 6.18), with
+/// the lines the kernel writes between the summary and the kill (the memory report).
+#[test]
+fn the_assembler_makes_one_kill_of_the_summary_and_the_kill_line() {
+    let mut a = Assembler::default();
+    let records = [
+        "4,420,1574183100,-;python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0\n",
+        "6,425,1574183330,-;Tasks state (memory values in pages):\n",
+        "6,426,1574183335,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/membloat-test-oom-14951,task_memcg=/membloat-test-oom-14951,task=python3,pid=14955,uid=0\n",
+        "3,427,1574183358,-;Memory cgroup out of memory: Killed process 14955 (python3) total-vm:147640kB, anon-rss:32384kB, file-rss:6216kB, shmem-rss:0kB, UID:0 pgtables:128kB oom_score_adj:0\n",
+    ];
+    let kills: Vec<OomKill> = records.iter().filter_map(|r| a.push(r)).collect();
+    assert_eq!(kills.len(), 1);
+    let k = &kills[0];
+    assert_eq!((k.sequence, k.micros), (427, 1_574_183_358));
+    assert_eq!(k.constraint, Some(Constraint::MemoryCgroup));
+    assert_eq!(k.oom_memcg.as_deref(), Some("/membloat-test-oom-14951"));
+    assert_eq!((k.kill.pid, k.kill.comm.as_str()), (14955, "python3"));
+    assert_eq!(k.kill.anon_rss_bytes, Some(32_384 * 1024));
+    // A kill line alone (a cursor placed between the two) still counts, by its reason.
+    let alone = a.push(records[3]).unwrap();
+    assert_eq!(alone.constraint, Some(Constraint::MemoryCgroup));
+    assert_eq!(alone.oom_memcg, None);
+    assert_eq!(a.malformed, 0);
+    assert_eq!(a.push("not a record"), None);
+    assert_eq!(a.malformed, 1);
+}
+
+/// Kernel 4.19's three lines (see `a_memory_cgroup_kill_on_kernel_4_19`) make one kill with
+/// the cgroups of the middle line; a summary split in two records (4.20 to 5.2) is joined;
+/// a line split with the `c` and `+` flags (before 4.9) is joined.
+#[test]
+fn the_assembler_joins_older_kernels_lines() {
+    let mut a = Assembler::default();
+    assert_eq!(a.push("3,1,10,-;Memory cgroup out of memory: Kill process 4242 (python3) score 1001 or sacrifice child\n"), None);
+    assert_eq!(
+        a.push("6,2,11,-;Task in /docker/8b1c killed as a result of limit of /docker/8b1c\n"),
+        None
+    );
+    let k = a.push("3,3,12,-;Killed process 4242 (python3) total-vm:1261868kB, anon-rss:1046996kB, file-rss:5244kB, shmem-rss:0kB\n").unwrap();
+    assert_eq!(k.constraint, Some(Constraint::MemoryCgroup));
+    assert_eq!(k.task_memcg.as_deref(), Some("/docker/8b1c"));
+
+    a.push(
+        "6,4,20,-;oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0\n",
+    );
+    a.push("6,5,21,-;,global_oom,task_memcg=/user.slice,task=java,pid=77,uid=1000\n");
+    let k = a.push("3,6,22,-;Out of memory: Killed process 77 (java) total-vm:10kB, anon-rss:4kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:4kB oom_score_adj:0\n").unwrap();
+    assert_eq!(k.constraint, Some(Constraint::Host));
+    assert_eq!(
+        (k.oom_memcg, k.task_memcg.as_deref()),
+        (None, Some("/user.slice"))
+    );
+
+    a.push("3,7,30,c;Out of memory: Killed process 78 (ja");
+    let k = a
+        .push("3,8,30,+;va) total-vm:10kB, anon-rss:4kB, file-rss:0kB, shmem-rss:0kB\n")
+        .unwrap();
+    assert_eq!((k.kill.pid, k.kill.comm.as_str()), (78, "java"));
+    // A summary for another pid does not lend its cgroups to this kill.
+    a.push("6,9,40,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/a,task_memcg=/a,task=x,pid=5,uid=0\n");
+    let k = a.push("3,10,41,-;Killed process 6 (y) total-vm:10kB, anon-rss:4kB, file-rss:0kB, shmem-rss:0kB\n").unwrap();
+    assert_eq!((k.constraint, k.oom_memcg), (None, None));
+}
