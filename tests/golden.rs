@@ -65,7 +65,7 @@ fn diff_lines(want: &str, got: &str) -> Vec<String> {
 }
 
 #[test]
-fn fixture_values_are_in_bytes_and_bad_input_is_counted() {
+fn the_fixture_kill_is_joined_with_what_the_scan_read_of_its_victim() {
     let text = once(&fixture(), &[]);
     // The kernel log is a regular file here, read once: its kill counted once, with the
     // kernel's anon-rss and what the scan read of pid 18266 (VmRSS 79072 kB); its record
@@ -103,6 +103,11 @@ fn fixture_values_are_in_bytes_and_bad_input_is_counted() {
         value(&text, "membloat_oom_last_victim_timestamp_seconds"),
         Some(1795283785.0)
     );
+}
+
+#[test]
+fn fixture_values_are_in_bytes_and_bad_input_is_counted() {
+    let text = once(&fixture(), &[]);
     // --once scans twice, so each bad input is counted twice.
     // meminfo: kB -> bytes; the absurd SwapFree is dropped, not wrapped.
     assert_eq!(
