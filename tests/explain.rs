@@ -188,28 +188,7 @@ fn json_output_follows_the_published_schema() {
     }
     let out = explain(&args);
     assert_eq!(out.status.code(), Some(1));
-    let doc = std::env::temp_dir().join(format!("explain-{}.json", std::process::id()));
-    std::fs::write(&doc, &out.stdout).unwrap();
-    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/explain.schema.json");
-    let check = tool("python3")
-        .arg("-c")
-        .arg(
-            "import json, sys, jsonschema\n\
-             schema = json.load(open(sys.argv[1]))\n\
-             jsonschema.Draft202012Validator.check_schema(schema)\n\
-             jsonschema.validate(json.load(open(sys.argv[2])), schema)\n\
-             print('valid')",
-        )
-        .arg(&schema)
-        .arg(&doc)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(&doc);
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
+    valid_against_the_schema(&out.stdout, "host");
     let parsed: Value = serde_json::from_slice(&out.stdout).unwrap();
     let kinds: Vec<&str> = parsed["findings"]
         .as_array()
@@ -375,4 +354,59 @@ fn regrowth_is_explained_by_the_running_exporter() {
         .header("content-type")
         .unwrap()
         .starts_with("text/plain"));
+}
+
+/// Checks a JSON document against docs/explain.schema.json with Python's jsonschema.
+fn valid_against_the_schema(json: &[u8], name: &str) {
+    let doc = std::env::temp_dir().join(format!("explain-{name}-{}.json", std::process::id()));
+    std::fs::write(&doc, json).unwrap();
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/explain.schema.json");
+    let check = tool("python3")
+        .arg("-c")
+        .arg(
+            "import json, sys, jsonschema\n\
+             schema = json.load(open(sys.argv[1]))\n\
+             jsonschema.Draft202012Validator.check_schema(schema)\n\
+             jsonschema.validate(json.load(open(sys.argv[2])), schema)\n\
+             print('valid')",
+        )
+        .arg(&schema)
+        .arg(&doc)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&doc);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
+/// The fixture's kernel log holds a memory cgroup kill of its python3 (18266): `explain`
+/// tells it with the kernel's figures and the scan's, in the schema, and in the text.
+#[test]
+fn a_kill_in_the_kernel_log_is_told_with_its_victim() {
+    let root = fixture();
+    let procfs = format!("--path.procfs={}", root.join("proc").display());
+    let sysfs = format!("--path.sysfs={}", root.join("sys").display());
+    let out = explain(&["--format", "json", &procfs, &sysfs]);
+    valid_against_the_schema(&out.stdout, "fixture");
+    let parsed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kill = &parsed["oom_kills"][0];
+    assert_eq!(kill["pid"], 18266);
+    assert_eq!(kill["constraint"], "memory_cgroup");
+    assert_eq!(kill["killed_bytes"]["anon_rss"], 72424 * 1024);
+    assert_eq!(kill["measured_bytes"]["rss"], 79072 * 1024);
+    assert_eq!(parsed["oom_kills"].as_array().unwrap().len(), 1);
+    let text = String::from_utf8(explain(&[&procfs, &sysfs]).stdout).unwrap();
+    let section = text
+        .split("OOM KILLS (1), latest first")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no kills section:\n{text}"));
+    assert!(
+        section.contains("python3 (pid 18266), memory_cgroup of /process_api/"),
+        "{section}"
+    );
+    assert!(section.contains("anon_rss 70.7 MiB"), "{section}");
+    assert!(section.contains("raise the memory limit"), "{section}");
 }

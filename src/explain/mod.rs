@@ -6,6 +6,7 @@
 //! `membloat.explain/v1`, documented in docs/explain.md).
 
 mod findings;
+pub mod kills;
 pub mod remedy;
 pub mod render;
 
@@ -39,6 +40,9 @@ pub struct Diagnosis {
     pub findings: Vec<Finding>,
     /// The processes the OOM killer would take, in order.
     pub oom_order: Vec<Victim>,
+    /// The latest OOM kills the kernel logged, newest first, with what was measured of
+    /// each victim before (empty without the kmsg collector).
+    pub oom_kills: Vec<kills::KillReport>,
 }
 
 /// The host's state, whether or not anything is wrong with it.
@@ -224,6 +228,7 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
         coverage,
         findings,
         oom_order,
+        oom_kills: kills::reports(s),
     }
 }
 

@@ -238,7 +238,57 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
             size(v.frees_bytes)
         );
     }
+    kills(&mut out, d, st);
     out
+}
+
+/// The latest OOM kills, newest first.
+fn kills(out: &mut String, d: &Diagnosis, st: Style) {
+    if d.oom_kills.is_empty() {
+        return;
+    }
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "{}",
+        st.paint(
+            "1",
+            &format!("OOM KILLS ({}), latest first", d.oom_kills.len())
+        )
+    );
+    for k in &d.oom_kills {
+        let when = k.unix_seconds.map_or("at an unknown time".into(), |t| {
+            crate::log::rfc3339::format(t as i64, None)
+        });
+        let comm: String = k.comm.chars().take(24).collect();
+        let limit = k
+            .limit_of
+            .as_deref()
+            .map_or(String::new(), |m| format!(" of {m}"));
+        let head = format!("  {when}  {comm} (pid {}), {}{limit}", k.pid, k.constraint);
+        let head: String = head.chars().take(WIDTH).collect();
+        let _ = writeln!(out, "{}", st.paint("1;31", &head));
+        let sizes = |m: &std::collections::BTreeMap<&str, u64>| {
+            m.iter()
+                .map(|(k, v)| format!("{k} {}", size(*v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        wrapped(out, "    killed:   ", &sizes(&k.killed_bytes));
+        if !k.measured_bytes.is_empty() {
+            let ago = match (k.unix_seconds, k.measured_at_unix_seconds) {
+                (Some(a), Some(b)) if a >= b => format!(" ({:.0} s before)", a - b),
+                _ => String::new(),
+            };
+            wrapped(
+                out,
+                "    measured: ",
+                &format!("{}{ago}; group {}", sizes(&k.measured_bytes), k.group),
+            );
+        }
+        wrapped(out, "    evidence: ", &k.evidence);
+        wrapped(out, "    remedy:   ", &k.remedy);
+    }
 }
 
 #[cfg(test)]

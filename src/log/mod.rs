@@ -3,7 +3,7 @@
 //! `--log.format=json`, one JSON object per line. Events carry their variables as fields,
 //! not inside `msg`, so they can be filtered and counted.
 
-mod rfc3339;
+pub mod rfc3339;
 
 use std::fmt::Display;
 use std::sync::atomic::{AtomicU8, Ordering};
