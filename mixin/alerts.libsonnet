@@ -66,45 +66,69 @@
               runbook_url: '%s#membloatmemorystalls' % c.runbookURLBase,
             },
           },
-          // Kills for the host running out of memory: /proc/vmstat oom_kill counts every
-          // kill, so the kills of containers at their own limit (memory.events oom, cgroup v2)
-          // are taken out. On cgroup v1 the kernel does not tell them apart: all count.
+          // Kills for the host running out of memory. Where the kmsg collector reads the
+          // kernel log, the latest victim's kill in the last 10 minutes, named, when its
+          // constraint was not a memory cgroup's limit. Without it, /proc/vmstat oom_kill
+          // (every kill) less the kills of containers at their own limit (memory.events
+          // oom, cgroup v2); on cgroup v1 the kernel's counters do not tell them apart.
           // increase() extrapolates, hence 0.5 for "at least one".
           {
             alert: 'MembloatOOMKill',
             expr: |||
               (
+                (membloat_oom_last_victim_timestamp_seconds > time() - 600)
+                * on (job, instance) group_left (pid, comm, group, constraint, memory_cgroup)
+                  membloat_oom_last_victim_info{constraint!="memory_cgroup"}
+              )
+              or on (job, instance)
+              (
                 (
-                  increase(membloat_vmstat_oom_kill_total[10m])
-                  - on (job, instance)
-                    sum by (job, instance) (increase(membloat_cgroup_limit_ooms_total[10m]))
-                )
-                or
-                (
-                  increase(membloat_vmstat_oom_kill_total[10m])
-                  unless on (job, instance) membloat_cgroup_limit_ooms_total
-                )
-              ) > 0.5
+                  (
+                    increase(membloat_vmstat_oom_kill_total[10m])
+                    - on (job, instance)
+                      sum by (job, instance) (increase(membloat_cgroup_limit_ooms_total[10m]))
+                  )
+                  or
+                  (
+                    increase(membloat_vmstat_oom_kill_total[10m])
+                    unless on (job, instance) membloat_cgroup_limit_ooms_total
+                  )
+                ) > 0.5
+                unless on (job, instance) membloat_scrape_collector_success{collector="kmsg"} == 1
+              )
             |||,
             labels: {
               severity: 'warning',
             },
             annotations: {
-              summary: 'The OOM killer killed a process on {{ $labels.instance }}.',
-              description: '{{ $value | printf "%.0f" }} process(es) killed in the last 10 minutes because the host ran out of memory (kills of containers at their own memory limit are not counted where cgroup v2 tells them apart). The kernel log names the victim.',
+              summary: 'The OOM killer killed {{ if $labels.comm }}{{ $labels.comm }} (pid {{ $labels.pid }}){{ else }}a process{{ end }} on {{ $labels.instance }}.',
+              description: '{{ if $labels.comm }}The host ran out of memory ({{ $labels.constraint }}) and the kernel killed {{ $labels.comm }} (pid {{ $labels.pid }}, group {{ $labels.group }}). membloat_oom_last_victim_killed_bytes has its memory at the kill, membloat_oom_last_victim_measured_bytes what was measured of it before (hoarded, regrown), and /explain the remedy.{{ else }}{{ $value | printf "%.0f" }} process(es) killed in the last 10 minutes because the host ran out of memory (kills of containers at their own memory limit are not counted where cgroup v2 tells them apart). The kernel log names the victim; the kmsg collector would too.{{ end }}',
               runbook_url: '%s#membloatoomkill' % c.runbookURLBase,
             },
           },
-          // A container at its own memory limit: the owner's sizing, not the host's memory.
+          // A container's kill at its own memory limit: named from the kernel log where
+          // the kmsg collector reads it (cgroup v1 and v2), else memory.events (v2 only).
           {
             alert: 'MembloatContainerOOMKill',
-            expr: 'increase(membloat_cgroup_limit_ooms_total[10m]) > 0.5',
+            expr: |||
+              label_replace(
+                (membloat_oom_last_victim_timestamp_seconds > time() - 600)
+                * on (job, instance) group_left (pid, comm, group, memory_cgroup)
+                  membloat_oom_last_victim_info{constraint="memory_cgroup"},
+                "cgroup", "$1", "memory_cgroup", "(.*)"
+              )
+              or on (job, instance)
+              (
+                increase(membloat_cgroup_limit_ooms_total[10m]) > 0.5
+                unless on (job, instance) membloat_scrape_collector_success{collector="kmsg"} == 1
+              )
+            |||,
             labels: {
               severity: 'info',
             },
             annotations: {
-              summary: 'A container on {{ $labels.instance }} was OOM-killed at its memory limit.',
-              description: "The cgroup {{ $labels.cgroup }} reached its memory limit and the OOM killer ran inside it {{ $value | printf \"%.0f\" }} time(s) in the last 10 minutes. The host did not run out of memory; the container's limit is too low for it, or it leaks. membloat_cgroup_info names its pod.",
+              summary: 'A container on {{ $labels.instance }} was OOM-killed at its memory limit{{ if $labels.comm }}: {{ $labels.comm }} (pid {{ $labels.pid }}){{ end }}.',
+              description: "{{ if $labels.comm }}The kernel killed {{ $labels.comm }} (pid {{ $labels.pid }}, group {{ $labels.group }}) in the cgroup {{ $labels.cgroup }} at a memory cgroup's limit. The host did not run out of memory; the container's limit is too low for it, or it leaks, or its allocator kept freed memory: membloat_oom_last_victim_measured_bytes{kind=\"hoarded\"} says how much was measured before the kill, and /explain gives the remedy. membloat_cgroup_info names its pod.{{ else }}The cgroup {{ $labels.cgroup }} reached its memory limit and the OOM killer ran inside it {{ $value | printf \"%.0f\" }} time(s) in the last 10 minutes. The host did not run out of memory; the container's limit is too low for it, or it leaks. membloat_cgroup_info names its pod.{{ end }}",
               runbook_url: '%s#membloatcontaineroomkill' % c.runbookURLBase,
             },
           },

@@ -57,11 +57,15 @@ fn systemd_unit_scores_at_most_2_5_and_verifies_clean() {
     let has = |d: &str| directives.iter().any(|l| l.trim() == d);
     assert!(has("DynamicUser=yes"));
     assert!(has(
-        "AmbientCapabilities=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH"
+        "AmbientCapabilities=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SYSLOG"
     ));
     assert!(has(
-        "CapabilityBoundingSet=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH"
+        "CapabilityBoundingSet=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SYSLOG"
     ));
+    // The kmsg collector's log: readable, and nothing else of /dev.
+    assert!(has("BindReadOnlyPaths=-/dev/kmsg"));
+    assert!(has("DeviceAllow=/dev/kmsg r"));
+    assert!(has("PrivateDevices=yes"));
     assert!(has("ProtectSystem=strict"));
     for forbidden in ["ProtectProc=", "ProcSubset=", "PrivateUsers="] {
         assert!(

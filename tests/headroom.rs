@@ -9,6 +9,7 @@
 mod common;
 
 use common::cgroup::TestCgroup;
+use common::dashboards;
 use common::prometheus::Prometheus;
 use common::repro::{build, Repro};
 use common::*;
@@ -125,7 +126,8 @@ fn a_container_near_its_limit_that_hoards_holds_the_alert_and_one_that_does_not_
         "--collector.processes.deep-interval=1s",
     ]);
     let rules = rules_file();
-    let prom = Prometheus::start(&format!("127.0.0.1:{}", exporter.port), Some(&rules));
+    let instance = format!("127.0.0.1:{}", exporter.port);
+    let prom = Prometheus::start(&instance, Some(&rules));
     let pending = |p: &Prometheus, cgroup: &str| {
         p.query(&format!(
             "ALERTS{{alertname=\"MembloatContainerNearLimitHoarding\",alertstate=\"pending\",cgroup=\"{cgroup}\"}}"
@@ -167,5 +169,21 @@ fn a_container_near_its_limit_that_hoards_holds_the_alert_and_one_that_does_not_
         (stated / 100.0 - share).abs() < 0.05,
         "stated {stated} %, measured {share}: {summary}"
     );
+    // The dashboards' headroom panel: every query returns both cgroups, least headroom
+    // first.
+    let queries = dashboards::queries_of(&dashboards::NEEDS_A_LIMITED_CGROUP, &instance);
+    for (i, (_, q)) in queries.iter().enumerate() {
+        let r = prom.query(q).unwrap_or_else(|e| panic!("{q}: {e}"));
+        let cgroups: Vec<&str> = r
+            .iter()
+            .filter_map(|s| s["metric"]["cgroup"].as_str())
+            .collect();
+        assert!(cgroups.contains(&hoarding.as_str()), "{q}: {cgroups:?}");
+        // The hoarded bytes are the hoarding cgroup's alone.
+        if i < 2 {
+            assert!(cgroups.contains(&sized.as_str()), "{q}: {cgroups:?}");
+        }
+    }
+    assert_eq!(queries.len(), 3);
     drop((hoard, live));
 }

@@ -204,7 +204,7 @@ fn cases() -> Vec<Case> {
             name: "kube-prometheus-stack, dashboards, no heap walk",
             release: "membloat",
             namespace: "monitoring",
-            values: "collectors:\n  heapWalk:\n    enabled: false\n\
+            values: "collectors:\n  heapWalk:\n    enabled: false\n  kmsg:\n    enabled: true\n\
                      serviceMonitor:\n  labels:\n    release: kps\n  interval: 15s\n\
                      prometheusRule:\n  labels:\n    release: kps\n\
                      dashboards:\n  enabled: true\n\
@@ -292,6 +292,21 @@ fn every_value_set_validates_and_says_what_it_was_asked() {
             vec!["SYS_PTRACE", "DAC_READ_SEARCH"]
         };
         assert_eq!(caps, want_caps, "{name}");
+        // The kernel log: off by default; on, a privileged container with /dev/kmsg alone.
+        let kmsg = values["collectors"]["kmsg"]["enabled"] == Value::Bool(true);
+        assert_eq!(has("--no-collector.kmsg"), !kmsg, "{name}");
+        assert_eq!(
+            container["securityContext"]["privileged"],
+            Value::Bool(kmsg),
+            "{name}"
+        );
+        let mounted: Vec<&str> = container["volumeMounts"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|m| m["mountPath"].as_str().unwrap())
+            .collect();
+        assert_eq!(mounted.contains(&"/host/dev/kmsg"), kmsg, "{name}");
         for extra in strings(&values["extraArgs"]) {
             assert!(has(&extra), "{name}: {extra} missing");
         }

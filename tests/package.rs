@@ -47,6 +47,13 @@ impl Booted {
                 "--machine=membloat-package-test",
             ])
             .arg(format!("--bind-ro={}:/debs", debs.display()))
+            // The host's kernel log, as a host has it: the device and the capability the
+            // unit grants its exporter to read it (nspawn gives neither by default).
+            .args([
+                "--bind-ro=/dev/kmsg",
+                "--capability=CAP_SYSLOG",
+                "--property=DeviceAllow=/dev/kmsg r",
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -230,6 +237,7 @@ fn the_package_installs_runs_upgrades_and_purges_in_a_booted_debian_12() {
         Some(0.0),
         "the unit's capabilities read every process: {text}"
     );
+    kernel_log_is_read(&c, &text);
     assert!(text.contains(&format!("version=\"{version}\"")));
     assert_eq!(
         c.out("systemctl is-enabled membloat-exporter").trim(),
@@ -250,10 +258,10 @@ fn the_package_installs_runs_upgrades_and_purges_in_a_booted_debian_12() {
     let uid = c.out("id -u membloat-exporter").trim().to_string();
     assert_eq!(field("Uid"), uid, "runs as the package's user");
     assert_ne!(uid, "0");
-    // CAP_DAC_READ_SEARCH (2) and CAP_SYS_PTRACE (19), nothing else; no new privileges;
-    // a seccomp filter.
-    assert_eq!(field("CapEff"), "0000000000080004");
-    assert_eq!(field("CapBnd"), "0000000000080004");
+    // CAP_DAC_READ_SEARCH (2), CAP_SYS_PTRACE (19) and CAP_SYSLOG (34), nothing else; no
+    // new privileges; a seccomp filter.
+    assert_eq!(field("CapEff"), "0000000400080004");
+    assert_eq!(field("CapBnd"), "0000000400080004");
     assert_eq!(field("NoNewPrivs"), "1");
     assert_eq!(field("Seccomp"), "2");
     let online = exposure(
@@ -295,6 +303,36 @@ fn the_package_installs_runs_upgrades_and_purges_in_a_booted_debian_12() {
             "purge left: {:?}; removed: {:?}",
             a.difference(&b).collect::<Vec<_>>(),
             b.difference(&a).collect::<Vec<_>>()
+        );
+    }
+}
+
+/// The kernel log, through the unit's private /dev and CAP_SYSLOG, whatever
+/// kernel.dmesg_restrict says: read, never denied, never missing.
+fn kernel_log_is_read(c: &Booted, text: &str) {
+    eprintln!(
+        "kmsg in the booted package: {:?}, /dev/kmsg {}",
+        text.lines()
+            .filter(|l| l.contains("collector=\"kmsg\""))
+            .collect::<Vec<_>>(),
+        c.out("ls -l /dev/kmsg 2>&1; cat /proc/sys/kernel/dmesg_restrict")
+            .trim()
+    );
+    assert_eq!(
+        value(
+            text,
+            "membloat_scrape_collector_success{collector=\"kmsg\"}"
+        ),
+        Some(1.0)
+    );
+    for reason in ["permission_denied", "unsupported"] {
+        assert_eq!(
+            value(
+                text,
+                &format!("membloat_scan_errors_total{{collector=\"kmsg\",reason=\"{reason}\"}}")
+            ),
+            None,
+            "{reason}"
         );
     }
 }

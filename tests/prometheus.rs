@@ -96,6 +96,13 @@ fn every_dashboard_query_and_recording_rule_returns_data_from_a_real_prometheus(
             }
         }
         for p in data_panels(&d) {
+            let title = p["title"].as_str().unwrap_or("");
+            // Asked where their data is made: after a real kill, beside limited cgroups.
+            if dashboards::NEEDS_AN_OOM_KILL.contains(&title)
+                || dashboards::NEEDS_A_LIMITED_CGROUP.contains(&title)
+            {
+                continue;
+            }
             for e in exprs(p) {
                 let q = substitute(&e, &vars);
                 ran += 1;

@@ -10,6 +10,17 @@ pub const FILES: [&str; 3] = [
     "membloat-processes.json",
 ];
 
+/// Panels with nothing to draw until the kernel OOM-kills a process: their queries are
+/// asked of a real Prometheus after a real kill by tests/oomkill.rs.
+pub const NEEDS_AN_OOM_KILL: [&str; 2] = [
+    "Latest OOM kill",
+    "Latest victim's memory: at the kill, and measured before",
+];
+
+/// Panels with nothing to draw on a host without a memory cgroup that has a limit: their
+/// queries are asked of a real Prometheus by tests/headroom.rs, which makes such cgroups.
+pub const NEEDS_A_LIMITED_CGROUP: [&str; 1] = ["Containers by headroom"];
+
 pub fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("grafana")
 }
@@ -76,4 +87,33 @@ pub fn label_values(query: &str) -> Option<(String, String)> {
         .strip_suffix(')')?;
     let (selector, label) = inner.rsplit_once(',')?;
     Some((selector.trim().to_string(), label.trim().to_string()))
+}
+
+/// Every query of the panels named `titles`, across the dashboards, with the variables of
+/// one instance (job `membloat`) substituted: `(title, query)`.
+#[allow(dead_code, reason = "used by the tests that make the panels' data")]
+pub fn queries_of(titles: &[&str], instance: &str) -> Vec<(String, String)> {
+    let vars = [
+        ("datasource", "prometheus"),
+        ("cluster", "test"),
+        ("job", "membloat"),
+        ("instance", instance),
+        ("group", ".+"),
+        ("__rate_interval", "10s"),
+        ("__range", "1m"),
+        ("__interval", "1s"),
+    ];
+    let mut out = Vec::new();
+    for file in FILES {
+        let d = load(file);
+        for p in data_panels(&d) {
+            let title = p["title"].as_str().unwrap_or("");
+            if titles.contains(&title) {
+                for e in exprs(p) {
+                    out.push((title.to_string(), substitute(&e, &vars)));
+                }
+            }
+        }
+    }
+    out
 }

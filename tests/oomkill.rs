@@ -1,0 +1,260 @@
+//! The OOM-kill post-mortem on a real kill. A process that hoards (glibc keeps about a
+//! gigabyte it freed, tests/reproducers/hoard.c) lives in a memory cgroup (v1 here); the
+//! exporter measures its hoarding; then the cgroup's limit is set just above what it holds
+//! and another process allocates past it (the hoarder first in the
+//! killer's order), so the kernel's OOM
+//! killer takes the hoarder. The exporter names it from the kernel log, with the
+//! kernel's own figures (compared with the kill line read here from /dev/kmsg on a cursor
+//! of the test's) and the hoarding it had measured before; a real Prometheus fires
+//! MembloatContainerOOMKill naming it and the dashboards' kill panels show it; `/explain`
+//! tells it with the allocator's remedy; and a restarted exporter does not count it again.
+
+mod common;
+
+use common::cgroup::TestCgroup;
+use common::dashboards;
+use common::prometheus::Prometheus;
+use common::repro::{build, Repro};
+use common::*;
+use membloat_exporter::parse::kmsg::{self, OomLine};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::os::unix::fs::OpenOptionsExt;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// The kernel's kill line for `pid`, read from the test's own cursor.
+fn kernel_kill(log: &mut std::fs::File, pid: u32) -> Option<kmsg::Kill> {
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match log.read(&mut buf) {
+            Ok(0) => return None,
+            Ok(n) => {
+                let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+                if let Ok(r) = kmsg::record(&text) {
+                    if let Some(OomLine::Kill(k)) = kmsg::oom_line(r.message) {
+                        if k.pid == pid {
+                            return Some(k);
+                        }
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return None,
+            Err(e) => panic!("reading /dev/kmsg: {e}"),
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs root"]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one real kill, told by every part of the exporter in turn"
+)]
+fn a_real_kill_is_named_with_what_was_measured_of_its_victim() {
+    needs_root("making a memory cgroup with a limit and reading /dev/kmsg");
+    let Some(cg) = TestCgroup::new("oomkill") else {
+        return;
+    };
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(format!(
+        "{} && exec {} 3 1 0",
+        cg.join(),
+        build("hoard").display()
+    ));
+    let hoard = Repro::spawn("hoard", cmd);
+    let pid = hoard.pid();
+
+    let exporter = Daemon::start(&[
+        "--scan.interval=1s",
+        "--collector.processes.deep-interval=1s",
+    ]);
+    let rules = rules_file();
+    let instance = format!("127.0.0.1:{}", exporter.port);
+    let prom = Prometheus::start(&instance, Some(&rules));
+    let measured = format!(
+        "membloat_process_hoarded_bytes{{pid=\"{pid}\",comm=\"hoard\",method=\"measured\"}}"
+    );
+    exporter.wait_until(Duration::from_secs(60), || {
+        value(&exporter.metrics(), &measured).is_some_and(|v| v > 0.0)
+    });
+    let text = exporter.metrics();
+    let hoarded = value(&text, &measured).unwrap();
+    let rss = value(
+        &text,
+        &format!("membloat_process_resident_bytes{{pid=\"{pid}\",comm=\"hoard\"}}"),
+    )
+    .unwrap();
+    assert!(hoarded > 0.3 * rss, "hoarded {hoarded} of {rss}");
+    assert_eq!(
+        value(
+            &text,
+            "membloat_scrape_collector_success{collector=\"kmsg\"}"
+        ),
+        Some(1.0)
+    );
+
+    // The test's own cursor at the end of the kernel log: only this kill from now on.
+    let mut log = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open("/dev/kmsg")
+        .unwrap();
+    log.seek(SeekFrom::End(0)).unwrap();
+
+    // The limit 16 MiB above what the cgroup holds; another process allocates 64 MiB, and
+    // the hoarder is the OOM killer's first choice (oom_score_adj 1000; lowering the other's
+    // would need CAP_SYS_RESOURCE, which a container may not have).
+    std::fs::write(format!("/proc/{pid}/oom_score_adj"), "1000").unwrap();
+    let usage = cg.read("memory.usage_in_bytes");
+    cg.set_limit((usage + (16 << 20)).div_ceil(4096) * 4096);
+    let mut pusher = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{} && exec python3 -c 'b = bytearray(64 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint(\"done\", flush=True)'",
+            cg.join()
+        ))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(pusher.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(pusher.wait().unwrap().success());
+    assert_eq!(line.trim(), "done", "the other process was killed");
+    let mut hoard = hoard;
+    let status = hoard.child.wait().unwrap();
+    assert!(!status.success(), "the hoarder outlived its cgroup's limit");
+
+    // The kernel's account, read by the test.
+    let mut kernel = None;
+    for _ in 0..50 {
+        kernel = kernel_kill(&mut log, pid);
+        if kernel.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let kernel = kernel.expect("no kill line for the hoarder in /dev/kmsg");
+
+    // The exporter's.
+    let info = format!("membloat_oom_last_victim_info{{pid=\"{pid}\",comm=\"hoard\",constraint=\"memory_cgroup\",group=\"hoard\",memory_cgroup=\"{}\",allocator=\"glibc\",runtime=\"native\"}}", cg.label());
+    exporter.wait_until(Duration::from_secs(10), || {
+        value(&exporter.metrics(), &info) == Some(1.0)
+    });
+    let text = exporter.metrics();
+    assert_eq!(
+        value(
+            &text,
+            "membloat_oom_kills_total{constraint=\"memory_cgroup\",group=\"hoard\"}"
+        ),
+        Some(1.0)
+    );
+    let killed = |kind: &str| {
+        value(
+            &text,
+            &format!("membloat_oom_last_victim_killed_bytes{{kind=\"{kind}\"}}"),
+        )
+    };
+    assert_eq!(killed("anon_rss"), kernel.anon_rss_bytes.map(|b| b as f64));
+    assert_eq!(killed("total_vm"), kernel.total_vm_bytes.map(|b| b as f64));
+    // What it had measured at its last scan: the hoarder did not change after "ready".
+    let before = value(
+        &text,
+        "membloat_oom_last_victim_measured_bytes{kind=\"hoarded\"}",
+    )
+    .expect("the measured hoarding of the victim");
+    assert!(
+        (before - hoarded).abs() <= 0.02 * hoarded,
+        "measured before the kill {before}, seen by the test {hoarded}"
+    );
+    let measured_rss = value(
+        &text,
+        "membloat_oom_last_victim_measured_bytes{kind=\"rss\"}",
+    )
+    .unwrap();
+    assert!(
+        (measured_rss - rss).abs() <= 0.02 * rss,
+        "{measured_rss} vs {rss}"
+    );
+    // The kernel's anon-rss at the kill holds what the scans saw in anonymous memory.
+    let anon = value(
+        &text,
+        "membloat_oom_last_victim_measured_bytes{kind=\"rss_anon\"}",
+    )
+    .unwrap();
+    let at_kill = kernel.anon_rss_bytes.unwrap() as f64;
+    assert!(
+        (at_kill - anon).abs() <= 0.05 * anon,
+        "anon-rss {at_kill} at the kill, RssAnon {anon} before"
+    );
+
+    // /explain: the victim, the hoarding as the cause, glibc's remedy.
+    let explained = exporter.get("/explain").body;
+    let section = explained
+        .split("OOM KILLS (1), latest first")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no kills in /explain:\n{explained}"));
+    assert!(
+        section.contains(&format!(
+            "hoard (pid {pid}), memory_cgroup of {}",
+            cg.label()
+        )),
+        "{section}"
+    );
+    assert!(
+        section.contains("RSS was freed memory its allocator kept (measured by the"),
+        "{section}"
+    );
+    assert!(section.contains("malloc_trim(0)"), "{section}");
+
+    // The alert, from a real Prometheus, names the victim.
+    prom.wait_until(
+        Duration::from_secs(30),
+        "MembloatContainerOOMKill naming the hoarder",
+        |p| {
+            p.query(&format!(
+                "ALERTS{{alertname=\"MembloatContainerOOMKill\",alertstate=\"firing\",comm=\"hoard\",pid=\"{pid}\",cgroup=\"{}\"}}",
+                cg.label()
+            ))
+            .is_ok_and(|r| !r.is_empty())
+        },
+    );
+    assert!(
+        prom.query("ALERTS{alertname=\"MembloatOOMKill\"}")
+            .unwrap()
+            .is_empty(),
+        "a container's kill at its own limit is not the host running out"
+    );
+    // Every query of the dashboards' kill panels returns the kill.
+    let queries = dashboards::queries_of(&dashboards::NEEDS_AN_OOM_KILL, &instance);
+    for (title, q) in &queries {
+        let r = prom.query(q).unwrap_or_else(|e| panic!("{q}: {e}"));
+        assert!(!r.is_empty(), "{title}: {q}");
+        // The victim's own series name it; its memory's rows are the latest victim's.
+        if q.contains("info") {
+            assert_eq!(r[0]["metric"]["pid"], pid.to_string(), "{title}: {r:?}");
+        }
+    }
+    assert_eq!(queries.len(), 4, "{queries:?}");
+    drop(prom);
+    drop(exporter);
+
+    // A restarted exporter starts its cursor at the end: the kill is not counted again.
+    let again = Daemon::start(&["--scan.interval=1s"]);
+    std::thread::sleep(Duration::from_secs(3));
+    let text = again.metrics();
+    assert_eq!(
+        value(
+            &text,
+            "membloat_scrape_collector_success{collector=\"kmsg\"}"
+        ),
+        Some(1.0)
+    );
+    assert!(!text.contains("membloat_oom_kills_total{"), "{text}");
+    assert!(!text.contains("membloat_oom_last_victim_info{"), "{text}");
+    // The kernel's own count for the cgroup agrees: one kill.
+    let control = std::fs::read_to_string(cg.dir.join("memory.oom_control")).unwrap();
+    assert!(control.lines().any(|l| l == "oom_kill 1"), "{control}");
+}
