@@ -408,3 +408,67 @@ fn hidepid_and_an_unreadable_sysfs_are_told_apart_from_unsupported() {
         "root through hidepid {seen}, through /proc {plain}"
     );
 }
+
+/// `kernel.dmesg_restrict`, set for a test and put back when dropped.
+struct DmesgRestrict(String);
+
+impl DmesgRestrict {
+    const PATH: &'static str = "/proc/sys/kernel/dmesg_restrict";
+
+    fn set(v: &str) -> DmesgRestrict {
+        let old = std::fs::read_to_string(Self::PATH).unwrap();
+        std::fs::write(Self::PATH, v).unwrap();
+        DmesgRestrict(old.trim().to_string())
+    }
+}
+
+impl Drop for DmesgRestrict {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::write(Self::PATH, &self.0) {
+            eprintln!("could not restore {} to {}: {e}", Self::PATH, self.0);
+        }
+    }
+}
+
+/// Under `kernel.dmesg_restrict=1`, the kernel log needs CAP_SYSLOG: without it the kmsg
+/// collector fails with `permission_denied` each scan, warned once, and the rest of the
+/// scan goes on; with it (and nothing else) the log is read.
+#[test]
+#[ignore = "needs root"]
+fn the_kernel_log_needs_cap_syslog_and_says_so_once_without_it() {
+    needs_root("setting kernel.dmesg_restrict and dropping to nobody");
+    let _serial = one_at_a_time();
+    let _restrict = DmesgRestrict::set("1");
+    let kmsg = |text: &str, what: &str| {
+        value(
+            text,
+            &format!(
+                "membloat_{what}{{collector=\"kmsg\"{}}}",
+                if what.starts_with("scan_errors") {
+                    ",reason=\"permission_denied\""
+                } else {
+                    ""
+                }
+            ),
+        )
+    };
+    let out = once_as(Some("+sys_ptrace,+dac_read_search"));
+    let without = text(&out);
+    assert_eq!(kmsg(&without, "scrape_collector_success"), Some(0.0));
+    assert_eq!(kmsg(&without, "scan_errors_total"), Some(2.0), "two scans");
+    assert!(
+        value(&without, "membloat_processes_scanned").is_some_and(|n| n >= 2.0),
+        "the processes are read: {without}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warned: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("collector=kmsg"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{stderr}");
+    assert!(warned[0].contains("fix=\"grant CAP_SYSLOG"), "{stderr}");
+
+    let with = text(&once_as(Some("+syslog")));
+    assert_eq!(kmsg(&with, "scrape_collector_success"), Some(1.0));
+    assert_eq!(kmsg(&with, "scan_errors_total"), None, "{with}");
+}

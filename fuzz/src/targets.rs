@@ -163,6 +163,18 @@ fn pressure(data: &[u8]) {
 
 fn kmsg(data: &[u8]) {
     let t = text(data);
+    // The input as a stream of records, one a line, through the assembler: every kill it
+    // completes comes from a line of the input, and no record is both a kill and malformed.
+    let mut a = kmsg::Assembler::default();
+    let lines = t.split_inclusive('\n').count() as u64;
+    let mut kills = 0;
+    for line in t.split_inclusive('\n') {
+        if let Some(k) = a.push(line) {
+            kills += 1;
+            assert!(t.contains(&format!("{} (", k.kill.pid)), "{k:?}");
+        }
+    }
+    assert!(kills + a.malformed <= lines);
     let Ok(r) = kmsg::record(&t) else { return };
     assert!(t.contains(r.message));
     match kmsg::oom_line(r.message) {

@@ -143,9 +143,12 @@ impl Kills {
                 seen,
                 seen_unix_seconds: found.and_then(|(_, t)| t),
                 identity: heap.map(|h| h.identity.clone()),
-                memory_cgroup: heap
-                    .and_then(|h| h.memory_cgroup.clone())
-                    .or(kill.task_memcg.clone()),
+                // The kernel's path is from the root of the hierarchy whatever cgroup
+                // namespace the exporter runs in; /proc/PID/cgroup's is from its own.
+                memory_cgroup: kill
+                    .task_memcg
+                    .clone()
+                    .or_else(|| heap.and_then(|h| h.memory_cgroup.clone())),
                 kill,
             };
             if self.recent.len() == RECENT_KILLS {

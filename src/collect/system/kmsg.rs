@@ -2,8 +2,9 @@
 //! a cursor of its own. The cursor starts at the end of the log, so a restarted exporter
 //! does not count the kills it had counted before (`explain` starts at the oldest record,
 //! to tell the kills of a host it was not watching). Without the right to read the log
-//! (`kernel.dmesg_restrict=1` and no `CAP_SYSLOG`) the collector fails with `denied`,
-//! says why once, and tries again each scan; everything else goes on.
+//! (`kernel.dmesg_restrict=1` and no `CAP_SYSLOG`) the collector fails with `denied` (the
+//! scan's report warns once, with the fix) and tries again each scan; everything else goes
+//! on.
 
 use std::sync::Mutex;
 
@@ -19,8 +20,6 @@ pub struct Cursor {
     assembler: Assembler,
     /// Start at the oldest record instead of the end (once).
     pub from_start: bool,
-    /// Why the log cannot be read was logged.
-    told: bool,
 }
 
 /// The kills written to the log since the last read.
@@ -37,21 +36,12 @@ pub(super) fn read(
             Ok(log) => {
                 c.log = Some(log);
                 c.from_start = false;
-                c.told = false;
             }
             Err(e) => {
                 let reason = match &e {
                     ReadError::Gone(_) => Reason::Unsupported,
                     e => e.system_reason(),
                 };
-                if !c.told && reason != Reason::Unsupported {
-                    c.told = true;
-                    crate::log!(
-                        Warn,
-                        "cannot read the kernel log: OOM kills are counted but not named (reading /dev/kmsg needs CAP_SYSLOG when kernel.dmesg_restrict=1)",
-                        error = e
-                    );
-                }
                 return Err(reason);
             }
         }
