@@ -7,7 +7,8 @@
 //! kernel's own figures (compared with the kill line read here from /dev/kmsg on a cursor
 //! of the test's) and the hoarding it had measured before; a real Prometheus fires
 //! MembloatContainerOOMKill naming it and the dashboards' kill panels show it; `/explain`
-//! tells it with the allocator's remedy; and a restarted exporter does not count it again.
+//! tells it with the allocator's remedy; a restarted exporter does not count it again; and
+//! `explain` on the host, with no exporter watching, tells it from the kernel's ring.
 
 mod common;
 
@@ -254,6 +255,28 @@ fn a_real_kill_is_named_with_what_was_measured_of_its_victim() {
     );
     assert!(!text.contains("membloat_oom_kills_total{"), "{text}");
     assert!(!text.contains("membloat_oom_last_victim_info{"), "{text}");
+    // `explain` on the host, with no exporter watching: the kill from the kernel's ring,
+    // with the kernel's figures and nothing measured (no scan of its saw the victim).
+    let out = Command::new(bin())
+        .args(["explain", "--format", "json", "--explain.interval=200ms"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let told = doc["oom_kills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["pid"] == pid)
+        .unwrap_or_else(|| panic!("explain does not tell the kill: {doc}"));
+    assert_eq!(told["constraint"], "memory_cgroup");
+    assert_eq!(told["memory_cgroup"], cg.label());
+    assert_eq!(
+        told["killed_bytes"]["anon_rss"].as_u64(),
+        kernel.anon_rss_bytes
+    );
+    assert_eq!(told["measured_bytes"], serde_json::json!({}));
+    assert_eq!(told["group"], "unknown");
+
     // The kernel's own count for the cgroup agrees: one kill.
     let control = std::fs::read_to_string(cg.dir.join("memory.oom_control")).unwrap();
     assert!(control.lines().any(|l| l == "oom_kill 1"), "{control}");
