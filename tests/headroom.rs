@@ -104,13 +104,7 @@ fn a_container_near_its_limit_that_hoards_holds_the_alert_and_one_that_does_not_
     };
     let (hoarding, sized) = (a.label(), b.label());
     // a: glibc keeps about a gigabyte of freed heap (tests/reproducers/hoard.c).
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(format!(
-        "{} && exec {} 3 1 0",
-        a.join(),
-        build("hoard").display()
-    ));
-    let hoard = Repro::spawn("hoard", cmd);
+    let hoard = a.spawn("hoard", &format!("{} 3 1 0", build("hoard").display()));
     // b: 200 MiB of live data, nothing freed.
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(format!(

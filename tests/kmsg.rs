@@ -7,28 +7,9 @@ mod common;
 
 use common::*;
 use membloat_exporter::parse::kmsg::{self, Constraint, OomLine};
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::OpenOptionsExt;
 use std::time::Duration;
 
 const LIMIT: u64 = 32 << 20;
-
-/// Every record `/dev/kmsg` holds after the cursor, as text.
-fn records(kmsg: &mut std::fs::File) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; 8192];
-    loop {
-        match kmsg.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => out.push(String::from_utf8_lossy(&buf[..n]).into_owned()),
-            // The ring overwrote records the cursor had not read: go on from the oldest.
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-            Err(e) => panic!("reading /dev/kmsg: {e}"),
-        }
-    }
-    out
-}
 
 #[test]
 #[ignore = "needs root"]
@@ -40,12 +21,7 @@ fn a_real_kill_at_a_memory_cgroup_limit_reads_back_from_the_kernel_log() {
     cg.set_limit(LIMIT);
 
     // Our own cursor at the end: only what the kernel writes from now on.
-    let mut log = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open("/dev/kmsg")
-        .unwrap();
-    log.seek(SeekFrom::End(0)).unwrap();
+    let mut log = common::kmsg::at_end();
 
     let mut child = std::process::Command::new("sh")
         .arg("-c")
@@ -62,7 +38,7 @@ fn a_real_kill_at_a_memory_cgroup_limit_reads_back_from_the_kernel_log() {
     let mut summary = None;
     let mut kill = None;
     for _ in 0..50 {
-        for text in records(&mut log) {
+        for text in common::kmsg::records(&mut log) {
             let r = kmsg::record(&text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
             match kmsg::oom_line(r.message) {
                 Some(OomLine::Summary(s)) if s.pid == pid => summary = Some(s),

@@ -15,35 +15,21 @@ mod common;
 use common::cgroup::TestCgroup;
 use common::dashboards;
 use common::prometheus::Prometheus;
-use common::repro::{build, Repro};
+use common::repro::build;
 use common::*;
 use membloat_exporter::parse::kmsg::{self, OomLine};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// The kernel's kill line for `pid`, read from the test's own cursor.
 fn kernel_kill(log: &mut std::fs::File, pid: u32) -> Option<kmsg::Kill> {
-    let mut buf = vec![0u8; 8192];
-    loop {
-        match log.read(&mut buf) {
-            Ok(0) => return None,
-            Ok(n) => {
-                let text = String::from_utf8_lossy(&buf[..n]).into_owned();
-                if let Ok(r) = kmsg::record(&text) {
-                    if let Some(OomLine::Kill(k)) = kmsg::oom_line(r.message) {
-                        if k.pid == pid {
-                            return Some(k);
-                        }
-                    }
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return None,
-            Err(e) => panic!("reading /dev/kmsg: {e}"),
+    common::kmsg::records(log).into_iter().find_map(|text| {
+        match kmsg::oom_line(kmsg::record(&text).ok()?.message)? {
+            OomLine::Kill(k) if k.pid == pid => Some(k),
+            _ => None,
         }
-    }
+    })
 }
 
 #[test]
@@ -57,13 +43,7 @@ fn a_real_kill_is_named_with_what_was_measured_of_its_victim() {
     let Some(cg) = TestCgroup::new("oomkill") else {
         return;
     };
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(format!(
-        "{} && exec {} 3 1 0",
-        cg.join(),
-        build("hoard").display()
-    ));
-    let hoard = Repro::spawn("hoard", cmd);
+    let hoard = cg.spawn("hoard", &format!("{} 3 1 0", build("hoard").display()));
     let pid = hoard.pid();
 
     let exporter = Daemon::start(&[
@@ -96,12 +76,7 @@ fn a_real_kill_is_named_with_what_was_measured_of_its_victim() {
     );
 
     // The test's own cursor at the end of the kernel log: only this kill from now on.
-    let mut log = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open("/dev/kmsg")
-        .unwrap();
-    log.seek(SeekFrom::End(0)).unwrap();
+    let mut log = common::kmsg::at_end();
 
     // The limit 16 MiB above what the cgroup holds; another process allocates 64 MiB, and
     // the hoarder is the OOM killer's first choice (oom_score_adj 1000; lowering the other's

@@ -37,6 +37,16 @@ impl TestCgroup {
         format!("echo $$ > {}", self.dir.join("cgroup.procs").display())
     }
 
+    /// Runs `command` (a shell line) in the cgroup as a reproducer named `name`: it says
+    /// `ready` when it is.
+    #[allow(dead_code, reason = "not every test binary runs one")]
+    pub fn spawn(&self, name: &str, command: &str) -> super::repro::Repro {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("{} && exec {command}", self.join()));
+        super::repro::Repro::spawn(name, cmd)
+    }
+
     pub fn set_limit(&self, bytes: u64) {
         std::fs::write(self.dir.join("memory.limit_in_bytes"), bytes.to_string()).unwrap();
         // No swapping out instead of reaching the limit.

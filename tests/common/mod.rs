@@ -5,6 +5,7 @@
 pub mod cgroup;
 pub mod dashboards;
 pub mod glibc;
+pub mod kmsg;
 pub mod prometheus;
 pub mod repro;
 
