@@ -21,5 +21,8 @@ if ldd "$out" 2>&1 | grep -qE 'statically linked|not a dynamic executable'; then
   echo "not static:" >&2; ldd "$out" >&2; exit 1
 fi
 "$out" --version
-"$out" --once --once.interval=0s | grep -q '^membloat_memory_total_bytes '
+# Read whole before grep: `grep -q` stops at the first match, and the exporter, still
+# writing, would die of SIGPIPE (which pipefail reports as a failure).
+text=$("$out" --once --once.interval=0s)
+grep -q '^membloat_memory_total_bytes ' <<<"$text"
 echo "static binary $out: $(stat -c %s "$out") bytes"
