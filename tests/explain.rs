@@ -223,7 +223,7 @@ fn text_layout_fits_100_columns_in_a_real_terminal() {
             "-x",
             "100",
             "-y",
-            "60",
+            "200",
             &script,
         ])
         .status()

@@ -242,21 +242,23 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
     out
 }
 
+/// Kills the text tells at most; the JSON has them all.
+const KILLS_TOLD: usize = 3;
+
 /// The latest OOM kills, newest first.
 fn kills(out: &mut String, d: &Diagnosis, st: Style) {
     if d.oom_kills.is_empty() {
         return;
     }
     out.push('\n');
-    let _ = writeln!(
-        out,
-        "{}",
-        st.paint(
-            "1",
-            &format!("OOM KILLS ({}), latest first", d.oom_kills.len())
-        )
-    );
-    for k in &d.oom_kills {
+    let n = d.oom_kills.len();
+    let head = if n > KILLS_TOLD {
+        format!("OOM KILLS ({n}), latest first; the {KILLS_TOLD} latest here, all in --format json")
+    } else {
+        format!("OOM KILLS ({n}), latest first")
+    };
+    let _ = writeln!(out, "{}", st.paint("1", &head));
+    for k in d.oom_kills.iter().take(KILLS_TOLD) {
         let when = k.unix_seconds.map_or("at an unknown time".into(), |t| {
             crate::log::rfc3339::format(t as i64, None)
         });
