@@ -46,7 +46,7 @@ impl Scanner {
     ) -> DeepRun {
         let started = Instant::now();
         let mut run = DeepRun::default();
-        let stuck = self.pool.stuck_pids();
+        let stuck = self.pool.stuck_items();
         let mut due: Vec<(Option<Instant>, u64, usize)> = Vec::new();
         for (i, p) in processes.iter().enumerate() {
             if !self.is_candidate(p) {
@@ -84,7 +84,7 @@ impl Scanner {
             due.iter().map(|&(_, _, i)| processes[i].pid).collect(),
             self.reading.timeout,
             Arc::new(move |bufs: &mut Buffers, at: &pool::Step, pid, n| {
-                at.at(super::processes::step::DEEP);
+                super::processes::step::at(at, super::processes::step::File::Deep);
                 // One process is always read; the others while the budget lasts.
                 if n > 0 && counter.load(Ordering::Acquire) >= budget {
                     return DeepRead::Deferred;

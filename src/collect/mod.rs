@@ -344,6 +344,16 @@ impl Scanner {
         }
         self.finish_system(system, started + self.reading.timeout, &mut s);
         s.boot_time_seconds = self.boot_time_seconds;
+        // btime comes with the system files, after the first scan's processes were read.
+        if let Some(boot) = s.boot_time_seconds {
+            for p in &mut s.processes {
+                p.start_time_seconds = Some(crate::parse::stat::start_time_seconds(
+                    boot,
+                    p.start_ticks,
+                    self.clk_tck,
+                ));
+            }
+        }
         let boot = *self.own_boot.get_or_insert_with(own::boot_time);
         s.own = Some(own::read(self.clk_tck, boot));
         s.duration_seconds = started.elapsed().as_secs_f64();

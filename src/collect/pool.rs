@@ -10,7 +10,7 @@
 //! still busy are left to finish in the background and their pids are reported as
 //! stalled. While a worker is stuck the pool starts a replacement, never holding more
 //! than `cap` threads, and the pid a stuck worker is reading can be excluded from the
-//! next batches ([`Pool::stuck_pids`]).
+//! next batches ([`Pool::stuck_items`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender};
@@ -95,8 +95,9 @@ impl Pool {
         self.workers.len()
     }
 
-    /// Pids that a worker has been reading since an earlier batch gave up on it.
-    pub fn stuck_pids(&self) -> Vec<u32> {
+    /// Items (pids, or the system pool's jobs) that a worker has been reading since an
+    /// earlier batch gave up on it.
+    pub fn stuck_items(&self) -> Vec<u32> {
         self.stuck().into_iter().map(|(pid, _)| pid).collect()
     }
 

@@ -40,7 +40,7 @@ impl Scanner {
         let stuck = self.pool.stuck();
         let left_out: Vec<u32> = stuck
             .iter()
-            .filter(|&&(_, at)| !step::takes_mmap_lock(at))
+            .filter(|&&(_, at)| !step::File::of_code(at).is_some_and(step::File::takes_mmap_lock))
             .map(|&(pid, _)| pid)
             .collect();
         pids.retain(|pid| !left_out.contains(pid));
@@ -48,7 +48,6 @@ impl Scanner {
             source: self.source.clone(),
             grouping: self.grouping.clone(),
             clk_tck: self.clk_tck,
-            boot_time_seconds: self.boot_time_seconds,
             rollup_refresh: self.reading.rollup_refresh.max(1),
             scan: self.scans,
             known: self.known.clone(),
@@ -185,7 +184,7 @@ fn read_process_files(
     // The kept descriptor: the same process as `prior` while it reads.
     let mut kept: Option<(Arc<Kept>, Option<[u64; 3]>)> = None;
     if let Some(fd) = prior.and_then(|k| k.statm_fd.as_ref()) {
-        at.at(step::STATM);
+        step::at(at, step::File::Statm);
         match source.read_kept(fd, &mut bufs.main) {
             Ok(text) => {
                 let m = statm::parse(text);
@@ -206,14 +205,14 @@ fn read_process_files(
             }
             // Its CPU time moved at the last read: `stat` alone is read again until it
             // stops, so a process that has just gone to sleep is seen idle at once.
-            at.at(step::STAT);
+            step::at(at, step::File::Stat);
             let stat = source.parse_pid(pid, "stat", &mut bufs.main, Stat::parse)?;
             if stat.start_ticks == k.start_ticks {
                 return Ok(Some(still(ctx, k, fd.clone(), Some(stat))));
             }
         }
     }
-    at.at(step::STAT);
+    step::at(at, step::File::Stat);
     let stat = source.parse_pid(pid, "stat", &mut bufs.main, Stat::parse)?;
     let known = prior.filter(|k| k.start_ticks == stat.start_ticks);
     if known.is_none() {
@@ -225,7 +224,7 @@ fn read_process_files(
     let (statm, mut fd) = match kept {
         Some((f, m)) => (m, Some(f)),
         None if ctx.rollup_refresh > 1 => {
-            at.at(step::STATM);
+            step::at(at, step::File::Statm);
             let m = source
                 .read_pid(pid, "statm", &mut bufs.main)
                 .ok()
@@ -243,7 +242,7 @@ fn read_process_files(
     let status = match known {
         Some(k) if standing == Standing::Unchanged => k.status.clone(),
         _ => {
-            at.at(step::STATUS);
+            step::at(at, step::File::Status);
             let status = source.parse_pid(pid, "status", &mut bufs.main, Status::parse)?;
             if status.vm_rss_bytes.is_none() {
                 return Ok(None);
@@ -266,7 +265,7 @@ fn read_process_files(
         !stuck && (standing != Standing::Unchanged || known.is_some_and(|k| k.rollup.is_none()));
     let rollup = if reread {
         read.rollup_read = true;
-        at.at(step::SMAPS_ROLLUP);
+        step::at(at, step::File::SmapsRollup);
         match source.read_pid(pid, "smaps_rollup", &mut bufs.main) {
             Ok(text) => match SmapsRollup::parse(text) {
                 Ok(r) => r,
@@ -288,7 +287,7 @@ fn read_process_files(
     if let Some(r) = &rollup {
         read.malformed += r.rejected as u64;
     }
-    at.at(step::OOM_SCORE_ADJ);
+    step::at(at, step::File::OomScoreAdj);
     let oom_score_adj = source.parse_pid(pid, "oom_score_adj", &mut bufs.main, |t| {
         parse::parse_i64(t).and_then(|adj| {
             (-1000..=1000)
@@ -306,7 +305,7 @@ fn read_process_files(
             k.oom_score
         }
         _ => {
-            at.at(step::OOM_SCORE);
+            step::at(at, step::File::OomScore);
             source.parse_pid(pid, "oom_score", &mut bufs.main, parse::parse_u64)?
         }
     };
@@ -317,7 +316,7 @@ fn read_process_files(
         (Grouping::Comm, _) => Some(stat.comm.clone()),
         (_, Some(k)) if !regroup => k.group.clone(),
         (Grouping::Cgroup, _) => {
-            at.at(step::CGROUP);
+            step::at(at, step::File::Cgroup);
             let group = source.parse_pid(pid, "cgroup", &mut bufs.main, |t| {
                 Ok(cgroup::memory_cgroup(t).unwrap_or("").to_string())
             })?;
@@ -325,7 +324,7 @@ fn read_process_files(
         }
         (Grouping::Matcher(m), _) => {
             let cmdline = if m.needs_cmdline() && !stuck {
-                at.at(step::CMDLINE);
+                step::at(at, step::File::Cmdline);
                 source
                     .read_pid(pid, "cmdline", &mut bufs.aux)
                     .map_err(|e| e.process_reason())?
@@ -341,9 +340,8 @@ fn read_process_files(
     let sample = ProcessSample {
         pid,
         start_ticks: stat.start_ticks,
-        start_time_seconds: ctx
-            .boot_time_seconds
-            .map(|boot| stat.start_time_seconds(boot, ctx.clk_tck)),
+        // Set once the scan has btime (`Scanner::scan`).
+        start_time_seconds: None,
         cpu_seconds: Some(stat.cpu_seconds(ctx.clk_tck)),
         comm: stat.comm.clone(),
         state: stat.state,

@@ -152,7 +152,7 @@ impl Scanner {
         if c.enabled(Collector::Kmsg) {
             jobs.push(Job::Kmsg);
         }
-        let stuck = self.system.stuck_pids();
+        let stuck = self.system.stuck_items();
         let run: Vec<u32> = jobs
             .iter()
             .map(|&j| j as u32)
@@ -164,8 +164,7 @@ impl Scanner {
 
     /// Waits for the system reads until `deadline` and records them: a job that is not
     /// back by then (or was not started, its reader still stuck) fails with `timeout`.
-    /// Collectors keep their usual order: the system ones, processes (recorded already),
-    /// cgroup.
+    /// Collectors come out in their order (`Collector::ALL`), whichever finished first.
     pub(super) fn finish_system(&mut self, started: SystemRun, deadline: Instant, s: &mut Sample) {
         // A reader stuck on one file hands the files after it to another within 20 ms.
         let nudge = Duration::from_millis(20);
@@ -173,7 +172,6 @@ impl Scanner {
             .system
             .wait(started.running, &self.system_work, nudge, deadline)
             .results;
-        let mut processes_run = Some(std::mem::take(&mut s.collectors));
         for job in started.jobs {
             let done = started
                 .run
@@ -184,22 +182,14 @@ impl Scanner {
             match job {
                 Job::BootTime => {
                     if let Some(Read::BootTime(Some(boot))) = done.map(|d| d.read) {
-                        // The first scan read the processes before btime came back.
                         self.boot_time_seconds = Some(boot);
-                        for p in &mut s.processes {
-                            p.start_time_seconds = Some(boot + p.start_ticks as f64 / self.clk_tck);
-                        }
                     }
-                }
-                Job::Cgroup => {
-                    s.collectors
-                        .extend(processes_run.take().into_iter().flatten());
-                    record(s, job, done);
                 }
                 _ => record(s, job, done),
             }
         }
-        s.collectors.extend(processes_run.into_iter().flatten());
+        s.collectors
+            .sort_by_key(|c| Collector::ALL.iter().position(|&a| a == c.name));
     }
 }
 

@@ -19,6 +19,11 @@ pub struct Stat {
     pub start_ticks: u64,
 }
 
+/// Unix time a process started: boot time plus its start in clock ticks since boot.
+pub fn start_time_seconds(boot_time_seconds: f64, start_ticks: u64, clk_tck: f64) -> f64 {
+    boot_time_seconds + start_ticks as f64 / clk_tck
+}
+
 impl Stat {
     /// User plus system CPU time, in seconds.
     pub fn cpu_seconds(&self, clk_tck: f64) -> f64 {
@@ -27,7 +32,7 @@ impl Stat {
 
     /// Unix time the process started, from the system's boot time.
     pub fn start_time_seconds(&self, boot_time_seconds: f64, clk_tck: f64) -> f64 {
-        boot_time_seconds + self.start_ticks as f64 / clk_tck
+        start_time_seconds(boot_time_seconds, self.start_ticks, clk_tck)
     }
 
     pub fn parse(text: &str) -> Result<Self, ParseError> {

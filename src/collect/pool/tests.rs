@@ -64,17 +64,17 @@ fn a_stuck_read_is_left_behind_and_the_others_are_read() {
     assert_eq!(read, 99, "every other pid is read");
     // The batch waited for the stuck read once: not again after the others were done.
     assert!(elapsed < Duration::from_millis(900), "{elapsed:?}");
-    assert_eq!(pool.stuck_pids(), vec![13]);
+    assert_eq!(pool.stuck_items(), vec![13]);
     // The next batch runs on a new thread beside the stuck one.
     let batch = pool_run(&mut pool, vec![1, 2, 3], Duration::from_millis(200), |p| p);
     assert_eq!(batch.results.iter().flatten().count(), 3);
     assert!(pool.threads() <= 4);
     release.send(()).unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !pool.stuck_pids().is_empty() && Instant::now() < deadline {
+    while !pool.stuck_items().is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(pool.stuck_pids().is_empty(), "the worker is free again");
+    assert!(pool.stuck_items().is_empty(), "the worker is free again");
 }
 
 #[test]

@@ -11,7 +11,6 @@ pub(super) struct ReadContext {
     pub(super) source: Source,
     pub(super) grouping: Arc<Grouping>,
     pub(super) clk_tck: f64,
-    pub(super) boot_time_seconds: Option<f64>,
     pub(super) rollup_refresh: u64,
     pub(super) scan: u64,
     /// The previous scan's processes, by pid.

@@ -95,9 +95,8 @@ pub(super) fn still(
     let sample = ProcessSample {
         pid: k.pid,
         start_ticks: k.start_ticks,
-        start_time_seconds: ctx
-            .boot_time_seconds
-            .map(|boot| k.stat.start_time_seconds(boot, ctx.clk_tck)),
+        // Set once the scan has btime (`Scanner::scan`).
+        start_time_seconds: None,
         cpu_seconds: fresh.then(|| known.stat.cpu_seconds(ctx.clk_tck)),
         comm: known.stat.comm.clone(),
         state: known.stat.state,

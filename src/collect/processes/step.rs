@@ -1,20 +1,49 @@
 //! Which file of a process a reader is in (`pool::Step`), so that a stuck read is never
 //! started again on the same file.
 
-pub const STAT: u8 = 1;
-pub const STATM: u8 = 2;
-pub const STATUS: u8 = 3;
-pub const SMAPS_ROLLUP: u8 = 4;
-pub const OOM_SCORE_ADJ: u8 = 5;
-pub const OOM_SCORE: u8 = 6;
-pub const CGROUP: u8 = 7;
-pub const CMDLINE: u8 = 8;
-/// The deep tier's smaps, mem and pagemap.
-pub const DEEP: u8 = 9;
+/// The file a reader is in; the pool keeps it as a code (`as u8`, never 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum File {
+    Stat = 1,
+    Statm,
+    Status,
+    SmapsRollup,
+    OomScoreAdj,
+    OomScore,
+    Cgroup,
+    Cmdline,
+    /// The deep tier's smaps, mem and pagemap.
+    Deep,
+}
 
-/// Files whose read takes the process's mmap lock: a process stuck in the kernel
-/// holding it blocks them all, and only them (status, stat and the oom files are
-/// read from counters).
-pub fn takes_mmap_lock(step: u8) -> bool {
-    matches!(step, SMAPS_ROLLUP | CMDLINE | DEEP)
+impl File {
+    const ALL: [File; 9] = [
+        File::Stat,
+        File::Statm,
+        File::Status,
+        File::SmapsRollup,
+        File::OomScoreAdj,
+        File::OomScore,
+        File::Cgroup,
+        File::Cmdline,
+        File::Deep,
+    ];
+
+    /// The file a pool's code names (`None` for 0, between reads).
+    pub fn of_code(code: u8) -> Option<File> {
+        File::ALL.into_iter().find(|f| *f as u8 == code)
+    }
+
+    /// Reads that take the process's mmap lock: a process stuck in the kernel holding it
+    /// blocks them all, and only them (status, stat and the oom files are read from
+    /// counters).
+    pub fn takes_mmap_lock(self) -> bool {
+        matches!(self, File::SmapsRollup | File::Cmdline | File::Deep)
+    }
+}
+
+/// Says which file the reader is in.
+pub fn at(step: &crate::collect::pool::Step, file: File) {
+    step.at(file as u8);
 }
