@@ -7,7 +7,8 @@ use clap::ArgMatches;
 
 /// A collector, switched by `--collector.NAME` / `--no-collector.NAME`; its name is the
 /// `collector` label of the self metrics and the key of the error counts (ordered by name,
-/// so series come out in the same order as always).
+/// so series come out in the same order as always). The built-in ones are variants; a
+/// collector unit (`units`) is `Unit(its name)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Collector {
     Meminfo,
@@ -18,6 +19,8 @@ pub enum Collector {
     Processes,
     Cgroup,
     Kmsg,
+    /// A collector unit, by its name (`units::ALL`).
+    Unit(&'static str),
 }
 
 impl Collector {
@@ -42,6 +45,7 @@ impl Collector {
             Collector::Processes => "processes",
             Collector::Cgroup => "cgroup",
             Collector::Kmsg => "kmsg",
+            Collector::Unit(name) => name,
         }
     }
 
@@ -62,7 +66,22 @@ impl Collector {
             Collector::Kmsg => {
                 "each OOM kill from the kernel log (/dev/kmsg), with what was measured of the victim"
             }
+            Collector::Unit(name) => crate::units::named(name).map_or("", |u| u.what),
         }
+    }
+
+    /// Every collector, in the order of the exposition: the built-in ones, then the units.
+    pub fn all() -> impl Iterator<Item = Collector> {
+        Collector::ALL
+            .into_iter()
+            .chain(crate::units::ALL.iter().map(|u| Collector::Unit(u.name)))
+    }
+
+    /// Its place in [`Collector::all`].
+    pub fn position(self) -> usize {
+        Collector::all()
+            .position(|c| c == self)
+            .unwrap_or(usize::MAX)
     }
 }
 
@@ -78,9 +97,9 @@ impl PartialOrd for Collector {
     }
 }
 
-/// The enabled collectors.
+/// The enabled collectors, by their place in [`Collector::all`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Collectors(u8);
+pub struct Collectors(u64);
 
 impl Collectors {
     pub fn none() -> Self {
@@ -96,15 +115,20 @@ impl Collectors {
     }
 
     pub fn set(&mut self, c: Collector, on: bool) {
+        let Some(bit) = Self::bit(c) else { return };
         if on {
-            self.0 |= 1 << c as u8;
+            self.0 |= bit;
         } else {
-            self.0 &= !(1 << c as u8);
+            self.0 &= !bit;
         }
     }
 
     pub fn enabled(self, c: Collector) -> bool {
-        self.0 & (1 << c as u8) != 0
+        Self::bit(c).is_some_and(|bit| self.0 & bit != 0)
+    }
+
+    fn bit(c: Collector) -> Option<u64> {
+        1u64.checked_shl(u32::try_from(c.position()).ok()?)
     }
 }
 
@@ -325,7 +349,7 @@ impl Config {
             scan_interval: duration("scan.interval"),
             collectors: {
                 let mut c = Collectors::none();
-                for one in Collector::ALL {
+                for one in Collector::all() {
                     c.set(one, enabled(one.as_str()));
                 }
                 c

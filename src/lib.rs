@@ -2,7 +2,7 @@
 //! warns before the OOM killer strikes.
 //!
 //! Data flows one way: [`config`] -> [`source`] (the only I/O) -> [`parse`] (pure) ->
-//! [`collect`] -> [`model`] (pure) -> [`expose`] and [`explain`] -> [`serve`], driven by
+//! [`units`] (a system collector in one file) -> [`collect`] -> [`model`] (pure) -> [`expose`] and [`explain`] -> [`serve`], driven by
 //! [`daemon`]. Each room uses only the ones before it (docs/architecture.md; enforced by
 //! tests/layers.rs).
 
@@ -11,8 +11,10 @@ pub mod config;
 pub mod daemon;
 pub mod explain;
 pub mod expose;
+pub mod family;
 pub mod log;
 pub mod model;
 pub mod parse;
 pub mod serve;
 pub mod source;
+pub mod units;

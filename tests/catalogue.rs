@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use membloat_exporter::config::Collector;
-use membloat_exporter::expose::catalogue::{Kind, Metric, Section, Unit, ALL};
+use membloat_exporter::expose::catalogue::{all, Kind, Metric, Section, Unit};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -53,10 +53,10 @@ fn families(text: &str) -> BTreeMap<String, (String, String)> {
 
 /// The row a served family belongs to, and the key a pattern row matched.
 fn row_of(name: &str) -> Option<(&'static Metric, Option<String>)> {
-    if let Some(m) = ALL.iter().find(|m| m.name == name) {
+    if let Some(m) = all().into_iter().find(|m| m.name == name) {
         return Some((m, None));
     }
-    ALL.iter().filter(|m| m.is_pattern()).find_map(|m| {
+    all().into_iter().filter(|m| m.is_pattern()).find_map(|m| {
         let (pre, post) = m.name.split_once("<key>").unwrap();
         let key = name.strip_prefix(pre)?.strip_suffix(post)?;
         (!key.is_empty()).then(|| (m, Some(key.to_string())))
@@ -104,7 +104,7 @@ fn every_family_served_has_its_row_and_every_row_is_served() {
         String::from_utf8_lossy(&live.stderr)
     );
     check_served(&String::from_utf8_lossy(&live.stdout), &mut served);
-    for m in ALL {
+    for m in all() {
         if NOT_SERVED_HERE.iter().any(|(n, _)| *n == m.name) {
             continue;
         }
@@ -142,7 +142,7 @@ fn title(s: Section) -> String {
 
 fn sections() -> Vec<Section> {
     let mut out = vec![Section::Exporter];
-    out.extend(Collector::ALL.map(Section::Of));
+    out.extend(Collector::all().map(Section::Of));
     out
 }
 
@@ -150,7 +150,7 @@ fn table(section: Section) -> String {
     let mut out = String::from(
         "| metric | type | unit | meaning | source |\n|--------|------|------|---------|--------|\n",
     );
-    for m in ALL.iter().filter(|m| m.section == section) {
+    for m in all().into_iter().filter(|m| m.section == section) {
         let labels = if m.labels.is_empty() {
             String::new()
         } else {
@@ -205,7 +205,7 @@ fn summary() -> String {
             ),
             Section::Of(c) => (format!("`{}`", c.as_str()), c.what()),
         };
-        let count = ALL.iter().filter(|m| m.section == s).count();
+        let count = all().into_iter().filter(|m| m.section == s).count();
         out.push_str(&format!(
             "| [{name}](docs/metrics.md#{}) | {what} | {count} |\n",
             slug(&title(s))

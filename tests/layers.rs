@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// of one layer do not use each other, except the foundations, which are small and flat,
 /// and the top, which puts the program together (`main` runs `daemon`).
 const LAYERS: [&[&str]; 6] = [
-    &["config", "log", "source", "parse"],
+    &["config", "log", "source", "parse", "family", "units"],
     &["collect"],
     &["model"],
     &["explain", "expose"],

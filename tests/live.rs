@@ -93,7 +93,7 @@ fn metrics_negotiate_openmetrics_and_text_and_both_parse_strictly() {
     let collectors = openmetrics_parse(&om.body, "membloat_scrape_collector_success", "collector");
     assert_eq!(
         collectors.lines().count(),
-        membloat_exporter::config::Collector::ALL.len(),
+        membloat_exporter::config::Collector::all().count(),
         "{collectors}"
     );
 
@@ -347,4 +347,52 @@ fn own_process_metrics_match_the_kernel() {
     );
     let cpu = got("process_cpu_seconds_total");
     assert!((0.0..5.0).contains(&cpu), "{cpu}");
+}
+
+/// The buddyinfo collector on the real kernel: the free memory it sums per zone from
+/// /proc/buddyinfo's blocks is the kernel's own count of the zone's free pages
+/// (/proc/zoneinfo `nr_free_pages`), and what a huge page can take is part of it.
+#[test]
+fn buddy_free_memory_is_the_kernels_count_of_free_pages() {
+    let text = String::from_utf8(
+        run(&[
+            "--once",
+            "--once.interval=0s",
+            "--no-collector.processes",
+            "--no-collector.cgroup",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    let zoneinfo = std::fs::read_to_string("/proc/zoneinfo").unwrap();
+    let page = 4096.0;
+    let mut zone = None;
+    let mut checked = 0;
+    for line in zoneinfo.lines() {
+        if let Some(rest) = line.strip_prefix("Node ") {
+            let (node, name) = rest.split_once(", zone").unwrap();
+            zone = Some((node.trim().to_string(), name.trim().to_string()));
+        } else if let Some(n) = line.trim().strip_prefix("nr_free_pages ") {
+            let (node, name) = zone.take().unwrap();
+            let labels = format!("{{node=\"{node}\",zone=\"{name}\"}}");
+            let Some(buddy) = value(&text, &format!("membloat_buddyinfo_free_bytes{labels}"))
+            else {
+                continue;
+            };
+            let huge = value(
+                &text,
+                &format!("membloat_buddyinfo_free_huge_capable_bytes{labels}"),
+            )
+            .unwrap();
+            let kernel = n.trim().parse::<f64>().unwrap() * page;
+            assert!(huge <= buddy, "{labels}: huge-capable {huge} of {buddy}");
+            // Read a moment apart: pages come and go between the two files.
+            assert!(
+                (buddy - kernel).abs() <= 0.02 * kernel + (4 << 20) as f64,
+                "{labels}: buddyinfo {buddy}, zoneinfo {kernel}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 2, "{checked} zones compared");
 }

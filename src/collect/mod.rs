@@ -175,6 +175,8 @@ pub struct Sample {
     pub boot_time_seconds: Option<f64>,
     /// The OOM kills the kernel logged since the last scan, when the kmsg collector ran.
     pub oom_kills: Option<Vec<crate::parse::kmsg::OomKill>>,
+    /// What each collector unit that succeeded read, in the order of `units::ALL`.
+    pub units: Vec<(Collector, Vec<crate::family::Family>)>,
 }
 
 /// How processes are put in groups, compiled.
@@ -268,7 +270,7 @@ impl Scanner {
         reading: ReadConfig,
     ) -> Self {
         let clk_tck = own::clk_tck();
-        let jobs = system::Job::ALL.len();
+        let jobs = system::Job::ALL.len() + crate::units::ALL.len();
         let hidden = collectors.enabled(Collector::Processes) && source.hides_processes();
         let limit = crate::source::own::raise_open_files_limit();
         // Setting files are kept open only where the limit leaves room for them beside

@@ -10,15 +10,16 @@ use std::time::{Duration, Instant};
 
 use super::{count, outcome, pool, CollectorRun, ErrorCounts, Sample, Scanner, Sysctl, Thp};
 use crate::config::Collector;
+use crate::family::Family;
 use crate::parse::kmsg::OomKill;
 use crate::parse::{meminfo::Meminfo, memory_stat::MemoryStat, pressure::Pressure, vmstat::Vmstat};
 use crate::source::{Buffer, Buffers, Reason, Source};
+use crate::units::{self, Reader};
 
 /// One system collector's read, as a pool item (pool items are never 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
 pub(super) enum Job {
-    Meminfo = 1,
+    Meminfo,
     Vmstat,
     Sysctl,
     Thp,
@@ -27,7 +28,12 @@ pub(super) enum Job {
     /// `btime` from `/proc/stat`, until it was read once.
     BootTime,
     Kmsg,
+    /// A collector unit, by its place in `units::ALL`.
+    Unit(usize),
 }
+
+/// Pool items of the units start here; the built-in jobs are 1 to 8.
+const FIRST_UNIT: u32 = 100;
 
 impl Job {
     pub(super) const ALL: [Job; 8] = [
@@ -41,8 +47,22 @@ impl Job {
         Job::Kmsg,
     ];
 
+    /// Its pool item.
+    fn item(self) -> u32 {
+        match self {
+            Job::Unit(i) => FIRST_UNIT + i as u32,
+            job => Job::ALL
+                .iter()
+                .position(|&j| j == job)
+                .map_or(0, |i| i as u32 + 1),
+        }
+    }
+
     fn from_item(item: u32) -> Option<Job> {
-        Job::ALL.into_iter().find(|j| *j as u32 == item)
+        match item.checked_sub(FIRST_UNIT) {
+            Some(i) => units::ALL.get(i as usize).map(|_| Job::Unit(i as usize)),
+            None => Job::ALL.get((item as usize).checked_sub(1)?).copied(),
+        }
     }
 
     /// The collector a failure of this read is counted against.
@@ -56,6 +76,7 @@ impl Job {
             Job::Cgroup => Collector::Cgroup,
             Job::BootTime => Collector::Processes,
             Job::Kmsg => Collector::Kmsg,
+            Job::Unit(i) => Collector::Unit(units::ALL[i].name),
         }
     }
 }
@@ -70,6 +91,7 @@ pub(super) enum Read {
     Cgroup(Result<Vec<(String, MemoryStat)>, Reason>),
     BootTime(Option<f64>),
     Kmsg(Result<Vec<OomKill>, Reason>),
+    Unit(Result<Vec<Family>, Reason>),
 }
 
 /// A system read's result with the problems it counted and how long it took.
@@ -112,6 +134,16 @@ pub(super) fn run(source: &Source, buf: &mut Buffer, job: Job, log: &Mutex<kmsg:
                 .map(|v| v as f64),
         ),
         Job::Kmsg => Read::Kmsg(kmsg::read(f.source, log, errs)),
+        Job::Unit(i) => {
+            let mut r = Reader {
+                source: f.source,
+                buf: f.buf,
+                malformed: 0,
+            };
+            let read = (units::ALL[i].read)(&mut r);
+            count(errs, job.collector(), Reason::Malformed, r.malformed);
+            Read::Unit(read)
+        }
     };
     Done {
         read,
@@ -152,10 +184,15 @@ impl Scanner {
         if c.enabled(Collector::Kmsg) {
             jobs.push(Job::Kmsg);
         }
+        jobs.extend(
+            (0..units::ALL.len())
+                .map(Job::Unit)
+                .filter(|j| c.enabled(j.collector())),
+        );
         let stuck = self.system.stuck_items();
         let run: Vec<u32> = jobs
             .iter()
-            .map(|&j| j as u32)
+            .map(|j| j.item())
             .filter(|j| !stuck.contains(j))
             .collect();
         let running = self.system.submit(run.clone(), &self.system_work);
@@ -164,7 +201,7 @@ impl Scanner {
 
     /// Waits for the system reads until `deadline` and records them: a job that is not
     /// back by then (or was not started, its reader still stuck) fails with `timeout`.
-    /// Collectors come out in their order (`Collector::ALL`), whichever finished first.
+    /// Collectors come out in their order (`Collector::all`), whichever finished first.
     pub(super) fn finish_system(&mut self, started: SystemRun, deadline: Instant, s: &mut Sample) {
         // A reader stuck on one file hands the files after it to another within 20 ms.
         let nudge = Duration::from_millis(20);
@@ -176,7 +213,7 @@ impl Scanner {
             let done = started
                 .run
                 .iter()
-                .position(|&j| j == job as u32)
+                .position(|&j| j == job.item())
                 .and_then(|i| results[i].take())
                 .flatten();
             match job {
@@ -188,8 +225,7 @@ impl Scanner {
                 _ => record(s, job, done),
             }
         }
-        s.collectors
-            .sort_by_key(|c| Collector::ALL.iter().position(|&a| a == c.name));
+        s.collectors.sort_by_key(|c| c.name.position());
     }
 }
 
@@ -222,6 +258,7 @@ pub(super) fn record(s: &mut Sample, job: Job, done: Option<Done>) {
                 Read::Pressure(r) => r.map(|v| s.pressure = Some(v)),
                 Read::Cgroup(r) => r.map(|v| s.cgroups = Some(v)),
                 Read::Kmsg(r) => r.map(|v| s.oom_kills = Some(v)),
+                Read::Unit(r) => r.map(|v| s.units.push((name, v))),
                 Read::BootTime(_) => Ok(()),
             };
             (outcome(&mut s.errors, name, ok), done.seconds)

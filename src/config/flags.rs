@@ -100,7 +100,7 @@ pub(super) fn command() -> Command {
         .arg(Arg::new("format").long("format").value_name("FORMAT")
             .default_value("text").value_parser(["text", "json"])
             .help("text for a terminal, json for tickets and bots (schema membloat.explain/v1)"));
-    for c in Collector::ALL {
+    for c in Collector::all() {
         let (name, what) = (c.as_str(), c.what());
         let on: &'static str = Box::leak(format!("collector.{name}").into_boxed_str());
         let off: &'static str = Box::leak(format!("no-collector.{name}").into_boxed_str());

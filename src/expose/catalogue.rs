@@ -7,8 +7,7 @@
 //! A name holding `<key>` is a pattern: one family per key the kernel prints
 //! (`/proc/vmstat`, `hugepages-SIZE/stats/`).
 
-mod row;
-pub use row::{Kind, Metric, Section, Unit};
+pub use crate::family::{Kind, Metric, Section, Unit};
 
 mod s {
     use super::Section::{self, Exporter, Of};
@@ -36,7 +35,8 @@ macro_rules! catalogue {
             source: $source,
             help: $help,
         };)*
-        /// Every row, in the order of the exposition.
+        /// Every row of the built-in collectors, in the order of the exposition (the
+        /// units' rows are theirs: [`all`]).
         pub const ALL: &[Metric] = &[$($id),*];
     };
 }
@@ -333,3 +333,10 @@ catalogue! {
 
 #[cfg(test)]
 mod tests;
+
+/// Every row: the built-in collectors' and the collector units' (`units::ALL`).
+pub fn all() -> Vec<&'static Metric> {
+    ALL.iter()
+        .chain(crate::units::ALL.iter().flat_map(|u| u.rows))
+        .collect()
+}

@@ -26,6 +26,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit as PromUnit};
 
+use crate::family::Value;
 use crate::model::derive::Snapshot;
 use catalogue::*;
 
@@ -134,6 +135,33 @@ fn u(v: Option<u64>) -> Option<Num> {
     v.map(Num::U)
 }
 
+/// The families of the collector units, each as its unit read it, in the units' order.
+fn encode_units(f: &mut Families, s: &Snapshot) -> fmt::Result {
+    for family in s.units.iter().flat_map(|(_, families)| families) {
+        let rows = family
+            .samples
+            .iter()
+            .map(|(values, v)| {
+                let labels: Labels = family
+                    .metric
+                    .labels
+                    .iter()
+                    .copied()
+                    .zip(values.iter().map(String::as_str))
+                    .collect();
+                let v = match *v {
+                    Value::U(x) => Num::U(x),
+                    Value::I(x) => Num::I(x),
+                    Value::F(x) => Num::F(x),
+                };
+                (labels, v)
+            })
+            .collect();
+        f.family(family.metric, rows)?;
+    }
+    Ok(())
+}
+
 /// Encodes one snapshot.
 #[derive(Debug)]
 pub struct SnapshotCollector(pub std::sync::Arc<Snapshot>);
@@ -148,6 +176,7 @@ impl Collector for SnapshotCollector {
         encode_thp(&mut f, s)?;
         encode_vmstat(&mut f, s)?;
         encode_pressure(&mut f, s)?;
+        encode_units(&mut f, s)?;
         let folded = s.processes_scanned.map(|_| s.groups_folded);
         encode_groups(&mut f, &s.groups, folded)?;
         encode_cgroups(&mut f, s)?;

@@ -95,6 +95,8 @@ pub struct Snapshot {
     /// OOM kills from the kernel log since start, and the latest few with their victims;
     /// `None` when the kmsg collector is off.
     pub kills: Option<Kills>,
+    /// What each collector unit read, as the scan gave it.
+    pub units: Vec<(Collector, Vec<crate::family::Family>)>,
 }
 
 /// Options of derivation.
@@ -250,6 +252,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         cgroups: sample.cgroups,
         cgroup_hoarded_bytes,
         kills: kmsg_ran.then(|| next.kills.clone()),
+        units: sample.units,
         collectors: sample.collectors,
         meminfo: sample.meminfo,
         vmstat: sample.vmstat,

@@ -1,5 +1,5 @@
-//! What a row of the catalogue says: a family's name, type, unit, labels, section, source
-//! and help.
+//! What a metric family is, apart from any encoder: its catalogue row (name, type, unit,
+//! labels, section, source and help) and, for a collector unit (`units`), its samples.
 
 use crate::config::Collector;
 
@@ -86,4 +86,20 @@ impl Metric {
     pub fn is_pattern(&self) -> bool {
         self.name.contains("<key>")
     }
+}
+
+/// A sample value; integers stay integers in the exposition.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    U(u64),
+    I(i64),
+    F(f64),
+}
+
+/// One family as a collector unit read it: its row and its samples (labels in the row's
+/// order, then the value). A family without samples is not served.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Family {
+    pub metric: &'static Metric,
+    pub samples: Vec<(Vec<String>, Value)>,
 }
