@@ -236,7 +236,6 @@ pub struct Scanner {
     collectors: Collectors,
     grouping: Arc<Grouping>,
     clk_tck: f64,
-    boot_time_seconds: Option<f64>,
     /// The real `btime`, for the exporter's own start time: read by the first scan.
     own_boot: Option<Option<u64>>,
     deep: DeepConfig,
@@ -254,11 +253,8 @@ pub struct Scanner {
     pool: Pool,
     /// `/proc` hides other users' processes from this exporter (`hidepid`).
     hidden: bool,
-    /// The system files' readers (`system`).
-    system: Pool,
-    system_work: pool::Work<Option<system::Done>>,
-    /// The kernel log's cursor (`system/kmsg.rs`).
-    kernel_log: Arc<std::sync::Mutex<system::kmsg::Cursor>>,
+    /// The system collectors' readers, the kernel log's cursor and `btime` (`system.rs`).
+    system: system::System,
 }
 
 impl Scanner {
@@ -270,7 +266,6 @@ impl Scanner {
         reading: ReadConfig,
     ) -> Self {
         let clk_tck = own::clk_tck();
-        let jobs = system::Job::ALL.len() + crate::units::ALL.len();
         let hidden = collectors.enabled(Collector::Processes) && source.hides_processes();
         let limit = crate::source::own::raise_open_files_limit();
         // Setting files are kept open only where the limit leaves room for them beside
@@ -284,10 +279,8 @@ impl Scanner {
             && reading.rollup_refresh > 1
             && source.is_procfs())
         .then(|| Descriptors::new(descriptor_budget(limit)));
-        let kernel_log = Arc::default();
         Scanner {
-            system_work: system::work(source.clone(), Arc::clone(&kernel_log)),
-            kernel_log,
+            system: system::System::new(source.clone()),
             descriptors,
             descriptors_spent: false,
             hidden,
@@ -295,8 +288,6 @@ impl Scanner {
             collectors,
             grouping: Arc::new(grouping),
             clk_tck,
-            // Read by the first scan, with the other system files.
-            boot_time_seconds: None,
             own_boot: None,
             deep,
             reading,
@@ -304,10 +295,6 @@ impl Scanner {
             scans: 0,
             // Readers stuck in a read are replaced, up to four of them.
             pool: Pool::new(reading.readers, reading.readers + 4),
-            // One reader, with another started for each file that never answers (a stuck
-            // job is not started again), so any number of them cost a scan the timeout
-            // once.
-            system: Pool::new(1, 2 * jobs),
         }
     }
 
@@ -329,7 +316,7 @@ impl Scanner {
         let c = self.collectors;
         // The system files are read while the processes are: a stuck file costs the scan
         // the read timeout once, whichever kind it is.
-        let system = self.start_system();
+        let system = self.system.start(c);
         if c.enabled(Collector::Processes) {
             let mut stats = ReadStats::default();
             if self.hidden {
@@ -344,8 +331,8 @@ impl Scanner {
             stats.threads += self.system.threads() as u64;
             s.reads = Some(stats);
         }
-        self.finish_system(system, started + self.reading.timeout, &mut s);
-        s.boot_time_seconds = self.boot_time_seconds;
+        self.system
+            .finish(system, started + self.reading.timeout, &mut s);
         // btime comes with the system files, after the first scan's processes were read.
         if let Some(boot) = s.boot_time_seconds {
             for p in &mut s.processes {
@@ -365,8 +352,7 @@ impl Scanner {
     /// Reads the kernel log from its oldest record instead of its end (for `explain`, which
     /// tells the kills of a host it was not watching). Takes effect when it is next opened.
     pub fn read_kernel_log_from_start(&mut self) {
-        let mut c = self.kernel_log.lock().unwrap_or_else(|e| e.into_inner());
-        c.from_start = true;
+        self.system.kernel_log_from_start();
     }
 
     /// Runs one collector, recording its success, duration and the reason it failed.

@@ -8,8 +8,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{count, outcome, pool, CollectorRun, ErrorCounts, Sample, Scanner, Sysctl, Thp};
-use crate::config::Collector;
+use super::pool::Pool;
+use super::{count, outcome, pool, CollectorRun, ErrorCounts, Sample, Sysctl, Thp};
+use crate::config::{Collector, Collectors};
 use crate::family::Family;
 use crate::parse::kmsg::OomKill;
 use crate::parse::{meminfo::Meminfo, memory_stat::MemoryStat, pressure::Pressure, vmstat::Vmstat};
@@ -159,12 +160,45 @@ pub(super) fn work(source: Source, log: Arc<Mutex<kmsg::Cursor>>) -> pool::Work<
     })
 }
 
-impl Scanner {
+/// The system collectors' readers and what they keep between scans.
+pub(super) struct System {
+    /// One reader, with another started for each file that never answers (a stuck job is
+    /// not started again), so any number of them cost a scan the timeout once.
+    pool: Pool,
+    work: pool::Work<Option<Done>>,
+    /// The kernel log's cursor (`kmsg.rs`).
+    kernel_log: Arc<Mutex<kmsg::Cursor>>,
+    /// `btime`, once read.
+    pub(super) boot_time_seconds: Option<f64>,
+}
+
+impl System {
+    pub(super) fn new(source: Source) -> System {
+        let kernel_log = Arc::default();
+        let jobs = Job::ALL.len() + units::ALL.len();
+        System {
+            pool: Pool::new(1, 2 * jobs),
+            work: work(source, Arc::clone(&kernel_log)),
+            kernel_log,
+            boot_time_seconds: None,
+        }
+    }
+
+    /// Reader threads alive, stuck ones included.
+    pub(super) fn threads(&self) -> usize {
+        self.pool.threads()
+    }
+
+    /// Reads the kernel log from its oldest record when it is next opened.
+    pub(super) fn kernel_log_from_start(&self) {
+        let mut c = self.kernel_log.lock().unwrap_or_else(|e| e.into_inner());
+        c.from_start = true;
+    }
+
     /// Starts reading the enabled system collectors' files on the system pool, all at
     /// once, each job on its own reader. A job whose reader is still stuck from an earlier
     /// scan is not started again.
-    pub(super) fn start_system(&mut self) -> SystemRun {
-        let c = self.collectors;
+    pub(super) fn start(&mut self, c: Collectors) -> SystemRun {
         let mut jobs: Vec<Job> = [
             Job::Meminfo,
             Job::Vmstat,
@@ -189,25 +223,25 @@ impl Scanner {
                 .map(Job::Unit)
                 .filter(|j| c.enabled(j.collector())),
         );
-        let stuck = self.system.stuck_items();
+        let stuck = self.pool.stuck_items();
         let run: Vec<u32> = jobs
             .iter()
             .map(|j| j.item())
             .filter(|j| !stuck.contains(j))
             .collect();
-        let running = self.system.submit(run.clone(), &self.system_work);
+        let running = self.pool.submit(run.clone(), &self.work);
         SystemRun { jobs, run, running }
     }
 
     /// Waits for the system reads until `deadline` and records them: a job that is not
     /// back by then (or was not started, its reader still stuck) fails with `timeout`.
     /// Collectors come out in their order (`Collector::all`), whichever finished first.
-    pub(super) fn finish_system(&mut self, started: SystemRun, deadline: Instant, s: &mut Sample) {
+    pub(super) fn finish(&mut self, started: SystemRun, deadline: Instant, s: &mut Sample) {
         // A reader stuck on one file hands the files after it to another within 20 ms.
         let nudge = Duration::from_millis(20);
         let mut results = self
-            .system
-            .wait(started.running, &self.system_work, nudge, deadline)
+            .pool
+            .wait(started.running, &self.work, nudge, deadline)
             .results;
         for job in started.jobs {
             let done = started
@@ -226,6 +260,7 @@ impl Scanner {
             }
         }
         s.collectors.sort_by_key(|c| c.name.position());
+        s.boot_time_seconds = self.boot_time_seconds;
     }
 }
 
