@@ -17,18 +17,16 @@ pub const RECENT_KILLS: usize = 10;
 /// or `explain` read a kill from before it ran).
 pub const UNKNOWN_GROUP: &str = "unknown";
 
-/// What the exporter last knew of a process: kept with its state between scans so a kill
-/// can say what the victim was.
+/// What the exporter last knew of a process beyond its state (`ProcState` keeps RssAnon
+/// and the regrown bytes): kept between scans so a kill can say what the victim was.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Seen {
     pub group: Option<Arc<str>>,
     pub rss_bytes: Option<u64>,
-    pub rss_anon_bytes: Option<u64>,
     pub swap_bytes: Option<u64>,
     pub hoarded_bytes: Option<u64>,
     pub hoard_method: Option<Method>,
     pub arena_reserved_bytes: Option<u64>,
-    pub regrown_bytes: u64,
     pub untouched_commit_bytes: Option<u64>,
 }
 
@@ -37,12 +35,10 @@ impl Seen {
         Seen {
             group,
             rss_bytes: st.vm_rss_bytes,
-            rss_anon_bytes: st.rss_anon_bytes,
             swap_bytes: st.vm_swap_bytes,
             hoarded_bytes: sig.hoarded_bytes,
             hoard_method: sig.hoard_method,
             arena_reserved_bytes: sig.arena_reserved_bytes,
-            regrown_bytes: sig.regrown_total_bytes,
             untouched_commit_bytes: sig.untouched_commit_bytes,
         }
     }
@@ -60,6 +56,9 @@ pub struct Victim {
     /// What the exporter had measured, and the Unix time of that scan; `None` when it
     /// never saw the process.
     pub seen: Option<Seen>,
+    /// RssAnon and the bytes regrown while idle, from the same scan's state.
+    pub rss_anon_bytes: Option<u64>,
+    pub regrown_bytes: Option<u64>,
     pub seen_unix_seconds: Option<f64>,
     pub identity: Option<Identity>,
     pub memory_cgroup: Option<String>,
@@ -141,6 +140,8 @@ impl Kills {
                 unix_seconds: boot_unix_seconds.map(|b| b + kill.micros as f64 / 1e6),
                 group,
                 seen,
+                rss_anon_bytes: found.map(|(s, _)| s.rss_anon_bytes),
+                regrown_bytes: found.map(|(s, _)| s.regrown_total_bytes),
                 seen_unix_seconds: found.and_then(|(_, t)| t),
                 identity: heap.map(|h| h.identity.clone()),
                 // The kernel's path is from the root of the hierarchy whatever cgroup
@@ -180,12 +181,12 @@ impl Victim {
         let hoarded = |method| m.hoarded_bytes.filter(|_| m.hoard_method == Some(method));
         [
             ("rss", m.rss_bytes),
-            ("rss_anon", m.rss_anon_bytes),
+            ("rss_anon", self.rss_anon_bytes),
             ("swap", m.swap_bytes),
             ("hoarded", hoarded(Method::Measured)),
             ("hoarded_suspected", hoarded(Method::Suspected)),
             ("arena_reserved", m.arena_reserved_bytes),
-            ("regrown", Some(m.regrown_bytes)),
+            ("regrown", self.regrown_bytes),
             ("untouched_commit", m.untouched_commit_bytes),
         ]
     }
