@@ -316,6 +316,13 @@ function(config)
            ['rate(membloat_vmstat_compact_free_scanned_total{SEL}[$__rate_interval])', 'free scanned {{instance}}'],
          ],
          min=0),
+      ts('Free memory a huge page can take',
+         'Per zone, the share of free memory that lies in blocks at least a transparent huge page large (/proc/buddyinfo, the buddyinfo collector). Low while much memory is free: fragmentation, so THP faults compact (stalls above) or fall back to small pages, and khugepaged collapses fail.',
+         'percentunit',
+         [
+           ['membloat_buddyinfo_free_huge_capable_bytes{SEL} / membloat_buddyinfo_free_bytes{SEL}', '{{zone}} (node {{node}}) {{instance}}'],
+         ],
+         min=0),
       ts('Multi-size THP faults',
          'Anonymous faults served per huge page size (anon_fault_alloc) and fallbacks, per second.',
          'short',
