@@ -54,16 +54,7 @@ fn every_dashboard_query_and_recording_rule_returns_data_from_a_real_prometheus(
         "{logged}"
     );
     // The cluster label (added by relabelling, as kube-prometheus does) selects too.
-    let vars = [
-        ("datasource", "prometheus"),
-        ("cluster", "test"),
-        ("job", "membloat"),
-        ("instance", instance.as_str()),
-        ("group", ".+"),
-        ("__rate_interval", "10s"),
-        ("__range", "1m"),
-        ("__interval", "1s"),
-    ];
+    let vars = dashboards::vars(&instance);
     let mut failures = Vec::new();
     let mut ran = 0;
     for file in dashboards::FILES {

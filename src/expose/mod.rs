@@ -26,20 +26,14 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit as PromUnit};
 
-use crate::family::Value;
 use crate::model::derive::Snapshot;
 use catalogue::*;
 
 /// Every metric starts with this.
 pub const PREFIX: &str = "membloat";
 
-/// A sample value; integers stay integers in the exposition.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Num {
-    U(u64),
-    I(i64),
-    F(f64),
-}
+/// A sample value (the one `family` defines for units too); integers stay integers.
+use crate::family::Value as Num;
 
 type Labels<'a> = Vec<(&'static str, &'a str)>;
 
@@ -149,12 +143,7 @@ fn encode_units(f: &mut Families, s: &Snapshot) -> fmt::Result {
                     .copied()
                     .zip(values.iter().map(String::as_str))
                     .collect();
-                let v = match *v {
-                    Value::U(x) => Num::U(x),
-                    Value::I(x) => Num::I(x),
-                    Value::F(x) => Num::F(x),
-                };
-                (labels, v)
+                (labels, *v)
             })
             .collect();
         f.family(family.metric, rows)?;

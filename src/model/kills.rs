@@ -2,7 +2,7 @@
 //! had measured of the victim (by pid, and a start before the kill, so a reused pid is
 //! never taken for the victim), counted by constraint and group, and the latest few kept.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::collect::heap::runtime::Identity;
@@ -124,14 +124,8 @@ impl Kills {
                 .unwrap_or(UNKNOWN_GROUP)
                 .to_string();
             let constraint = kill.constraint.map_or("unknown", |c| c.as_str());
-            let groups_counted = |g: &str| self.total.keys().any(|(_, x)| x == g);
-            let distinct = {
-                let mut g: Vec<&String> = self.total.keys().map(|(_, g)| g).collect();
-                g.sort();
-                g.dedup();
-                g.len()
-            };
-            if !groups_counted(&group) && distinct >= max_groups.max(1) {
+            let counted: BTreeSet<&str> = self.total.keys().map(|(_, g)| g.as_str()).collect();
+            if !counted.contains(group.as_str()) && counted.len() >= max_groups.max(1) {
                 group = OTHER_GROUP.to_string();
             }
             *self.total.entry((constraint, group.clone())).or_insert(0) += 1;

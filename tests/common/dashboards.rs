@@ -89,11 +89,10 @@ pub fn label_values(query: &str) -> Option<(String, String)> {
     Some((selector.trim().to_string(), label.trim().to_string()))
 }
 
-/// Every query of the panels named `titles`, across the dashboards, with the variables of
-/// one instance (job `membloat`) substituted: `(title, query)`.
-#[allow(dead_code, reason = "used by the tests that make the panels' data")]
-pub fn queries_of(titles: &[&str], instance: &str) -> Vec<(String, String)> {
-    let vars = [
+/// Grafana's variables for one instance of job `membloat` (cluster `test`, as relabelling
+/// adds it) and 1 s scrapes.
+pub fn vars(instance: &str) -> [(&'static str, &str); 8] {
+    [
         ("datasource", "prometheus"),
         ("cluster", "test"),
         ("job", "membloat"),
@@ -102,7 +101,14 @@ pub fn queries_of(titles: &[&str], instance: &str) -> Vec<(String, String)> {
         ("__rate_interval", "10s"),
         ("__range", "1m"),
         ("__interval", "1s"),
-    ];
+    ]
+}
+
+/// Every query of the panels named `titles`, across the dashboards, with the variables of
+/// one instance (job `membloat`) substituted: `(title, query)`.
+#[allow(dead_code, reason = "used by the tests that make the panels' data")]
+pub fn queries_of(titles: &[&str], instance: &str) -> Vec<(String, String)> {
+    let vars = vars(instance);
     let mut out = Vec::new();
     for file in FILES {
         let d = load(file);

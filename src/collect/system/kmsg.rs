@@ -32,27 +32,21 @@ pub(super) fn read(
     let mut c = cursor.lock().unwrap_or_else(|e| e.into_inner());
     let c = &mut *c;
     if c.log.is_none() {
-        match source.open_kernel_log(c.from_start) {
-            Ok(log) => {
-                c.log = Some(log);
-                c.from_start = false;
-            }
-            Err(e) => {
-                let reason = match &e {
-                    ReadError::Gone(_) => Reason::Unsupported,
-                    e => e.system_reason(),
-                };
-                return Err(reason);
-            }
-        }
+        // No /dev/kmsg at all is a kernel (or container) without it, not a failure.
+        let log = source.open_kernel_log(c.from_start).map_err(|e| match e {
+            ReadError::Gone(_) => Reason::Unsupported,
+            e => e.system_reason(),
+        })?;
+        c.log = Some(log);
+        c.from_start = false;
     }
+    let Some(log) = c.log.as_mut() else {
+        return Ok(Vec::new());
+    };
     let mut kills = Vec::new();
     let before = c.assembler.malformed;
     let assembler = &mut c.assembler;
-    let read = c
-        .log
-        .as_mut()
-        .map(|log| log.read(|record| kills.extend(assembler.push(record))));
+    let read = log.read(|record| kills.extend(assembler.push(record)));
     count(
         errs,
         Collector::Kmsg,
@@ -60,7 +54,7 @@ pub(super) fn read(
         c.assembler.malformed - before,
     );
     match read {
-        Some(Ok(done)) => {
+        Ok(done) => {
             if done.overwritten > 0 {
                 crate::log!(
                     Warn,
@@ -70,11 +64,10 @@ pub(super) fn read(
             }
             Ok(kills)
         }
-        Some(Err(e)) => {
+        Err(e) => {
             // Opened again (at the end) by the next scan.
             c.log = None;
             Err(e.system_reason())
         }
-        None => Ok(kills),
     }
 }
