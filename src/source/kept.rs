@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -30,7 +30,7 @@ impl Source {
     pub fn keep_pid(
         &self,
         pid: u32,
-        file: &str,
+        file: &'static str,
         budget: &Arc<Descriptors>,
         buf: &mut Buffer,
     ) -> Result<Option<Kept>, ReadError> {
@@ -39,9 +39,10 @@ impl Source {
         }
         set_path(&mut buf.path, &self.procfs, Some(pid), file);
         match File::open(&buf.path) {
-            Ok(file) => Ok(Some(Kept {
-                file,
-                path: buf.path.clone(),
+            Ok(f) => Ok(Some(Kept {
+                file: f,
+                pid,
+                name: file,
                 budget: budget.clone(),
             })),
             Err(e) => {
@@ -59,7 +60,10 @@ impl Source {
     /// file the kernel produces in one show (`statm`). `ReadError::Gone` once the process
     /// has ended.
     pub fn read_kept<'b>(&self, kept: &Kept, buf: &'b mut Buffer) -> Result<&'b str, ReadError> {
-        read_again(&kept.file, buf).map_err(|e| ReadError::new(&kept.path, e))
+        read_again(&kept.file, buf).map_err(|e| {
+            let path = self.procfs.join(kept.pid.to_string()).join(kept.name);
+            ReadError::new(&path, e)
+        })
     }
 
     /// Reads a setting or counter file (`path` under either root), kept open between scans
@@ -167,7 +171,10 @@ impl Descriptors {
 #[derive(Debug)]
 pub struct Kept {
     file: File,
-    path: PathBuf,
+    /// The process and file, for the path an error names (not kept: a few thousand of
+    /// them would be a few hundred kilobytes).
+    pid: u32,
+    name: &'static str,
     budget: Arc<Descriptors>,
 }
 
