@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use membloat_exporter::collect::{CollectorRun, ProcessSample, Sample};
+use membloat_exporter::collect::{CollectorRun, ProcessSample, Reading, Sample};
 use membloat_exporter::expose;
 use membloat_exporter::model::derive::{derive, DeriveOptions};
 use membloat_exporter::model::state::State;
@@ -67,20 +67,23 @@ fn sample(scan: u64) -> Sample {
             let comm = format!("svc{}", i % 250);
             let mut status = status.clone();
             status.vm_rss_bytes = status.vm_rss_bytes.map(|r| r + (i as u64 + scan) * 4096);
-            ProcessSample {
+            let reading = Reading {
                 pid: 1000 + i as u32,
                 start_ticks: stat.start_ticks + i as u64,
                 comm: comm.clone(),
-                state: 'S',
-                cpu_seconds: Some(0.01 * scan as f64 + i as f64),
-                start_time_seconds: Some(1.7e9),
                 status,
                 rollup,
                 oom_score: Some(666 + (i % 300) as u64),
                 oom_score_adj: Some(0),
                 group: Some(comm),
-                smaps: None,
-                heap: None,
+            };
+            ProcessSample {
+                start_time_seconds: Some(1.7e9),
+                ..ProcessSample::new(
+                    std::sync::Arc::new(reading),
+                    'S',
+                    Some(0.01 * scan as f64 + i as f64),
+                )
             }
         })
         .collect();

@@ -54,7 +54,7 @@ impl Scanner {
             }
             run.candidates += 1;
             let memory = deep_memory(&p.status);
-            let last = self.known(p).and_then(|k| k.deep_read);
+            let last = self.known(p).and_then(|k| k.deep_read.as_deref().copied());
             let retry = self
                 .known(p)
                 .is_some_and(|k| (1..=MAX_WALK_RETRIES).contains(&k.walk_retries));
@@ -118,7 +118,7 @@ impl Scanner {
                                 run.heap_walks
                                     .count(outcome.unwrap_or(heap::Outcome::Measured));
                             }
-                            p.smaps = Some(summary);
+                            p.smaps = Some(Box::new(summary));
                             p.heap = Some(Arc::new(heap));
                         }
                         Err(reason) => count(errs, Collector::Processes, reason, 1),
@@ -130,7 +130,7 @@ impl Scanner {
                         .and_then(|h| h.walk.as_ref())
                         .is_some_and(|w| w.as_ref().is_err_and(|o| o.is_transient()));
                     if let Some(k) = self.known_mut(p) {
-                        k.deep_read = Some((now, memory));
+                        k.deep_read = Some(Box::new((now, memory)));
                         k.walk_retries = if transient {
                             k.walk_retries.saturating_add(1)
                         } else {

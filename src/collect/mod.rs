@@ -8,8 +8,10 @@ pub mod matcher;
 pub mod own;
 pub mod pool;
 mod processes;
+mod sample;
 mod settings;
 mod system;
+pub use sample::{ProcessSample, Reading};
 pub use settings::{HugepageSize, Khugepaged, Sysctl, Thp};
 
 use std::collections::BTreeMap;
@@ -19,47 +21,11 @@ use std::sync::Arc;
 
 use crate::config::{Collector, Collectors, DeepConfig, GroupBy, ReadConfig};
 use crate::parse::memory_stat::MemoryStat;
-use crate::parse::{
-    meminfo::Meminfo, pressure::Pressure, smaps::SmapsSummary, smaps_rollup::SmapsRollup,
-    status::Status, vmstat::Vmstat,
-};
+use crate::parse::{meminfo::Meminfo, pressure::Pressure, vmstat::Vmstat};
 use crate::source::{Descriptors, Reason, Source};
-use heap::HeapReading;
 use matcher::Matchers;
 use pool::Pool;
 use processes::Known;
-
-/// One process, keyed by `(pid, start_ticks)`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProcessSample {
-    pub pid: u32,
-    pub start_ticks: u64,
-    pub comm: String,
-    pub state: char,
-    /// User plus system CPU time, seconds; `None` when this scan did not read `stat`
-    /// (its kept `statm` had not moved).
-    pub cpu_seconds: Option<f64>,
-    /// Unix time the process started (needs `btime` from `/proc/stat`).
-    pub start_time_seconds: Option<f64>,
-    pub status: Status,
-    /// `None` when `smaps_rollup` could not be read (permission) or is empty.
-    pub rollup: Option<SmapsRollup>,
-    pub oom_score: Option<u64>,
-    pub oom_score_adj: Option<i64>,
-    /// The group the process belongs to; `None` when a matcher file matched nothing.
-    pub group: Option<String>,
-    /// This scan's deep read of `/proc/PID/smaps`, when the deep tier covered it.
-    pub smaps: Option<SmapsSummary>,
-    /// This scan's allocator identity and heap walk, with the deep read.
-    pub heap: Option<Arc<HeapReading>>,
-}
-
-impl ProcessSample {
-    /// Identity across scans: a reused pid has another start time.
-    pub fn key(&self) -> (u32, u64) {
-        (self.pid, self.start_ticks)
-    }
-}
 
 /// What the deep tier did in one scan.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::matcher::Candidate;
-use super::{count, pool, ErrorCounts, Grouping, ProcessSample, ReadStats, Scanner};
+use super::{count, pool, ErrorCounts, Grouping, ProcessSample, ReadStats, Reading, Scanner};
 use crate::config::Collector;
 use crate::parse::{self, cgroup, smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status};
 use crate::source::{Buffers, Kept, ReadError, Reason};
@@ -240,7 +240,7 @@ fn read_process_files(
     }
     let standing = Standing::of(known, statm, due);
     let status = match known {
-        Some(k) if standing == Standing::Unchanged => k.status.clone(),
+        Some(k) if standing == Standing::Unchanged => k.reading.status.clone(),
         _ => {
             step::at(at, step::File::Status);
             let status = source.parse_pid(pid, "status", &mut bufs.main, Status::parse)?;
@@ -261,8 +261,8 @@ fn read_process_files(
         }
     }
     // A reader stuck in this process's smaps_rollup (the mmap lock) is not sent back in.
-    let reread =
-        !stuck && (standing != Standing::Unchanged || known.is_some_and(|k| k.rollup.is_none()));
+    let reread = !stuck
+        && (standing != Standing::Unchanged || known.is_some_and(|k| k.reading.rollup.is_none()));
     let rollup = if reread {
         read.rollup_read = true;
         step::at(at, step::File::SmapsRollup);
@@ -282,7 +282,7 @@ fn read_process_files(
             }
         }
     } else {
-        known.and_then(|k| k.rollup)
+        known.and_then(|k| k.reading.rollup)
     };
     if let Some(r) = &rollup {
         read.malformed += r.rejected as u64;
@@ -301,8 +301,11 @@ fn read_process_files(
     // oom_score is a function of RSS, swap, page tables and oom_score_adj (and of RAM and
     // swap size, which the refresh catches).
     let oom_score = match known {
-        Some(k) if standing == Standing::Unchanged && k.oom_score_adj == oom_score_adj => {
-            k.oom_score
+        Some(k)
+            if standing == Standing::Unchanged
+                && k.reading.oom_score_adj == Some(oom_score_adj) =>
+        {
+            k.reading.oom_score.unwrap_or(0)
         }
         _ => {
             step::at(at, step::File::OomScore);
@@ -311,10 +314,10 @@ fn read_process_files(
     };
     let regroup = standing == Standing::New
         || (due && !stuck)
-        || known.is_some_and(|k| k.stat.comm != stat.comm);
+        || known.is_some_and(|k| k.reading.comm != stat.comm);
     let group = match (&*ctx.grouping, known) {
         (Grouping::Comm, _) => Some(stat.comm.clone()),
-        (_, Some(k)) if !regroup => k.group.clone(),
+        (_, Some(k)) if !regroup => k.reading.group.clone(),
         (Grouping::Cgroup, _) => {
             step::at(at, step::File::Cgroup);
             let group = source.parse_pid(pid, "cgroup", &mut bufs.main, |t| {
@@ -337,35 +340,37 @@ fn read_process_files(
             })
         }
     };
-    let sample = ProcessSample {
+    let cpu_ticks = cpu_ticks(&stat);
+    let reading = Reading {
         pid,
         start_ticks: stat.start_ticks,
-        // Set once the scan has btime (`Scanner::scan`).
-        start_time_seconds: None,
-        cpu_seconds: Some(stat.cpu_seconds(ctx.clk_tck)),
-        comm: stat.comm.clone(),
-        state: stat.state,
-        status: status.clone(),
+        comm: stat.comm,
+        status,
         rollup,
         oom_score: Some(oom_score),
         oom_score_adj: Some(oom_score_adj),
-        group: group.clone(),
-        smaps: None,
-        heap: None,
+        group,
     };
+    // What did not change is shared with the last scan's sample and the model's state.
+    let reading = match known {
+        Some(k) if *k.reading == reading => Arc::clone(&k.reading),
+        _ => Arc::new(reading),
+    };
+    let sample = ProcessSample::new(
+        Arc::clone(&reading),
+        stat.state,
+        Some(cpu_ticks as f64 / ctx.clk_tck),
+    );
     let remembered = Known {
         pid,
         start_ticks: stat.start_ticks,
         statm,
         statm_fd: fd,
-        status,
-        cpu_moving: known.is_none_or(|k| cpu_ticks(&k.stat) != cpu_ticks(&stat)),
-        stat,
-        oom_score_adj,
-        oom_score,
-        rollup,
-        group,
-        deep_read: known.and_then(|k| k.deep_read),
+        reading,
+        state: stat.state,
+        cpu_ticks,
+        cpu_moving: known.is_none_or(|k| k.cpu_ticks != cpu_ticks),
+        deep_read: known.and_then(|k| k.deep_read.clone()),
         walk_retries: known.map_or(0, |k| k.walk_retries),
     };
     Ok(Some((sample, remembered)))

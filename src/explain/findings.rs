@@ -123,7 +123,7 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             })
         };
     if let Some(hoarded) = sig.hoarded_bytes.filter(|&b| b > 0) {
-        let (certainty, evidence) = match (sig.hoard_method, sig.heap) {
+        let (certainty, evidence) = match (sig.hoard_method, sig.heap.as_deref()) {
             (Some(Method::Measured), Some(h)) => (
                 "measured",
                 format!(
@@ -157,7 +157,7 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             "{} glibc arena heaps reserve {} of address space, at glibc's ceiling of 8 arenas per CPU{}",
             sig.arena_heaps.unwrap_or(0),
             size(reserved),
-            sig.heap.map_or(String::new(), |h| format!("; {} free in them", size(h.arenas.free_bytes)))
+            sig.heap.as_ref().map_or(String::new(), |h| format!("; {} free in them", size(h.arenas.free_bytes)))
         );
         push(
             "arenas",

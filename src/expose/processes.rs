@@ -167,7 +167,7 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
     let per_heap = |get: fn(&HeapTotals) -> u64| -> Vec<(Labels, Num)> {
         top.iter()
             .enumerate()
-            .filter_map(|(i, p)| p.signals.heap.map(|h| (i, h)))
+            .filter_map(|(i, p)| p.signals.heap.as_deref().map(|h| (i, h)))
             .flat_map(|(i, h)| {
                 HeapKind::ALL.map(|k| {
                     let mut l = labels(i);

@@ -2,7 +2,6 @@
 //! and `explain` read; the state is what the next scan needs (`state.rs`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
 use crate::collect::heap::runtime::Identity;
@@ -11,7 +10,7 @@ use crate::collect::{
 };
 use crate::config::Collector;
 use crate::model::groups::{groups, GroupStats};
-use crate::model::kills::{Kills, Known, Seen};
+use crate::model::kills::{Kills, Known};
 use crate::model::signals::{self, Method, ProcState, Signals};
 use crate::model::state::State;
 use crate::parse::meminfo::Meminfo;
@@ -151,32 +150,28 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         _ => 0.0,
     };
 
-    // Per-process state and signals; states of vanished processes are dropped here.
-    let mut states = HashMap::with_capacity(sample.processes.len());
+    // Per-process state and signals, updated in place: the states of processes this scan
+    // did not see stay until the kills are joined (a victim is gone by now), then go.
+    let scan = prev.scans + 1;
+    let mut states = prev.processes;
     let mut sigs = Vec::with_capacity(sample.processes.len());
     let mut cgroup_hoarded_bytes = BTreeMap::new();
     for p in &sample.processes {
-        let before = prev.processes.get(&p.key());
         let (mut state, sig) = signals::step(
-            before,
+            states.get(&p.key()),
             p,
             elapsed,
             sample.online_cpus,
             sample.cpu_tick_seconds,
         );
+        state.scan = scan;
         if let (Some(Method::Measured), Some(bytes), Some(cgroup)) = (
             sig.hoard_method,
             sig.hoarded_bytes.filter(|&b| b > 0),
-            state.heap.as_ref().and_then(|h| h.memory_cgroup.as_ref()),
+            state.heap().and_then(|h| h.memory_cgroup.as_ref()),
         ) {
             *cgroup_hoarded_bytes.entry(cgroup.clone()).or_insert(0u64) += bytes;
         }
-        // The group's name is shared with the last scan's record while it does not change.
-        let group = match (before.and_then(|b| b.seen.group.as_ref()), &p.group) {
-            (Some(g), Some(now)) if **g == **now => Some(Arc::clone(g)),
-            (_, now) => now.as_deref().map(Arc::from),
-        };
-        state.seen = Seen::of(group, &p.status, &sig);
         states.insert(p.key(), state);
         sigs.push(sig);
     }
@@ -204,17 +199,18 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
     let kmsg_ran = sample.collectors.iter().any(|c| c.name == Collector::Kmsg);
     if let Some(new) = sample.oom_kills {
         let known = Known {
-            now: &states,
+            states: &states,
+            scan,
             now_unix_seconds: now,
-            before: &prev.processes,
             before_unix_seconds: prev.last_scan_unix_seconds,
             tick_seconds: sample.cpu_tick_seconds,
         };
         kills.add(new, &known, sample.boot_time_seconds, opts.max_groups);
     }
+    states.retain(|_, s| s.scan == scan);
 
     let next = State {
-        scans: prev.scans + 1,
+        scans: scan,
         last_scan_unix_seconds: now,
         last_scan_started: sample.started,
         errors,
@@ -358,11 +354,11 @@ fn top_k(
         .into_iter()
         .map(|i| ProcessReport {
             sample: processes[i].clone(),
-            signals: sigs[i],
+            signals: sigs[i].clone(),
             oom_rank: rank[i],
             identity: states
                 .get(&processes[i].key())
-                .and_then(|s| s.heap.as_ref())
+                .and_then(ProcState::heap)
                 .map(|h| h.identity.clone()),
         })
         .collect()

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::collect::heap::runtime::Identity;
 use crate::model::groups::OTHER_GROUP;
-use crate::model::signals::{Method, ProcState, Signals};
+use crate::model::signals::{Method, ProcState};
 use crate::parse::kmsg::OomKill;
 
 /// Kills kept for `/explain` and `explain`.
@@ -17,8 +17,8 @@ pub const RECENT_KILLS: usize = 10;
 /// or `explain` read a kill from before it ran).
 pub const UNKNOWN_GROUP: &str = "unknown";
 
-/// What the exporter last knew of a process beyond its state (`ProcState` keeps RssAnon
-/// and the regrown bytes): kept between scans so a kill can say what the victim was.
+/// What the exporter last knew of a process beyond its state's own figures (RssAnon and
+/// the regrown bytes): made from the state of the victim, so a kill can say what it was.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Seen {
     pub group: Option<Arc<str>>,
@@ -28,20 +28,6 @@ pub struct Seen {
     pub hoard_method: Option<Method>,
     pub arena_reserved_bytes: Option<u64>,
     pub untouched_commit_bytes: Option<u64>,
-}
-
-impl Seen {
-    pub fn of(group: Option<Arc<str>>, st: &crate::parse::status::Status, sig: &Signals) -> Seen {
-        Seen {
-            group,
-            rss_bytes: st.vm_rss_bytes,
-            swap_bytes: st.vm_swap_bytes,
-            hoarded_bytes: sig.hoarded_bytes,
-            hoard_method: sig.hoard_method,
-            arena_reserved_bytes: sig.arena_reserved_bytes,
-            untouched_commit_bytes: sig.untouched_commit_bytes,
-        }
-    }
 }
 
 /// One kill and what was known of its victim.
@@ -71,39 +57,36 @@ pub struct Kills {
     pub recent: VecDeque<Arc<Victim>>,
 }
 
-/// Where a victim may be found: this scan's states (read before it died) and the last
-/// scan's, with the Unix time each was read.
+/// Where a victim may be found: the states of this scan's processes (read before it
+/// died) and of the last scan's that this one did not see, with the Unix time of each.
 pub struct Known<'a> {
-    pub now: &'a HashMap<(u32, u64), ProcState>,
+    pub states: &'a HashMap<(u32, u64), ProcState>,
+    /// The derivation of this scan: a state it did not update is the last scan's.
+    pub scan: u64,
     pub now_unix_seconds: Option<f64>,
-    pub before: &'a HashMap<(u32, u64), ProcState>,
     pub before_unix_seconds: Option<f64>,
     pub tick_seconds: f64,
 }
 
 impl Known<'_> {
     /// The process the kill names: that pid, started before the kill; the latest such.
+    /// Kills are rare: a pass over the processes per kill costs nothing that counts.
     fn find(&self, kill: &OomKill) -> Option<(&ProcState, Option<f64>)> {
         let killed_at = kill.micros as f64 / 1e6;
-        let pick = |m| started_before(m, kill.kill.pid, killed_at, self.tick_seconds);
-        pick(self.now)
-            .map(|s| (s, self.now_unix_seconds))
-            .or_else(|| pick(self.before).map(|s| (s, self.before_unix_seconds)))
+        let pid = kill.kill.pid;
+        self.states
+            .iter()
+            .filter(|((p, start), _)| *p == pid && (*start as f64) * self.tick_seconds <= killed_at)
+            .max_by_key(|((_, start), _)| *start)
+            .map(|(_, s)| {
+                let at = if s.scan == self.scan {
+                    self.now_unix_seconds
+                } else {
+                    self.before_unix_seconds
+                };
+                (s, at)
+            })
     }
-}
-
-/// The process `pid` that started by `killed_at` (seconds since boot). Kills are rare: a
-/// pass over the processes per kill costs nothing that counts.
-fn started_before(
-    m: &HashMap<(u32, u64), ProcState>,
-    pid: u32,
-    killed_at: f64,
-    tick_seconds: f64,
-) -> Option<&ProcState> {
-    m.iter()
-        .filter(|((p, start), _)| *p == pid && (*start as f64) * tick_seconds <= killed_at)
-        .max_by_key(|((_, start), _)| *start)
-        .map(|(_, s)| s)
 }
 
 impl Kills {
@@ -117,7 +100,7 @@ impl Kills {
     ) {
         for kill in kills {
             let found = known.find(&kill);
-            let seen = found.map(|(s, _)| s.seen.clone());
+            let seen = found.map(|(s, _)| s.seen());
             let mut group = seen
                 .as_ref()
                 .and_then(|s| s.group.as_deref())
@@ -129,12 +112,12 @@ impl Kills {
                 group = OTHER_GROUP.to_string();
             }
             *self.total.entry((constraint, group.clone())).or_insert(0) += 1;
-            let heap = found.and_then(|(s, _)| s.heap.as_ref());
+            let heap = found.and_then(|(s, _)| s.heap());
             let victim = Victim {
                 unix_seconds: boot_unix_seconds.map(|b| b + kill.micros as f64 / 1e6),
                 group,
                 seen,
-                rss_anon_bytes: found.map(|(s, _)| s.rss_anon_bytes),
+                rss_anon_bytes: found.map(|(s, _)| s.reading.status.rss_anon_bytes.unwrap_or(0)),
                 regrown_bytes: found.map(|(s, _)| s.regrown_total_bytes),
                 seen_unix_seconds: found.and_then(|(_, t)| t),
                 identity: heap.map(|h| h.identity.clone()),
@@ -199,23 +182,31 @@ mod tests {
         Assembler::default().push(&line).unwrap()
     }
 
-    fn state(group: &str, rss: u64) -> ProcState {
-        let mut s = ProcState::default();
-        s.seen.group = Some(Arc::from(group));
-        s.seen.rss_bytes = Some(rss);
-        s
+    fn state(group: &str, rss: u64, scan: u64) -> ProcState {
+        let mut r = crate::collect::Reading {
+            group: Some(group.to_string()),
+            ..Default::default()
+        };
+        r.status.vm_rss_bytes = Some(rss);
+        ProcState {
+            reading: Arc::new(r),
+            scan,
+            ..ProcState::default()
+        }
     }
 
     #[test]
     fn a_kill_joins_the_process_that_held_the_pid_when_it_was_killed() {
         // At 100 ticks a second: pid 7 was "old" from 1 s and is now "new", started at
-        // 50 s; the kill at 20 s was the old one's, whichever map holds what.
-        let before = HashMap::from([((7, 100), state("old", 1))]);
-        let now = HashMap::from([((7, 5000), state("new", 2))]);
+        // 50 s, seen by this scan (2); the kill at 20 s was the old one's, seen by the last.
+        let states = HashMap::from([
+            ((7, 100), state("old", 1, 1)),
+            ((7, 5000), state("new", 2, 2)),
+        ]);
         let known = Known {
-            now: &now,
+            states: &states,
+            scan: 2,
             now_unix_seconds: Some(2000.0),
-            before: &before,
             before_unix_seconds: Some(1000.0),
             tick_seconds: 0.01,
         };
@@ -240,14 +231,13 @@ mod tests {
 
     #[test]
     fn groups_past_the_cap_are_counted_as_other_and_the_history_is_bounded() {
-        let empty = HashMap::new();
         let before: HashMap<_, _> = (1..=30)
-            .map(|pid| ((pid, 0), state(&format!("g{pid}"), 1)))
+            .map(|pid| ((pid, 0), state(&format!("g{pid}"), 1, 1)))
             .collect();
         let known = Known {
-            now: &empty,
+            states: &before,
+            scan: 2,
             now_unix_seconds: None,
-            before: &before,
             before_unix_seconds: None,
             tick_seconds: 0.01,
         };

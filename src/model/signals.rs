@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use crate::collect::heap::runtime::{Allocator, Runtime};
 use crate::collect::heap::{HeapMeasure, HeapReading};
-use crate::collect::ProcessSample;
+use crate::collect::{ProcessSample, Reading};
+use crate::model::kills::Seen;
 use crate::parse::smaps::SmapsSummary;
 
 /// Heap memory below this is never suspected of hoarding (no heap walk).
@@ -71,7 +72,8 @@ impl Method {
     }
 }
 
-/// What is remembered of a process between scans.
+/// What is remembered of a process between scans: a hundred bytes or so, the deep
+/// tier's findings boxed apart (only its candidates have any).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProcState {
     /// CPU time when `stat` was last read, and the seconds since.
@@ -79,29 +81,68 @@ pub struct ProcState {
     pub cpu_age_seconds: f64,
     /// The last verdict on idleness, kept while CPU time is not read.
     pub idle: Option<bool>,
-    pub rss_anon_bytes: u64,
-    pub anon_huge_bytes: u64,
-    pub vm_size_bytes: u64,
+    /// What the process's files said in the scan that last saw it (shared with the
+    /// scanner's record while it does not change).
+    pub reading: Arc<Reading>,
     /// RssAnon when the current idle stretch began (or its lowest since).
     pub trough_rss_anon_bytes: u64,
     /// Bytes regrown while idle since the trough.
     pub regrown_since_trough_bytes: u64,
     /// Bytes regrown while idle since the exporter first saw the process.
     pub regrown_total_bytes: u64,
-    /// The latest deep read, carried between deep reads.
+    pub deep: Option<Box<DeepState>>,
+    /// The derivation (`State::scans`) that last saw the process.
+    pub scan: u64,
+}
+
+/// The deep tier's latest findings of a process, carried between deep reads.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeepState {
     pub smaps: Option<SmapsSummary>,
-    /// The latest allocator identity and heap walk, carried likewise.
+    /// The latest allocator identity and heap walk.
     pub heap: Option<Arc<HeapReading>>,
     /// The latest successful heap measurement: still shown while a later walk of the same
     /// process found its heap changing under the read and is retried.
     pub measured: Option<HeapMeasure>,
-    /// What the exporter knew of the process in this scan, for the post-mortem of its
-    /// kill (set by `derive`).
-    pub seen: crate::model::kills::Seen,
+    /// What the signals made of them in the scan that last saw the process, for the
+    /// post-mortem of its kill.
+    pub hoarded_bytes: Option<u64>,
+    pub hoard_method: Option<Method>,
+    pub arena_reserved_bytes: Option<u64>,
+    pub untouched_commit_bytes: Option<u64>,
+}
+
+impl ProcState {
+    fn rss_anon(&self) -> u64 {
+        self.reading.status.rss_anon_bytes.unwrap_or(0)
+    }
+
+    pub fn smaps(&self) -> Option<&SmapsSummary> {
+        self.deep.as_ref().and_then(|d| d.smaps.as_ref())
+    }
+
+    pub fn heap(&self) -> Option<&Arc<HeapReading>> {
+        self.deep.as_ref().and_then(|d| d.heap.as_ref())
+    }
+
+    /// What the exporter knew of the process when it last saw it, for the post-mortem.
+    pub fn seen(&self) -> Seen {
+        let r = &self.reading;
+        let d = self.deep.as_deref();
+        Seen {
+            group: r.group.as_deref().map(Arc::from),
+            rss_bytes: r.status.vm_rss_bytes,
+            swap_bytes: r.status.vm_swap_bytes,
+            hoarded_bytes: d.and_then(|d| d.hoarded_bytes),
+            hoard_method: d.and_then(|d| d.hoard_method),
+            arena_reserved_bytes: d.and_then(|d| d.arena_reserved_bytes),
+            untouched_commit_bytes: d.and_then(|d| d.untouched_commit_bytes),
+        }
+    }
 }
 
 /// The signals of one process in one scan.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Signals {
     /// VmRSS / VmHWM.
     pub retained_peak_ratio: Option<f64>,
@@ -123,8 +164,8 @@ pub struct Signals {
     /// The heap can be measured but no walk has succeeded yet (it changed under each
     /// try): no hoarding figure until one does, never a guess.
     pub hoard_pending: bool,
-    /// The latest successful heap walk.
-    pub heap: Option<HeapMeasure>,
+    /// The latest successful heap walk (boxed: only measured processes have one).
+    pub heap: Option<Box<HeapMeasure>>,
     /// Commit charge: Size of mappings charged to the commit limit (deep tier).
     pub commit_bytes: Option<u64>,
     /// Commit charge not backed by RAM or swap: can still become RSS, oom_score omits it.
@@ -156,13 +197,17 @@ pub fn step(
     let rss_anon = st.rss_anon_bytes.unwrap_or(0);
     let vm_size = st.vm_size_bytes.unwrap_or(0);
     let anon_huge = p.rollup.and_then(|r| r.anon_huge_pages_bytes);
-    let smaps = p.smaps.or(prev.and_then(|s| s.smaps));
-    let heap = p.heap.as_ref().or(prev.and_then(|s| s.heap.as_ref()));
+    let smaps = p
+        .smaps
+        .as_deref()
+        .or(prev.and_then(ProcState::smaps))
+        .copied();
+    let heap = p.heap.as_ref().or(prev.and_then(ProcState::heap));
     let latest = heap.and_then(|h| h.walk.as_ref());
     let retrying = matches!(latest, Some(Err(o)) if o.is_transient());
     let measured = match latest {
         Some(Ok(m)) => Some(*m),
-        _ if retrying => prev.and_then(|s| s.measured),
+        _ if retrying => prev.and_then(|s| s.deep.as_ref().and_then(|d| d.measured)),
         _ => None,
     };
     // Arenas are glibc's: a Go or JVM heap, or another allocator's mappings, can look
@@ -194,21 +239,26 @@ pub fn step(
             None => window.unwrap_or(0.0),
         },
         idle,
-        rss_anon_bytes: rss_anon,
-        anon_huge_bytes: anon_huge.unwrap_or(0),
-        vm_size_bytes: vm_size,
+        reading: Arc::clone(&p.reading),
         trough_rss_anon_bytes: rss_anon,
         regrown_since_trough_bytes: 0,
         regrown_total_bytes: prev.map_or(0, |s| s.regrown_total_bytes),
-        smaps,
-        heap: heap.cloned(),
-        measured,
-        seen: Default::default(),
+        deep: (smaps.is_some() || heap.is_some() || measured.is_some()).then(|| {
+            Box::new(DeepState {
+                smaps,
+                heap: heap.cloned(),
+                measured,
+                ..DeepState::default()
+            })
+        }),
+        scan: 0,
     };
     if let (Some(s), Some(true), Some(huge)) = (prev, idle, anon_huge) {
-        if vm_size == s.vm_size_bytes {
-            let grown_anon = rss_anon.saturating_sub(s.rss_anon_bytes);
-            let grown_huge = huge.saturating_sub(s.anon_huge_bytes);
+        let before = &s.reading;
+        if vm_size == before.status.vm_size_bytes.unwrap_or(0) {
+            let grown_anon = rss_anon.saturating_sub(s.rss_anon());
+            let before_huge = before.rollup.and_then(|r| r.anon_huge_pages_bytes);
+            let grown_huge = huge.saturating_sub(before_huge.unwrap_or(0));
             let regrown = grown_anon.min(grown_huge);
             next.trough_rss_anon_bytes = s.trough_rss_anon_bytes.min(rss_anon);
             next.regrown_since_trough_bytes = s.regrown_since_trough_bytes + regrown;
@@ -275,13 +325,19 @@ pub fn step(
         sig.arena_at_ceiling = Some(m.arena_count + 1 >= ARENAS_PER_CPU * online_cpus.max(1));
         // Measured beats suspected: resident free pages glibc could give back, busy or idle.
         let free = m.reclaimable_bytes();
-        sig.heap = Some(m);
+        sig.heap = Some(Box::new(m));
         sig.hoarded_bytes = Some(if free >= HOARD_MIN_MEASURED_BYTES {
             free
         } else {
             0
         });
         sig.hoard_method = Some(Method::Measured);
+    }
+    if let Some(d) = &mut next.deep {
+        d.hoarded_bytes = sig.hoarded_bytes;
+        d.hoard_method = sig.hoard_method;
+        d.arena_reserved_bytes = sig.arena_reserved_bytes;
+        d.untouched_commit_bytes = sig.untouched_commit_bytes;
     }
     (next, sig)
 }

@@ -7,15 +7,14 @@ use std::time::Instant;
 
 use super::ReadContext;
 use crate::collect::deep::DeepMemory;
-use crate::collect::ProcessSample;
-use crate::parse::smaps_rollup::SmapsRollup;
+use crate::collect::{ProcessSample, Reading};
 use crate::parse::stat::Stat;
-use crate::parse::status::Status;
 use crate::source::Kept;
 
 /// Everything the scanner remembers of a process for the next scan, in one record keyed
-/// by (pid, start ticks): enough to tell whether its memory changed, the values it kept
-/// when it did not re-read them, and when the deep tier last read it.
+/// by (pid, start ticks): enough to tell whether its memory changed, what its files said
+/// (shared with the samples while it does not change), and when the deep tier last read
+/// it.
 #[derive(Debug, Clone)]
 pub(in crate::collect) struct Known {
     pub(in crate::collect) pid: u32,
@@ -25,18 +24,17 @@ pub(in crate::collect) struct Known {
     pub(super) statm: Option<[u64; 3]>,
     /// `statm` kept open, re-read with `pread` (a real `/proc` only).
     pub(super) statm_fd: Option<Arc<Kept>>,
-    pub(super) status: Status,
-    /// Name, state, CPU time and start time when `stat` was last read.
-    pub(super) stat: Stat,
+    /// What the files said at the last read of each.
+    pub(super) reading: Arc<Reading>,
+    /// State, and user plus system CPU time in ticks, when `stat` was last read.
+    pub(super) state: char,
+    pub(super) cpu_ticks: u64,
     /// CPU time moved between the last two reads of `stat` (or the process is new): it
     /// is read again next scan even if `statm` did not move.
     pub(super) cpu_moving: bool,
-    pub(super) oom_score_adj: i64,
-    pub(super) oom_score: u64,
-    pub(super) rollup: Option<SmapsRollup>,
-    pub(super) group: Option<String>,
-    /// When the deep tier last read this process's smaps, and its memory then.
-    pub(in crate::collect) deep_read: Option<(Instant, DeepMemory)>,
+    /// When the deep tier last read this process's smaps, and its memory then (boxed:
+    /// only candidates have one).
+    pub(in crate::collect) deep_read: Option<Box<(Instant, DeepMemory)>>,
     /// Heap walks in a row that found the heap changing under the read: the process is
     /// read again at the next scan, up to `MAX_WALK_RETRIES` times.
     pub(in crate::collect) walk_retries: u8,
@@ -76,37 +74,28 @@ pub(super) fn cpu_ticks(s: &Stat) -> u64 {
 }
 
 /// A process whose kept `statm` did not move and that is not due: what the last read
-/// found. With `stat` (read again because its CPU time moved at the last read), its CPU
-/// time is this scan's; without, there is none, and the signals keep their last verdict on
-/// idleness until CPU time is read again.
+/// found, shared. With `stat` (read again because its CPU time moved at the last read),
+/// its CPU time is this scan's; without, there is none, and the signals keep their last
+/// verdict on idleness until CPU time is read again.
 pub(super) fn still(
     ctx: &ReadContext,
     k: &Known,
     fd: Arc<Kept>,
     stat: Option<Stat>,
 ) -> (ProcessSample, Known) {
-    let mut known = k.clone();
-    known.statm_fd = Some(fd);
-    let fresh = stat.is_some();
-    if let Some(stat) = stat {
-        known.cpu_moving = cpu_ticks(&stat) != cpu_ticks(&k.stat);
-        known.stat = stat;
-    }
-    let sample = ProcessSample {
-        pid: k.pid,
-        start_ticks: k.start_ticks,
-        // Set once the scan has btime (`Scanner::scan`).
-        start_time_seconds: None,
-        cpu_seconds: fresh.then(|| known.stat.cpu_seconds(ctx.clk_tck)),
-        comm: known.stat.comm.clone(),
-        state: known.stat.state,
-        status: k.status.clone(),
-        rollup: k.rollup,
-        oom_score: Some(k.oom_score),
-        oom_score_adj: Some(k.oom_score_adj),
-        group: k.group.clone(),
-        smaps: None,
-        heap: None,
+    let mut known = Known {
+        statm_fd: Some(fd),
+        reading: Arc::clone(&k.reading),
+        deep_read: k.deep_read.clone(),
+        ..*k
     };
+    let mut cpu_seconds = None;
+    if let Some(stat) = stat {
+        known.cpu_moving = cpu_ticks(&stat) != k.cpu_ticks;
+        known.cpu_ticks = cpu_ticks(&stat);
+        known.state = stat.state;
+        cpu_seconds = Some(stat.cpu_seconds(ctx.clk_tck));
+    }
+    let sample = ProcessSample::new(Arc::clone(&known.reading), known.state, cpu_seconds);
     (sample, known)
 }

@@ -1,17 +1,16 @@
 //! Builders the unit tests of several rooms share.
 
-use crate::collect::ProcessSample;
+use std::sync::Arc;
+
+use crate::collect::{ProcessSample, Reading};
 use crate::parse::status::Status;
 
 /// A one-page idle process.
 pub fn process(pid: u32, comm: &str) -> ProcessSample {
-    ProcessSample {
+    let reading = Reading {
         pid,
         start_ticks: 100,
         comm: comm.into(),
-        state: 'S',
-        cpu_seconds: Some(0.5),
-        start_time_seconds: None,
         status: Status {
             vm_rss_bytes: Some(4096),
             ..Status::default()
@@ -20,7 +19,6 @@ pub fn process(pid: u32, comm: &str) -> ProcessSample {
         oom_score: Some(666),
         oom_score_adj: Some(0),
         group: Some(comm.into()),
-        smaps: None,
-        heap: None,
-    }
+    };
+    ProcessSample::new(Arc::new(reading), 'S', Some(0.5))
 }

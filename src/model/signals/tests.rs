@@ -79,12 +79,12 @@ fn growth_without_huge_pages_is_not_regrowth() {
 }
 
 fn with_heap(mut p: ProcessSample, heap_rss_mib: u64, heap_size_mib: u64) -> ProcessSample {
-    p.smaps = Some(SmapsSummary {
+    p.smaps = Some(Box::new(SmapsSummary {
         brk_heap_rss_bytes: heap_rss_mib * MIB,
         brk_heap_size_bytes: heap_size_mib * MIB,
         commit_bytes: (heap_size_mib + 4096) * MIB,
         ..SmapsSummary::default()
-    });
+    }));
     p
 }
 
