@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::heap::{self, HeapReading};
-use super::{count, pool, thread_cpu, DeepRun, ErrorCounts, ProcessSample, Scanner};
-use crate::config::Collector;
+use super::processes::Processes;
+use super::{count, pool, thread_cpu, DeepRun, ErrorCounts, ProcessSample};
+use crate::config::{Collector, DeepConfig};
 use crate::parse::cgroup;
 use crate::parse::smaps::{self, SmapsSummary};
 use crate::parse::status::Status;
@@ -24,129 +25,129 @@ enum DeepRead {
     Deferred,
 }
 
-impl Scanner {
-    pub(super) fn is_candidate(&self, p: &ProcessSample) -> bool {
-        let st = &p.status;
-        let anon = st.rss_anon_bytes.unwrap_or(0);
-        let unbacked = st
-            .vm_size_bytes
-            .unwrap_or(0)
-            .saturating_sub(st.vm_rss_bytes.unwrap_or(0));
-        anon >= self.deep.min_bytes
-            || unbacked >= self.deep.min_bytes.saturating_mul(8)
-            || self.deep.focus.contains(&p.pid)
-    }
+/// A process worth a deep read: enough anonymous memory, or address space not backed by
+/// RAM, or named by `--collector.processes.deep-focus`.
+fn is_candidate(deep: &DeepConfig, p: &ProcessSample) -> bool {
+    let st = &p.status;
+    let anon = st.rss_anon_bytes.unwrap_or(0);
+    let unbacked = st
+        .vm_size_bytes
+        .unwrap_or(0)
+        .saturating_sub(st.vm_rss_bytes.unwrap_or(0));
+    anon >= deep.min_bytes
+        || unbacked >= deep.min_bytes.saturating_mul(8)
+        || deep.focus.contains(&p.pid)
+}
 
-    /// The deep tier: full smaps of the candidates that are due, least recently read
-    /// first, until the CPU budget of this scan is spent.
-    pub(super) fn read_deep(
-        &mut self,
-        processes: &mut [ProcessSample],
-        errs: &mut ErrorCounts,
-    ) -> DeepRun {
-        let started = Instant::now();
-        let mut run = DeepRun::default();
-        let stuck = self.pool.stuck_items();
-        let mut due: Vec<(Option<Instant>, u64, usize)> = Vec::new();
-        for (i, p) in processes.iter().enumerate() {
-            if !self.is_candidate(p) {
-                continue;
-            }
-            run.candidates += 1;
-            let memory = deep_memory(&p.status);
-            let last = self.known(p).and_then(|k| k.deep_read.as_deref().copied());
-            let retry = self
-                .known(p)
-                .is_some_and(|k| (1..=MAX_WALK_RETRIES).contains(&k.walk_retries));
-            // A process whose address space and memory did not move since its last deep
-            // read has the same heaps, arenas and commit: it is read again only after ten
-            // intervals, which catches what moves without them. A heap that changed under
-            // the walk is tried again at the next scan: until it is measured, the process
-            // shows no hoarding figure at all.
-            let is_due = retry
-                || last.is_none_or(|(t, before)| {
-                    let age = started.duration_since(t);
-                    age >= self.deep.interval
-                        && (before != memory || age >= self.deep.interval * 10)
-                });
-            if is_due && !stuck.contains(&p.pid) {
-                let anon = p.status.rss_anon_bytes.unwrap_or(0);
-                due.push((last.map(|l| l.0), u64::MAX - anon, i));
-            }
+/// The deep tier: full smaps of the candidates that are due, least recently read first,
+/// until the CPU budget of this scan is spent, on the processes' reader threads.
+pub(super) fn read(
+    procs: &mut Processes,
+    deep: &DeepConfig,
+    processes: &mut [ProcessSample],
+    errs: &mut ErrorCounts,
+) -> DeepRun {
+    let started = Instant::now();
+    let mut run = DeepRun::default();
+    let stuck = procs.pool.stuck_items();
+    let mut due: Vec<(Option<Instant>, u64, usize)> = Vec::new();
+    for (i, p) in processes.iter().enumerate() {
+        if !is_candidate(deep, p) {
+            continue;
         }
-        // Never read first, then the longest unread; larger processes first among equals.
-        due.sort_unstable();
-        let spent = Arc::new(AtomicU64::new(0));
-        let budget = self.deep.budget.as_nanos() as u64;
-        let (source, counter) = (self.source.clone(), spent.clone());
-        let walk = self.deep.heap_walk;
-        let batch = self.pool.run(
-            due.iter().map(|&(_, _, i)| processes[i].pid).collect(),
-            self.reading.timeout,
-            Arc::new(move |bufs: &mut Buffers, at: &pool::Step, pid, n| {
-                super::processes::step::at(at, super::processes::step::File::Deep);
-                // One process is always read; the others while the budget lasts.
-                if n > 0 && counter.load(Ordering::Acquire) >= budget {
-                    return DeepRead::Deferred;
-                }
-                let cpu = thread_cpu();
-                let mut read = read_smaps(&source, &mut bufs.main, pid, walk);
-                if let DeepRead::Done(Ok(r), _) = &mut read {
-                    r.1.memory_cgroup = source
-                        .read_pid(pid, "cgroup", &mut bufs.aux)
-                        .ok()
-                        .and_then(cgroup::memory_cgroup)
-                        .map(str::to_string);
-                }
-                let used = thread_cpu().saturating_sub(cpu).as_nanos() as u64;
-                counter.fetch_add(used, Ordering::AcqRel);
-                read
-            }),
-        );
-        let now = Instant::now();
-        for (&(_, _, i), read) in due.iter().zip(batch.results) {
-            let p = &mut processes[i];
-            match read {
-                Some(DeepRead::Done(result, rejected)) => {
-                    count(errs, Collector::Processes, Reason::Malformed, rejected);
-                    match result {
-                        Ok(read) => {
-                            let (summary, heap, walk_cpu) = *read;
-                            run.heap_walk_cpu_seconds += walk_cpu.as_secs_f64();
-                            if let Some(walk) = &heap.walk {
-                                let outcome = walk.as_ref().err().copied();
-                                run.heap_walks
-                                    .count(outcome.unwrap_or(heap::Outcome::Measured));
-                            }
-                            p.smaps = Some(Box::new(summary));
-                            p.heap = Some(Arc::new(heap));
-                        }
-                        Err(reason) => count(errs, Collector::Processes, reason, 1),
-                    }
-                    let memory = deep_memory(&p.status);
-                    let transient = p
-                        .heap
-                        .as_ref()
-                        .and_then(|h| h.walk.as_ref())
-                        .is_some_and(|w| w.as_ref().is_err_and(|o| o.is_transient()));
-                    if let Some(k) = self.known_mut(p) {
-                        k.deep_read = Some(Box::new((now, memory)));
-                        k.walk_retries = if transient {
-                            k.walk_retries.saturating_add(1)
-                        } else {
-                            0
-                        };
-                    }
-                    run.covered += 1;
-                }
-                Some(DeepRead::Deferred) => run.deferred += 1,
-                None => count(errs, Collector::Processes, Reason::Timeout, 1),
-            }
+        run.candidates += 1;
+        let memory = deep_memory(&p.status);
+        let last = procs.known(p).and_then(|k| k.deep_read.as_deref().copied());
+        let retry = procs
+            .known(p)
+            .is_some_and(|k| (1..=MAX_WALK_RETRIES).contains(&k.walk_retries));
+        // A process whose address space and memory did not move since its last deep
+        // read has the same heaps, arenas and commit: it is read again only after ten
+        // intervals, which catches what moves without them. A heap that changed under
+        // the walk is tried again at the next scan: until it is measured, the process
+        // shows no hoarding figure at all.
+        let is_due = retry
+            || last.is_none_or(|(t, before)| {
+                let age = started.duration_since(t);
+                age >= deep.interval && (before != memory || age >= deep.interval * 10)
+            });
+        if is_due && !stuck.contains(&p.pid) {
+            let anon = p.status.rss_anon_bytes.unwrap_or(0);
+            due.push((last.map(|l| l.0), u64::MAX - anon, i));
         }
-        run.duration_seconds = started.elapsed().as_secs_f64();
-        run.cpu_seconds = Duration::from_nanos(spent.load(Ordering::Acquire)).as_secs_f64();
-        run
     }
+    // Never read first, then the longest unread; larger processes first among equals.
+    due.sort_unstable();
+    let spent = Arc::new(AtomicU64::new(0));
+    let budget = deep.budget.as_nanos() as u64;
+    let (source, counter) = (procs.source.clone(), spent.clone());
+    let walk = deep.heap_walk;
+    let batch = procs.pool.run(
+        due.iter().map(|&(_, _, i)| processes[i].pid).collect(),
+        procs.reading.timeout,
+        Arc::new(move |bufs: &mut Buffers, at: &pool::Step, pid, n| {
+            super::processes::step::at(at, super::processes::step::File::Deep);
+            // One process is always read; the others while the budget lasts.
+            if n > 0 && counter.load(Ordering::Acquire) >= budget {
+                return DeepRead::Deferred;
+            }
+            let cpu = thread_cpu();
+            let mut read = read_smaps(&source, &mut bufs.main, pid, walk);
+            if let DeepRead::Done(Ok(r), _) = &mut read {
+                r.1.memory_cgroup = source
+                    .read_pid(pid, "cgroup", &mut bufs.aux)
+                    .ok()
+                    .and_then(cgroup::memory_cgroup)
+                    .map(str::to_string);
+            }
+            let used = thread_cpu().saturating_sub(cpu).as_nanos() as u64;
+            counter.fetch_add(used, Ordering::AcqRel);
+            read
+        }),
+    );
+    let now = Instant::now();
+    for (&(_, _, i), read) in due.iter().zip(batch.results) {
+        let p = &mut processes[i];
+        match read {
+            Some(DeepRead::Done(result, rejected)) => {
+                count(errs, Collector::Processes, Reason::Malformed, rejected);
+                match result {
+                    Ok(read) => {
+                        let (summary, heap, walk_cpu) = *read;
+                        run.heap_walk_cpu_seconds += walk_cpu.as_secs_f64();
+                        if let Some(walk) = &heap.walk {
+                            let outcome = walk.as_ref().err().copied();
+                            run.heap_walks
+                                .count(outcome.unwrap_or(heap::Outcome::Measured));
+                        }
+                        p.smaps = Some(Box::new(summary));
+                        p.heap = Some(Arc::new(heap));
+                    }
+                    Err(reason) => count(errs, Collector::Processes, reason, 1),
+                }
+                let memory = deep_memory(&p.status);
+                let transient = p
+                    .heap
+                    .as_ref()
+                    .and_then(|h| h.walk.as_ref())
+                    .is_some_and(|w| w.as_ref().is_err_and(|o| o.is_transient()));
+                if let Some(k) = procs.known_mut(p) {
+                    k.deep_read = Some(Box::new((now, memory)));
+                    k.walk_retries = if transient {
+                        k.walk_retries.saturating_add(1)
+                    } else {
+                        0
+                    };
+                }
+                run.covered += 1;
+            }
+            Some(DeepRead::Deferred) => run.deferred += 1,
+            None => count(errs, Collector::Processes, Reason::Timeout, 1),
+        }
+    }
+    run.duration_seconds = started.elapsed().as_secs_f64();
+    run.cpu_seconds = Duration::from_nanos(spent.load(Ordering::Acquire)).as_secs_f64();
+    run
 }
 
 /// Scans in a row at which a heap that changed under the walk is tried again, before it

@@ -17,15 +17,12 @@ pub use settings::{HugepageSize, Khugepaged, Sysctl, Thp};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
-use std::sync::Arc;
-
 use crate::config::{Collector, Collectors, DeepConfig, GroupBy, ReadConfig};
 use crate::parse::memory_stat::MemoryStat;
 use crate::parse::{meminfo::Meminfo, pressure::Pressure, vmstat::Vmstat};
-use crate::source::{Descriptors, Reason, Source};
+use crate::source::{Reason, Source};
 use matcher::Matchers;
-use pool::Pool;
-use processes::Known;
+use processes::Processes;
 
 /// What the deep tier did in one scan.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -132,37 +129,17 @@ pub struct ReadStats {
     pub threads: u64,
 }
 
-/// How many `statm` descriptors may be kept open, out of the open-files limit: what the
-/// server's connections, the deep tier, the kept setting files (at most 512, only with a
-/// limit of 4096 or more) and the reader threads need is left (1,024, or half of a limit
-/// under 2,048).
-fn descriptor_budget(limit: Option<u64>) -> usize {
-    let limit = limit.unwrap_or(1024).min(usize::MAX as u64) as usize;
-    limit - (limit / 2).min(1024)
-}
-
 /// Reads samples; owns the reusable buffers, the reader threads and the values fixed at
 /// boot.
 pub struct Scanner {
-    source: Source,
     collectors: Collectors,
-    grouping: Arc<Grouping>,
     clk_tck: f64,
     /// The real `btime`, for the exporter's own start time: read by the first scan.
     own_boot: Option<Option<u64>>,
     deep: DeepConfig,
-    reading: ReadConfig,
-    /// What is remembered of each process, in pid order (one record per process: the read
-    /// cache and the deep-tier schedule). Rebuilt by every scan, so an exited process is
-    /// forgotten by the next one.
-    known: Arc<Vec<Known>>,
-    /// The budget of kept `statm` descriptors: `None` when `--path.procfs` is not a proc
-    /// filesystem or every file is read every scan anyway.
-    descriptors: Option<Arc<Descriptors>>,
-    /// The warning that the budget is spent was logged.
-    descriptors_spent: bool,
-    scans: u64,
-    pool: Pool,
+    /// Every process's read, its record for the next scan and the reader threads
+    /// (`processes.rs`); the deep tier reads with them (`deep.rs`).
+    processes: Processes,
     /// `/proc` hides other users' processes from this exporter (`hidepid`).
     hidden: bool,
     /// The system collectors' readers, the kernel log's cursor and `btime` (`system.rs`).
@@ -187,26 +164,14 @@ impl Scanner {
         } else {
             source.without_kept_settings()
         };
-        let descriptors = (collectors.enabled(Collector::Processes)
-            && reading.rollup_refresh > 1
-            && source.is_procfs())
-        .then(|| Descriptors::new(descriptor_budget(limit)));
         Scanner {
             system: system::System::new(source.clone()),
-            descriptors,
-            descriptors_spent: false,
+            processes: Processes::new(source, grouping, clk_tck, reading, limit),
             hidden,
-            source,
             collectors,
-            grouping: Arc::new(grouping),
             clk_tck,
             own_boot: None,
             deep,
-            reading,
-            known: Arc::new(Vec::new()),
-            scans: 0,
-            // Readers stuck in a read are replaced, up to four of them.
-            pool: Pool::new(reading.readers, reading.readers + 4),
         }
     }
 
@@ -235,16 +200,21 @@ impl Scanner {
                 count(&mut s.errors, Collector::Processes, Reason::Hidden, 1);
             }
             if let Some(list) = self.timed(&mut s, Collector::Processes, |me, errs| {
-                me.read_processes(errs, &mut stats)
+                me.processes.read(errs, &mut stats)
             }) {
                 s.processes = list;
-                s.deep = Some(self.read_deep(&mut s.processes, &mut s.errors));
+                s.deep = Some(deep::read(
+                    &mut self.processes,
+                    &self.deep,
+                    &mut s.processes,
+                    &mut s.errors,
+                ));
             }
             stats.threads += self.system.threads() as u64;
             s.reads = Some(stats);
         }
-        self.system
-            .finish(system, started + self.reading.timeout, &mut s);
+        let timeout = self.processes.reading.timeout;
+        self.system.finish(system, started + timeout, &mut s);
         // btime comes with the system files, after the first scan's processes were read.
         if let Some(boot) = s.boot_time_seconds {
             for p in &mut s.processes {

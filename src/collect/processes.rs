@@ -1,20 +1,62 @@
-//! Reading every process: one reader-thread task per pid (`read_process`), and the
-//! re-read plan, which files of a process need reading again this scan
-//! (`read_process_files`).
+//! Reading every process: [`Processes`] hands one reader-thread task per pid to the pool
+//! (`files.rs`: which files of a process need reading again this scan) and keeps one
+//! record per process for the next scan (`known.rs`).
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use super::matcher::Candidate;
-use super::{count, pool, ErrorCounts, Grouping, ProcessSample, ReadStats, Reading, Scanner};
-use crate::config::Collector;
-use crate::parse::{self, cgroup, smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status};
-use crate::source::{Buffers, Kept, ReadError, Reason};
+use super::pool::Pool;
+use super::{count, pool, ErrorCounts, Grouping, ProcessSample, ReadStats};
+use crate::config::{Collector, ReadConfig};
+use crate::source::{Buffers, Descriptors, Reason, Source};
 
 /// Processes read in one batch of the reader pool.
 const READ_CHUNK: usize = 1024;
 
-impl Scanner {
+/// Reads every process, and keeps what the next scan needs: a record of each process,
+/// the kept `statm` descriptors and the reader threads (which the deep tier shares).
+pub(super) struct Processes {
+    pub(super) source: Source,
+    grouping: Arc<Grouping>,
+    clk_tck: f64,
+    pub(super) reading: ReadConfig,
+    /// What is remembered of each process, in pid order (one record per process: the read
+    /// cache and the deep-tier schedule). Rebuilt by every scan, so an exited process is
+    /// forgotten by the next one.
+    known: Arc<Vec<Known>>,
+    /// The budget of kept `statm` descriptors: `None` when `--path.procfs` is not a proc
+    /// filesystem or every file is read every scan anyway.
+    descriptors: Option<Arc<Descriptors>>,
+    /// The warning that the budget is spent was logged.
+    descriptors_spent: bool,
+    scans: u64,
+    pub(super) pool: Pool,
+}
+
+impl Processes {
+    /// `limit` is the open-files limit the descriptors kept share with everything else.
+    pub(super) fn new(
+        source: Source,
+        grouping: Grouping,
+        clk_tck: f64,
+        reading: ReadConfig,
+        limit: Option<u64>,
+    ) -> Self {
+        let descriptors = (reading.rollup_refresh > 1 && source.is_procfs())
+            .then(|| Descriptors::new(descriptor_budget(limit)));
+        Processes {
+            source,
+            grouping: Arc::new(grouping),
+            clk_tck,
+            reading,
+            known: Arc::new(Vec::new()),
+            descriptors,
+            descriptors_spent: false,
+            scans: 0,
+            // Readers stuck in a read are replaced, up to four of them.
+            pool: Pool::new(reading.readers, reading.readers + 4),
+        }
+    }
+
     /// What is remembered of this process, if it is the same one (pid and start time).
     pub(super) fn known(&self, p: &ProcessSample) -> Option<&Known> {
         let i = self.known.binary_search_by_key(&p.pid, |k| k.pid).ok()?;
@@ -27,7 +69,7 @@ impl Scanner {
         Some(&mut Arc::make_mut(&mut self.known)[i]).filter(|k| k.start_ticks == p.start_ticks)
     }
 
-    pub(super) fn read_processes(
+    pub(super) fn read(
         &mut self,
         errs: &mut ErrorCounts,
         stats: &mut ReadStats,
@@ -127,262 +169,23 @@ impl Scanner {
     }
 }
 
-/// One process, on a reader thread.
-fn read_process(ctx: &ReadContext, bufs: &mut Buffers, at: &pool::Step, pid: u32) -> ProcessRead {
-    let started = Instant::now();
-    let mut read = ProcessRead {
-        outcome: Ok(None),
-        malformed: 0,
-        rollup_error: None,
-        rollup_read: false,
-        unkept: false,
-        seconds: 0.0,
-    };
-    read.outcome = read_process_files(ctx, bufs, at, pid, &mut read);
-    read.seconds = started.elapsed().as_secs_f64();
-    read
-}
-
-/// What a scan reads of one process, cheapest first.
-///
-/// With a `statm` descriptor kept from an earlier scan (a real `/proc`), one `pread` of it
-/// tells both that this is still the process that scan saw (a process that ended fails
-/// with `ESRCH`, even when a new one has taken its pid) and whether its memory moved: any
-/// page mapped, faulted in, reclaimed, swapped or collapsed into a huge page by
-/// khugepaged moves it. When it did not, and the process is not due for its refresh
-/// (every `rollup_refresh` scans, staggered by pid, for what moves without it: Pss as
-/// sharers come and go, CPU time, `oom_score_adj`, the name), the sample is what was
-/// known; only `stat` is read, while the process's CPU time keeps moving (so a process
-/// that runs without touching memory shows its CPU time, and one that stops is seen idle
-/// at once), else nothing.
-///
-/// Otherwise `stat` (identity, CPU time) and `oom_score_adj`, and `status`,
-/// `smaps_rollup` and `oom_score` when `statm` moved, the process is new or due. Without
-/// a kept descriptor (a fixture tree, or the open-files limit spent) `stat`, `statm` and
-/// `oom_score_adj` are read every scan and compared the same way. `cgroup` and `cmdline`
-/// for grouping when the process is new, its name changed, or on the refresh. With
-/// `rollup_refresh` 1 every file is read every scan and `statm` is not needed.
-#[allow(
-    clippy::too_many_lines,
-    reason = "the cheapest-first read plan of one process, in the order the files are read"
-)]
-fn read_process_files(
-    ctx: &ReadContext,
-    bufs: &mut Buffers,
-    at: &pool::Step,
-    pid: u32,
-    read: &mut ProcessRead,
-) -> Result<Option<(ProcessSample, Known)>, Reason> {
-    let source = &ctx.source;
-    let prior = ctx
-        .known
-        .binary_search_by_key(&pid, |k| k.pid)
-        .ok()
-        .map(|i| &ctx.known[i]);
-    let stuck = ctx.stuck.contains(&pid);
-    let due = (ctx.scan + pid as u64) % ctx.rollup_refresh == 0;
-    // The kept descriptor: the same process as `prior` while it reads.
-    let mut kept: Option<(Arc<Kept>, Option<[u64; 3]>)> = None;
-    if let Some(fd) = prior.and_then(|k| k.statm_fd.as_ref()) {
-        step::at(at, step::File::Statm);
-        match source.read_kept(fd, &mut bufs.main) {
-            Ok(text) => {
-                let m = statm::parse(text);
-                read.malformed += m.is_none() as u64;
-                kept = Some((fd.clone(), m));
-            }
-            // It ended; the pid may already be another process's.
-            Err(ReadError::Gone(_)) => {}
-            Err(e) => return Err(e.process_reason()),
-        }
-    }
-    // The kept statm vouches that this is the process `prior` knew (a reused pid fails the
-    // pread), so an unchanged one needs no `stat` to say so.
-    if let (Some(k), Some((fd, m))) = (prior, &kept) {
-        if Standing::of(Some(k), *m, due) == Standing::Unchanged {
-            if !k.cpu_moving {
-                return Ok(Some(still(ctx, k, fd.clone(), None)));
-            }
-            // Its CPU time moved at the last read: `stat` alone is read again until it
-            // stops, so a process that has just gone to sleep is seen idle at once.
-            step::at(at, step::File::Stat);
-            let stat = source.parse_pid(pid, "stat", &mut bufs.main, Stat::parse)?;
-            if stat.start_ticks == k.start_ticks {
-                return Ok(Some(still(ctx, k, fd.clone(), Some(stat))));
-            }
-        }
-    }
-    step::at(at, step::File::Stat);
-    let stat = source.parse_pid(pid, "stat", &mut bufs.main, Stat::parse)?;
-    let known = prior.filter(|k| k.start_ticks == stat.start_ticks);
-    if known.is_none() {
-        // The process that statm was read from ended between the two reads.
-        kept = None;
-    }
-    // The baseline the next scan compares with: read before anything it vouches for, so
-    // a change between two reads shows as a change next time, never as stillness.
-    let (statm, mut fd) = match kept {
-        Some((f, m)) => (m, Some(f)),
-        None if ctx.rollup_refresh > 1 => {
-            step::at(at, step::File::Statm);
-            let m = source
-                .read_pid(pid, "statm", &mut bufs.main)
-                .ok()
-                .and_then(statm::parse);
-            (m, None)
-        }
-        None => (None, None),
-    };
-    // No memory at all: a kernel thread, or a process that exited and is not reaped yet
-    // (`status` would show no VmRSS either).
-    if statm.is_some_and(|[size, _, _]| size == 0) {
-        return Ok(None);
-    }
-    let standing = Standing::of(known, statm, due);
-    let status = match known {
-        Some(k) if standing == Standing::Unchanged => k.reading.status.clone(),
-        _ => {
-            step::at(at, step::File::Status);
-            let status = source.parse_pid(pid, "status", &mut bufs.main, Status::parse)?;
-            if status.vm_rss_bytes.is_none() {
-                return Ok(None);
-            }
-            read.malformed += status.rejected as u64;
-            status
-        }
-    };
-    // A process with memory and no descriptor kept yet (new, or the budget was spent):
-    // keep one now when the budget allows, for the next scan's pread.
-    if let (None, Some(budget), true) = (&fd, &ctx.descriptors, ctx.rollup_refresh > 1) {
-        match source.keep_pid(pid, "statm", budget, &mut bufs.main) {
-            Ok(Some(f)) => fd = Some(Arc::new(f)),
-            Ok(None) => read.unkept = true,
-            Err(_) => {}
-        }
-    }
-    // A reader stuck in this process's smaps_rollup (the mmap lock) is not sent back in.
-    let reread = !stuck
-        && (standing != Standing::Unchanged || known.is_some_and(|k| k.reading.rollup.is_none()));
-    let rollup = if reread {
-        read.rollup_read = true;
-        step::at(at, step::File::SmapsRollup);
-        match source.read_pid(pid, "smaps_rollup", &mut bufs.main) {
-            Ok(text) => match SmapsRollup::parse(text) {
-                Ok(r) => r,
-                Err(_) => {
-                    read.malformed += 1;
-                    None
-                }
-            },
-            Err(ReadError::Gone(_)) => return Err(Reason::Vanished),
-            // Another user's process without CAP_SYS_PTRACE: keep what status showed.
-            Err(e) => {
-                read.rollup_error = Some(e.process_reason());
-                None
-            }
-        }
-    } else {
-        known.and_then(|k| k.reading.rollup)
-    };
-    if let Some(r) = &rollup {
-        read.malformed += r.rejected as u64;
-    }
-    step::at(at, step::File::OomScoreAdj);
-    let oom_score_adj = source.parse_pid(pid, "oom_score_adj", &mut bufs.main, |t| {
-        parse::parse_i64(t).and_then(|adj| {
-            (-1000..=1000)
-                .contains(&adj)
-                .then_some(adj)
-                .ok_or(parse::ParseError::Malformed(
-                    "oom_score_adj out of -1000..=1000",
-                ))
-        })
-    })?;
-    // oom_score is a function of RSS, swap, page tables and oom_score_adj (and of RAM and
-    // swap size, which the refresh catches).
-    let oom_score = match known {
-        Some(k)
-            if standing == Standing::Unchanged
-                && k.reading.oom_score_adj == Some(oom_score_adj) =>
-        {
-            k.reading.oom_score.unwrap_or(0)
-        }
-        _ => {
-            step::at(at, step::File::OomScore);
-            source.parse_pid(pid, "oom_score", &mut bufs.main, parse::parse_u64)?
-        }
-    };
-    let regroup = standing == Standing::New
-        || (due && !stuck)
-        || known.is_some_and(|k| k.reading.comm != stat.comm);
-    let group = match (&*ctx.grouping, known) {
-        (Grouping::Comm, _) => Some(stat.comm.clone()),
-        (_, Some(k)) if !regroup => k.reading.group.clone(),
-        (Grouping::Cgroup, _) => {
-            step::at(at, step::File::Cgroup);
-            let group = source.parse_pid(pid, "cgroup", &mut bufs.main, |t| {
-                Ok(cgroup::memory_cgroup(t).unwrap_or("").to_string())
-            })?;
-            Some(group)
-        }
-        (Grouping::Matcher(m), _) => {
-            let cmdline = if m.needs_cmdline() && !stuck {
-                step::at(at, step::File::Cmdline);
-                source
-                    .read_pid(pid, "cmdline", &mut bufs.aux)
-                    .map_err(|e| e.process_reason())?
-            } else {
-                ""
-            };
-            m.group(&Candidate {
-                comm: &stat.comm,
-                cmdline,
-            })
-        }
-    };
-    let cpu_ticks = cpu_ticks(&stat);
-    let reading = Reading {
-        pid,
-        start_ticks: stat.start_ticks,
-        comm: stat.comm,
-        status,
-        rollup,
-        oom_score: Some(oom_score),
-        oom_score_adj: Some(oom_score_adj),
-        group,
-    };
-    // What did not change is shared with the last scan's sample and the model's state.
-    let reading = match known {
-        Some(k) if *k.reading == reading => Arc::clone(&k.reading),
-        _ => Arc::new(reading),
-    };
-    let sample = ProcessSample::new(
-        Arc::clone(&reading),
-        stat.state,
-        Some(cpu_ticks as f64 / ctx.clk_tck),
-    );
-    let remembered = Known {
-        pid,
-        start_ticks: stat.start_ticks,
-        statm,
-        statm_fd: fd,
-        reading,
-        state: stat.state,
-        cpu_ticks,
-        cpu_moving: known.is_none_or(|k| k.cpu_ticks != cpu_ticks),
-        deep_read: known.and_then(|k| k.deep_read.clone()),
-        walk_retries: known.map_or(0, |k| k.walk_retries),
-    };
-    Ok(Some((sample, remembered)))
+/// How many `statm` descriptors may be kept open, out of the open-files limit: what the
+/// server's connections, the deep tier, the kept setting files (at most 512, only with a
+/// limit of 4096 or more) and the reader threads need is left (1,024, or half of a limit
+/// under 2,048).
+fn descriptor_budget(limit: Option<u64>) -> usize {
+    let limit = limit.unwrap_or(1024).min(usize::MAX as u64) as usize;
+    limit - (limit / 2).min(1024)
 }
 
 mod context;
+mod files;
 mod known;
 pub(super) mod step;
 
 use context::{ProcessRead, ReadContext};
+use files::read_process;
 pub(super) use known::Known;
-use known::{cpu_ticks, still, Standing};
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::collect::Grouping;
+use crate::collect::{Grouping, Scanner};
 use crate::config::{Collectors, DeepConfig, ReadConfig};
 use crate::source::Source;
 use std::path::{Path, PathBuf};
