@@ -67,7 +67,7 @@ impl Drop for Server {
 
 fn vmas(pid: u32) -> Vec<smaps::Vma> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
-    smaps::parse(&text).expect("smaps of a live process").0
+    smaps::parse(&text).expect("smaps of a live process").vmas
 }
 
 fn bench(c: &mut Criterion) {

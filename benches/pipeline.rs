@@ -61,7 +61,7 @@ fn parsers(c: &mut Criterion) {
 fn sample(scan: u64) -> Sample {
     let stat = Stat::parse(&fixture("1406/stat")).unwrap();
     let status = Status::parse(&fixture("1406/status")).unwrap();
-    let rollup = SmapsRollup::parse(&fixture("1406/smaps_rollup")).unwrap();
+    let rollup = Some(SmapsRollup::parse(&fixture("1406/smaps_rollup")).unwrap());
     let processes = (0..PROCESSES)
         .map(|i| {
             let comm = format!("svc{}", i % 250);

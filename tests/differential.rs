@@ -90,7 +90,7 @@ fn one(
         };
         let text =
             std::fs::read_to_string(format!("/proc/{pid}/smaps")).map_err(|e| e.to_string())?;
-        let (vmas, _) = smaps::parse(&text).map_err(|e| format!("{e:?}"))?;
+        let vmas = smaps::parse(&text).map_err(|e| format!("{e:?}"))?.vmas;
         let cpu = thread_cpu();
         let reading = heap::read(&Source::new("/proc", "/sys"), pid, &vmas, true);
         let used = thread_cpu().saturating_sub(cpu);

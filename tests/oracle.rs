@@ -90,9 +90,8 @@ fn every_process_agrees_with_procfs_field_by_field() {
             compared[2] += 1;
         }
         if let Some(text) = file("smaps_rollup").filter(|t| !t.is_empty()) {
-            let ours = smaps_rollup::SmapsRollup::parse(std::str::from_utf8(&text).unwrap())
-                .unwrap()
-                .unwrap();
+            let ours =
+                smaps_rollup::SmapsRollup::parse(std::str::from_utf8(&text).unwrap()).unwrap();
             let theirs: procfs::process::SmapsRollup = oracle(&text).unwrap();
             let map = &theirs.memory_map_rollup.0[0].extension.map;
             let get = |k: &str| map.get(k).copied();

@@ -129,7 +129,7 @@ fn statm(data: &[u8]) {
 
 fn smaps(data: &[u8]) {
     let t = text(data);
-    if let Ok((vmas, _)) = smaps::parse(&t) {
+    if let Ok(smaps::Smaps { vmas, .. }) = smaps::parse(&t) {
         for v in &vmas {
             assert!(
                 v.start <= v.end,
@@ -146,7 +146,7 @@ fn smaps(data: &[u8]) {
 }
 
 fn smaps_rollup(data: &[u8]) {
-    if let Ok(Some(r)) = SmapsRollup::parse(&text(data)) {
+    if let Ok(r) = SmapsRollup::parse(&text(data)) {
         bytes_from_kib(r.rss_bytes, "Rss");
         bytes_from_kib(r.pss_bytes, "Pss");
         bytes_from_kib(r.swap_bytes, "Swap");
@@ -216,7 +216,7 @@ fn memory_stat(data: &[u8]) {
 
 fn cgroup(data: &[u8]) {
     let t = text(data);
-    if let Some(path) = cgroup::memory_cgroup(&t) {
+    if let Ok(path) = cgroup::memory_cgroup(&t) {
         assert!(t.contains(path));
     }
 }

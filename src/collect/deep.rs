@@ -94,10 +94,11 @@ pub(super) fn read(
             let cpu = thread_cpu();
             let mut read = read_smaps(&source, &mut bufs.main, pid, walk);
             if let DeepRead::Done(Ok(r), _) = &mut read {
+                // Unread or without a memory line: the kill's own cgroup path stands in.
                 r.1.memory_cgroup = source
                     .read_pid(pid, "cgroup", &mut bufs.aux)
                     .ok()
-                    .and_then(cgroup::memory_cgroup)
+                    .and_then(|t| cgroup::memory_cgroup(t).ok())
                     .map(str::to_string);
             }
             let used = thread_cpu().saturating_sub(cpu).as_nanos() as u64;
@@ -173,13 +174,28 @@ fn read_smaps(source: &Source, buf: &mut Buffer, pid: u32, walk: bool) -> DeepRe
         // would understate it.
         Ok(()) if buf.was_cut() => DeepRead::Done(Err(Reason::Malformed), 0),
         Ok(()) => match smaps::parse(buf.text()) {
-            Err(_) => DeepRead::Done(Err(Reason::Malformed), 0),
-            Ok((vmas, rejected)) => {
-                let summary = SmapsSummary::from_vmas(&vmas);
+            Err(e) => {
+                crate::log!(
+                    Debug,
+                    "malformed file",
+                    pid = pid,
+                    file = "smaps",
+                    error = e
+                );
+                DeepRead::Done(Err(Reason::Malformed), 0)
+            }
+            Ok(smaps) => {
+                let summary = SmapsSummary {
+                    rejected: smaps.rejected,
+                    ..SmapsSummary::from_vmas(&smaps.vmas)
+                };
                 let cpu = thread_cpu();
-                let heap = heap::read(source, pid, &vmas, walk);
+                let heap = heap::read(source, pid, &smaps.vmas, walk);
                 let walk_cpu = thread_cpu().saturating_sub(cpu);
-                DeepRead::Done(Ok(Box::new((summary, heap, walk_cpu))), rejected as u64)
+                DeepRead::Done(
+                    Ok(Box::new((summary, heap, walk_cpu))),
+                    smaps.rejected as u64,
+                )
             }
         },
         Err(e) => DeepRead::Done(Err(e.process_reason()), 0),

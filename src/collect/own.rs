@@ -26,7 +26,8 @@ pub fn read(clk_tck: f64, boot: Option<u64>) -> OwnProcess {
         resident_bytes: status.as_ref().and_then(|s| s.vm_rss_bytes),
         virtual_bytes: status.as_ref().and_then(|s| s.vm_size_bytes),
         open_fds: own::open_fds(),
-        max_fds: own::read("limits").and_then(|t| limits::max_open_files(&t)),
+        // `unlimited` has no number to give: no process_max_fds.
+        max_fds: own::read("limits").and_then(|t| limits::max_open_files(&t).ok()),
         start_time_seconds: stat
             .zip(boot)
             .map(|(s, boot)| s.start_time_seconds(boot as f64, clk_tck)),

@@ -1,8 +1,10 @@
 //! `/proc/PID/cgroup`.
 
+use super::ParseError;
+
 /// The cgroup that holds the process's memory: the v1 line whose controllers include
-/// `memory`, else the v2 line `0::/path`. `None` when neither is there.
-pub fn memory_cgroup(text: &str) -> Option<&str> {
+/// `memory`, else the v2 line `0::/path`. An error when neither is there.
+pub fn memory_cgroup(text: &str) -> Result<&str, ParseError> {
     let mut unified = None;
     for line in text.lines() {
         let mut parts = line.splitn(3, ':');
@@ -11,13 +13,13 @@ pub fn memory_cgroup(text: &str) -> Option<&str> {
             continue;
         };
         if controllers.split(',').any(|c| c == "memory") {
-            return Some(path);
+            return Ok(path);
         }
         if id == "0" && controllers.is_empty() {
             unified = Some(path);
         }
     }
-    unified
+    unified.ok_or(ParseError::Missing("memory or unified cgroup line"))
 }
 
 /// What a cgroup path says about its owner, in labels that join with kube-state-metrics
@@ -120,17 +122,17 @@ mod tests {
     fn v1_memory_controller_wins() {
         // cgroup v1 as on this build machine (kernel 6.18).
         let v1 = "9:name=systemd:/\n4:memory:/docker/abc\n1:cpu:/\n";
-        assert_eq!(memory_cgroup(v1), Some("/docker/abc"));
+        assert_eq!(memory_cgroup(v1), Ok("/docker/abc"));
     }
 
     #[test]
     fn v2_unified_line() {
         assert_eq!(
             memory_cgroup("0::/system.slice/sshd.service\n"),
-            Some("/system.slice/sshd.service")
+            Ok("/system.slice/sshd.service")
         );
-        assert_eq!(memory_cgroup(""), None);
-        assert_eq!(memory_cgroup("garbage"), None);
+        assert!(memory_cgroup("").is_err());
+        assert!(memory_cgroup("garbage").is_err());
     }
 
     #[test]

@@ -20,13 +20,19 @@ pub mod status;
 pub mod sysfs;
 pub mod vmstat;
 
-/// Whole-file parse failure: the file had none of the shape it must have.
+/// Whole-file parse failure: the file had none of the shape it must have. Every parser
+/// here has one shape, `fn(&str) -> Result<T, ParseError>`, and what it rejected within a
+/// file it could read is counted in `T` (`rejected`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
     #[error("missing {0}")]
     Missing(&'static str),
     #[error("malformed {0}")]
     Malformed(&'static str),
+    /// Nothing to parse: a file the kernel leaves empty on purpose (`smaps_rollup` of a
+    /// process without memory). Not malformed.
+    #[error("empty")]
+    Empty,
 }
 
 /// Splits `Key:   value` lines; lines without a colon are skipped. ASCII trimming only:

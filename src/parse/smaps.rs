@@ -108,9 +108,16 @@ impl Vma {
     }
 }
 
+/// Every mapping of a process, and the lines that fit no known shape (skipped).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Smaps {
+    pub vmas: Vec<Vma>,
+    pub rejected: u32,
+}
+
 /// Parses every mapping. Lines that fit no known shape are skipped and counted; text with
 /// no mapping header at all is an error.
-pub fn parse(text: &str) -> Result<(Vec<Vma>, u32), ParseError> {
+pub fn parse(text: &str) -> Result<Smaps, ParseError> {
     let mut vmas: Vec<Vma> = Vec::new();
     let mut rejected = 0;
     for line in text.lines() {
@@ -155,7 +162,7 @@ pub fn parse(text: &str) -> Result<(Vec<Vma>, u32), ParseError> {
     if vmas.is_empty() && !text.trim().is_empty() {
         return Err(ParseError::Missing("mapping"));
     }
-    Ok((vmas, rejected))
+    Ok(Smaps { vmas, rejected })
 }
 
 /// `start-end perms offset dev inode [name]`, or `None` when the line is not a header.
@@ -213,6 +220,8 @@ pub struct SmapsSummary {
     /// Sum of `Size` over mappings charged to the commit limit (`ac`): the process's
     /// commit charge, touched or not.
     pub commit_bytes: u64,
+    /// Lines of the file that fit no known shape (skipped).
+    pub rejected: u32,
 }
 
 impl SmapsSummary {
@@ -280,9 +289,12 @@ pub fn arena_heaps_in(vma: &Vma, next: Option<&Vma>) -> u64 {
 }
 
 /// Convenience for callers that only need the summary.
-pub fn summarize(text: &str) -> Result<(SmapsSummary, u32), ParseError> {
-    let (vmas, rejected) = parse(text)?;
-    Ok((SmapsSummary::from_vmas(&vmas), rejected))
+pub fn summarize(text: &str) -> Result<SmapsSummary, ParseError> {
+    let smaps = parse(text)?;
+    Ok(SmapsSummary {
+        rejected: smaps.rejected,
+        ..SmapsSummary::from_vmas(&smaps.vmas)
+    })
 }
 
 #[cfg(test)]

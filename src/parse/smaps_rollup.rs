@@ -20,11 +20,11 @@ pub struct SmapsRollup {
 }
 
 impl SmapsRollup {
-    /// An empty file (a zombie or a process that just dropped its memory) parses as
-    /// `Ok(None)`: the process has no memory map to report.
-    pub fn parse(text: &str) -> Result<Option<Self>, ParseError> {
+    /// An empty file (a zombie or a process that just dropped its memory) is
+    /// [`ParseError::Empty`]: the process has no memory map to report.
+    pub fn parse(text: &str) -> Result<Self, ParseError> {
         if text.trim().is_empty() {
-            return Ok(None);
+            return Err(ParseError::Empty);
         }
         let mut r = SmapsRollup::default();
         let mut seen = 0;
@@ -46,7 +46,7 @@ impl SmapsRollup {
         if seen == 0 {
             return Err(ParseError::Missing("Rss"));
         }
-        Ok(Some(r))
+        Ok(r)
     }
 }
 
@@ -59,7 +59,7 @@ mod tests {
 
     #[test]
     fn parses_rollup_in_bytes() {
-        let r = SmapsRollup::parse(KERNEL_6_18).unwrap().unwrap();
+        let r = SmapsRollup::parse(KERNEL_6_18).unwrap();
         assert_eq!(r.rss_bytes, Some(9604 * 1024));
         assert_eq!(r.pss_bytes, Some(6187 * 1024));
         assert_eq!(r.anonymous_bytes, Some(7312 * 1024));
@@ -69,7 +69,7 @@ mod tests {
 
     #[test]
     fn empty_means_no_memory_map() {
-        assert_eq!(SmapsRollup::parse(""), Ok(None));
+        assert_eq!(SmapsRollup::parse(""), Err(ParseError::Empty));
     }
 
     #[test]

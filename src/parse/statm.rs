@@ -1,11 +1,19 @@
 //! `/proc/PID/statm`: sizes in pages, cheap for the kernel to produce.
 
+use super::ParseError;
+
 /// `size resident shared` pages, the first three fields: when they are unchanged between
-/// two scans, so is the memory `status`, `smaps_rollup` and `oom_score` report. `None` when
-/// any of them is missing or not a number.
-pub fn parse(text: &str) -> Option<[u64; 3]> {
+/// two scans, so is the memory `status`, `smaps_rollup` and `oom_score` report. An error
+/// when any of them is missing or not a number.
+pub fn parse(text: &str) -> Result<[u64; 3], ParseError> {
     let mut fields = text.split_ascii_whitespace().map(|f| f.parse::<u64>().ok());
-    Some([fields.next()??, fields.next()??, fields.next()??])
+    let mut next = || {
+        fields
+            .next()
+            .flatten()
+            .ok_or(ParseError::Malformed("statm size, resident or shared"))
+    };
+    Ok([next()?, next()?, next()?])
 }
 
 #[cfg(test)]
@@ -15,9 +23,9 @@ mod tests {
     #[test]
     fn first_three_fields_in_pages() {
         // Captured on kernel 6.18: `cat /proc/self/statm`.
-        assert_eq!(parse("765 445 417 5 0 123 0\n"), Some([765, 445, 417]));
-        assert_eq!(parse("765 445\n"), None);
-        assert_eq!(parse("765 x 417 5 0 123 0\n"), None);
-        assert_eq!(parse(""), None);
+        assert_eq!(parse("765 445 417 5 0 123 0\n"), Ok([765, 445, 417]));
+        assert!(parse("765 445\n").is_err());
+        assert!(parse("765 x 417 5 0 123 0\n").is_err());
+        assert!(parse("").is_err());
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::config::Collector;
 use crate::family::{Family, Kind, Metric, Section, Unit as MetricUnit, Value};
+use crate::parse::ParseError;
 use crate::source::Reason;
 
 use super::{Reader, Unit};
@@ -47,8 +48,16 @@ struct Zone {
     blocks: Vec<u64>,
 }
 
-/// `Node 0, zone   Normal  35218  12089 ...`; a line that is not one is counted.
-fn parse(text: &str) -> (Vec<Zone>, u64) {
+/// Every zone of /proc/buddyinfo, and the lines that were not one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Buddyinfo {
+    zones: Vec<Zone>,
+    rejected: u64,
+}
+
+/// `Node 0, zone   Normal  35218  12089 ...`; a line that is not one is counted, and a
+/// file with lines but no zone at all is an error.
+fn parse(text: &str) -> Result<Buddyinfo, ParseError> {
     let mut zones = Vec::new();
     let mut bad = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -76,7 +85,13 @@ fn parse(text: &str) -> (Vec<Zone>, u64) {
             None => bad += 1,
         }
     }
-    (zones, bad)
+    if zones.is_empty() && bad > 0 {
+        return Err(ParseError::Missing("zone"));
+    }
+    Ok(Buddyinfo {
+        zones,
+        rejected: bad,
+    })
 }
 
 /// Bytes of free memory in blocks of `min_order` and above, and in all blocks.
@@ -117,8 +132,11 @@ fn read(r: &mut Reader) -> Result<Vec<Family>, Reason> {
         .source
         .read_proc("buddyinfo", r.buf)
         .map_err(|e| e.system_reason())?;
-    let (zones, bad) = parse(text);
-    r.malformed += bad;
+    let Buddyinfo { zones, rejected } = parse(text).map_err(|e| {
+        crate::log!(Debug, "malformed file", file = "/proc/buddyinfo", error = e);
+        Reason::Malformed
+    })?;
+    r.malformed += rejected;
     let mut all = Family {
         metric: &ROWS[0],
         samples: Vec::new(),
@@ -145,8 +163,8 @@ mod tests {
 
     #[test]
     fn free_memory_and_what_a_huge_page_can_take_per_zone() {
-        let (zones, bad) = parse(HOST);
-        assert_eq!(bad, 0);
+        let Buddyinfo { zones, rejected } = parse(HOST).unwrap();
+        assert_eq!(rejected, 0);
         assert_eq!(zones.len(), 3);
         let normal = &zones[2];
         assert_eq!(
@@ -168,9 +186,11 @@ mod tests {
 
     #[test]
     fn lines_that_are_not_zones_are_counted_not_trusted() {
-        let (zones, bad) = parse("Node 0, zone Normal 1 2 3\nNode x, zone Normal 1\nNode 0, zone Normal 1 -2\nNode 0, zone Normal\ngarbage\n");
-        assert_eq!(zones.len(), 1);
-        assert_eq!(bad, 4);
+        let b = parse("Node 0, zone Normal 1 2 3\nNode x, zone Normal 1\nNode 0, zone Normal 1 -2\nNode 0, zone Normal\ngarbage\n").unwrap();
+        assert_eq!(b.zones.len(), 1);
+        assert_eq!(b.rejected, 4);
+        assert_eq!(parse("garbage\n"), Err(ParseError::Missing("zone")));
+        assert_eq!(parse("").map(|b| b.zones.len()), Ok(0));
         let (all, _) = free_bytes(
             &Zone {
                 node: "0".into(),

@@ -8,7 +8,9 @@ use super::known::{cpu_ticks, still, Standing};
 use super::{step, Known, ProcessRead, ReadContext};
 use crate::collect::matcher::Candidate;
 use crate::collect::{pool, Grouping, ProcessSample, Reading};
-use crate::parse::{self, cgroup, smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status};
+use crate::parse::{
+    self, cgroup, smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status, ParseError,
+};
 use crate::source::{Buffers, Kept, ReadError, Reason};
 
 /// One process, on a reader thread.
@@ -76,8 +78,7 @@ fn read_process_files(
         step::at(at, step::File::Statm);
         match source.read_kept(fd, &mut bufs.main) {
             Ok(text) => {
-                let m = statm::parse(text);
-                read.malformed += m.is_none() as u64;
+                let m = parsed(read, pid, "statm", statm::parse(text));
                 kept = Some((fd.clone(), m));
             }
             // It ended; the pid may already be another process's.
@@ -114,10 +115,11 @@ fn read_process_files(
         Some((f, m)) => (m, Some(f)),
         None if ctx.rollup_refresh > 1 => {
             step::at(at, step::File::Statm);
-            let m = source
-                .read_pid(pid, "statm", &mut bufs.main)
-                .ok()
-                .and_then(statm::parse);
+            let m = match source.read_pid(pid, "statm", &mut bufs.main) {
+                Ok(text) => parsed(read, pid, "statm", statm::parse(text)),
+                // Without a baseline the next scan reads the process again.
+                Err(_) => None,
+            };
             (m, None)
         }
         None => (None, None),
@@ -156,13 +158,7 @@ fn read_process_files(
         read.rollup_read = true;
         step::at(at, step::File::SmapsRollup);
         match source.read_pid(pid, "smaps_rollup", &mut bufs.main) {
-            Ok(text) => match SmapsRollup::parse(text) {
-                Ok(r) => r,
-                Err(_) => {
-                    read.malformed += 1;
-                    None
-                }
-            },
+            Ok(text) => parsed(read, pid, "smaps_rollup", SmapsRollup::parse(text)),
             Err(ReadError::Gone(_)) => return Err(Reason::Vanished),
             // Another user's process without CAP_SYS_PTRACE: keep what status showed.
             Err(e) => {
@@ -210,6 +206,7 @@ fn read_process_files(
         (Grouping::Cgroup, _) => {
             step::at(at, step::File::Cgroup);
             let group = source.parse_pid(pid, "cgroup", &mut bufs.main, |t| {
+                // No memory controller line (a controller not mounted): no cgroup.
                 Ok(cgroup::memory_cgroup(t).unwrap_or("").to_string())
             })?;
             Some(group)
@@ -263,4 +260,19 @@ fn read_process_files(
         walk_retries: known.map_or(0, |k| k.walk_retries),
     };
     Ok(Some((sample, remembered)))
+}
+
+/// A file a reader read but could not parse: counted as malformed, and the debug log names
+/// the process, the file and what was wrong (a kernel whose format changed shows here
+/// first). An empty file is not malformed: it has nothing to say.
+fn parsed<T>(read: &mut ProcessRead, pid: u32, file: &str, r: Result<T, ParseError>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(ParseError::Empty) => None,
+        Err(e) => {
+            read.malformed += 1;
+            crate::log!(Debug, "malformed file", pid = pid, file = file, error = e);
+            None
+        }
+    }
 }

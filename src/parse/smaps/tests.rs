@@ -52,7 +52,8 @@ fn glibc_process() -> String {
 
 #[test]
 fn finds_brk_heap_arena_heaps_and_commit() {
-    let (s, rejected) = summarize(&glibc_process()).unwrap();
+    let s = summarize(&glibc_process()).unwrap();
+    let rejected = s.rejected;
     assert_eq!(rejected, 0);
     assert_eq!(s.brk_heap_rss_bytes, 131000 << 10);
     assert_eq!(s.brk_heap_size_bytes, 131072 << 10);
@@ -89,7 +90,7 @@ fn heaps_without_noreserve_and_merged_heaps_are_counted() {
         ),
     ]
     .concat();
-    let s = summarize(&text).unwrap().0;
+    let s = summarize(&text).unwrap();
     assert_eq!(s.arena_heaps, 2 + 2);
     assert_eq!(s.arena_reserved_bytes, 4 * ARENA_HEAP_BYTES);
     // A mapping that is no whole number of heaps is not one.
@@ -99,7 +100,7 @@ fn heaps_without_noreserve_and_merged_heaps_are_counted() {
         4,
         "rd wr ac",
     );
-    assert_eq!(summarize(&odd).unwrap().0.arena_heaps, 0);
+    assert_eq!(summarize(&odd).unwrap().arena_heaps, 0);
 }
 
 #[test]
@@ -116,8 +117,8 @@ fn misaligned_or_named_mappings_are_not_arenas() {
         4,
         "rd wr nr",
     );
-    assert_eq!(summarize(&misaligned).unwrap().0.arena_heaps, 0);
-    assert_eq!(summarize(&named).unwrap().0.arena_heaps, 0);
+    assert_eq!(summarize(&misaligned).unwrap().arena_heaps, 0);
+    assert_eq!(summarize(&named).unwrap().arena_heaps, 0);
 }
 
 #[test]
@@ -133,7 +134,7 @@ fn hostile_names_and_garbage_never_panic() {
         let _ = summarize(text);
     }
     assert!(summarize("garbage\n").is_err());
-    assert_eq!(summarize("").unwrap().0, SmapsSummary::default());
+    assert_eq!(summarize("").unwrap(), SmapsSummary::default());
 }
 
 /// Two heap mappings whose Size is absurd once summed used to wrap to 1 KiB; a figure
@@ -156,7 +157,8 @@ fn absurd_sizes_are_counted_not_wrapped() {
             "ac"
         ),
     );
-    let (s, rejected) = summarize(&text).unwrap();
+    let s = summarize(&text).unwrap();
+    let rejected = s.rejected;
     assert_eq!(rejected, 2, "each absurd Size counted");
     assert_eq!(s.brk_heap_size_bytes, 0);
     assert_eq!(s.brk_heap_rss_bytes, 8 << 10);
@@ -168,5 +170,5 @@ fn absurd_sizes_are_counted_not_wrapped() {
         4,
         "nr",
     );
-    assert_eq!(summarize(&top).unwrap().0.arena_heaps, 0);
+    assert_eq!(summarize(&top).unwrap().arena_heaps, 0);
 }
