@@ -8,12 +8,9 @@ use crate::collect::heap::walk::{HeapKind, HeapTotals};
 use crate::model::derive::ProcessReport;
 use crate::model::groups::GroupStats;
 use crate::model::signals::Method;
-use crate::parse::status::Status;
 
 /// A family and the field of a group it reports.
 type GroupField = (&'static Metric, fn(&GroupStats) -> u64);
-/// A family and the `/proc/PID/status` field of a top process it reports.
-type StatusField = (&'static Metric, fn(&Status) -> Option<u64>);
 
 pub(super) fn encode_groups(
     f: &mut Families,
@@ -82,10 +79,145 @@ pub(super) fn encode_groups(
     Ok(())
 }
 
-#[allow(
-    clippy::too_many_lines,
-    reason = "one family per per-process metric, each a few lines"
-)]
+/// How a family of the top processes gets its samples from one of them (labelled `pid`
+/// and `comm`).
+enum Get {
+    /// One sample.
+    One(fn(&ProcessReport) -> Option<Num>),
+    /// One sample per heap (`heap`), from the latest heap walk's totals.
+    PerHeap(fn(&HeapTotals) -> u64),
+    /// The hoarded bytes, labelled with how they were reached (`method`).
+    Hoarded,
+    /// The allocator, runtime and version (an info family).
+    Allocator,
+}
+
+fn flag(b: Option<bool>) -> Option<Num> {
+    b.map(|b| Num::U(b as u64))
+}
+
+/// The families of the top processes, in the order of the exposition, each with how it
+/// gets its value.
+const TOP: &[(&Metric, Get)] = &[
+    (
+        &PROCESS_RESIDENT_BYTES,
+        Get::One(|p| u(p.sample.status.vm_rss_bytes)),
+    ),
+    (
+        &PROCESS_RESIDENT_PEAK_BYTES,
+        Get::One(|p| u(p.sample.status.vm_hwm_bytes)),
+    ),
+    (
+        &PROCESS_VIRTUAL_BYTES,
+        Get::One(|p| u(p.sample.status.vm_size_bytes)),
+    ),
+    (
+        &PROCESS_SWAP_BYTES,
+        Get::One(|p| u(p.sample.status.vm_swap_bytes)),
+    ),
+    (
+        &PROCESS_RESIDENT_ANON_BYTES,
+        Get::One(|p| u(p.sample.status.rss_anon_bytes)),
+    ),
+    (
+        &PROCESS_RESIDENT_FILE_BYTES,
+        Get::One(|p| u(p.sample.status.rss_file_bytes)),
+    ),
+    (
+        &PROCESS_RESIDENT_SHMEM_BYTES,
+        Get::One(|p| u(p.sample.status.rss_shmem_bytes)),
+    ),
+    (
+        &PROCESS_PSS_BYTES,
+        Get::One(|p| p.sample.rollup.and_then(|r| u(r.pss_bytes))),
+    ),
+    (
+        &PROCESS_ANON_HUGE_BYTES,
+        Get::One(|p| p.sample.rollup.and_then(|r| u(r.anon_huge_pages_bytes))),
+    ),
+    (&PROCESS_THREADS, Get::One(|p| u(p.sample.status.threads))),
+    (
+        &PROCESS_THP_ENABLED,
+        Get::One(|p| flag(p.sample.status.thp_enabled)),
+    ),
+    (&PROCESS_OOM_SCORE, Get::One(|p| u(p.sample.oom_score))),
+    (
+        &PROCESS_OOM_SCORE_ADJ,
+        Get::One(|p| p.sample.oom_score_adj.map(Num::I)),
+    ),
+    (&PROCESS_OOM_RANK, Get::One(|p| Some(Num::U(p.oom_rank)))),
+    (
+        &PROCESS_START_TIME_SECONDS,
+        Get::One(|p| p.sample.start_time_seconds.map(Num::F)),
+    ),
+    (
+        &PROCESS_CPU_SECONDS_TOTAL,
+        Get::One(|p| Some(Num::F(p.signals.cpu_seconds))),
+    ),
+    (&PROCESS_IDLE, Get::One(|p| flag(p.signals.idle))),
+    (
+        &PROCESS_RETAINED_PEAK_RATIO,
+        Get::One(|p| p.signals.retained_peak_ratio.map(Num::F)),
+    ),
+    (
+        &PROCESS_HEAP_RESIDENT_BYTES,
+        Get::One(|p| u(p.signals.heap_resident_bytes)),
+    ),
+    (
+        &PROCESS_HEAP_SIZE_BYTES,
+        Get::One(|p| u(p.signals.heap_size_bytes)),
+    ),
+    (&PROCESS_HOARDED_BYTES, Get::Hoarded),
+    (&PROCESS_HEAP_FREE_BYTES, Get::PerHeap(|t| t.free_bytes)),
+    (
+        &PROCESS_HEAP_FREE_RESIDENT_BYTES,
+        Get::PerHeap(|t| t.free_resident_bytes),
+    ),
+    (
+        &PROCESS_HEAP_RECLAIMABLE_BYTES,
+        Get::PerHeap(|t| t.reclaimable_bytes),
+    ),
+    (&PROCESS_HEAP_TOP_BYTES, Get::PerHeap(|t| t.top_bytes)),
+    (&PROCESS_HEAP_FREE_CHUNKS, Get::PerHeap(|t| t.free_chunks)),
+    (&PROCESS_ALLOCATOR_INFO, Get::Allocator),
+    (&PROCESS_ARENA_HEAPS, Get::One(|p| u(p.signals.arena_heaps))),
+    (
+        &PROCESS_ARENA_RESERVED_BYTES,
+        Get::One(|p| u(p.signals.arena_reserved_bytes)),
+    ),
+    (
+        &PROCESS_ARENA_AT_CEILING,
+        Get::One(|p| flag(p.signals.arena_at_ceiling)),
+    ),
+    (
+        &PROCESS_COMMIT_BYTES,
+        Get::One(|p| u(p.signals.commit_bytes)),
+    ),
+    (
+        &PROCESS_UNTOUCHED_COMMIT_BYTES,
+        Get::One(|p| u(p.signals.untouched_commit_bytes)),
+    ),
+    (
+        &PROCESS_REGROWN_SINCE_TROUGH_BYTES,
+        Get::One(|p| Some(Num::U(p.signals.regrown_since_trough_bytes))),
+    ),
+    (
+        &PROCESS_REGROWN_BYTES_TOTAL,
+        Get::One(|p| Some(Num::U(p.signals.regrown_total_bytes))),
+    ),
+    (
+        &PROCESS_THP_ANON_RATIO,
+        Get::One(|p| p.signals.thp_anon_ratio.map(Num::F)),
+    ),
+];
+
+/// `labels` with one more.
+fn with<'a>(mut labels: Labels<'a>, key: &'static str, value: &'a str) -> Labels<'a> {
+    labels.push((key, value));
+    labels
+}
+
+/// Every family of the top processes: a loop over [`TOP`].
 pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result {
     let pids: Vec<String> = top.iter().map(|p| p.sample.pid.to_string()).collect();
     let labels = |i: usize| -> Labels {
@@ -94,136 +226,51 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
             ("comm", top[i].sample.comm.as_str()),
         ]
     };
-    let rows = |get: &dyn Fn(&ProcessReport) -> Option<Num>| -> Vec<(Labels, Num)> {
-        top.iter()
-            .enumerate()
-            .filter_map(|(i, p)| get(p).map(|v| (labels(i), v)))
-            .collect()
-    };
-    let flag = |b: Option<bool>| b.map(|b| Num::U(b as u64));
-    let status: [StatusField; 7] = [
-        (&PROCESS_RESIDENT_BYTES, |s| s.vm_rss_bytes),
-        (&PROCESS_RESIDENT_PEAK_BYTES, |s| s.vm_hwm_bytes),
-        (&PROCESS_VIRTUAL_BYTES, |s| s.vm_size_bytes),
-        (&PROCESS_SWAP_BYTES, |s| s.vm_swap_bytes),
-        (&PROCESS_RESIDENT_ANON_BYTES, |s| s.rss_anon_bytes),
-        (&PROCESS_RESIDENT_FILE_BYTES, |s| s.rss_file_bytes),
-        (&PROCESS_RESIDENT_SHMEM_BYTES, |s| s.rss_shmem_bytes),
-    ];
-    for (metric, get) in status {
-        f.family(metric, rows(&|p| u(get(&p.sample.status))))?;
-    }
-    f.family(
-        &PROCESS_PSS_BYTES,
-        rows(&|p| p.sample.rollup.and_then(|r| u(r.pss_bytes))),
-    )?;
-    f.family(
-        &PROCESS_ANON_HUGE_BYTES,
-        rows(&|p| p.sample.rollup.and_then(|r| u(r.anon_huge_pages_bytes))),
-    )?;
-    f.family(&PROCESS_THREADS, rows(&|p| u(p.sample.status.threads)))?;
-    f.family(
-        &PROCESS_THP_ENABLED,
-        rows(&|p| flag(p.sample.status.thp_enabled)),
-    )?;
-    f.family(&PROCESS_OOM_SCORE, rows(&|p| u(p.sample.oom_score)))?;
-    f.family(
-        &PROCESS_OOM_SCORE_ADJ,
-        rows(&|p| p.sample.oom_score_adj.map(Num::I)),
-    )?;
-    f.family(&PROCESS_OOM_RANK, rows(&|p| Some(Num::U(p.oom_rank))))?;
-    f.family(
-        &PROCESS_START_TIME_SECONDS,
-        rows(&|p| p.sample.start_time_seconds.map(Num::F)),
-    )?;
-    f.family(
-        &PROCESS_CPU_SECONDS_TOTAL,
-        rows(&|p| Some(Num::F(p.signals.cpu_seconds))),
-    )?;
-    f.family(&PROCESS_IDLE, rows(&|p| flag(p.signals.idle)))?;
-    f.family(
-        &PROCESS_RETAINED_PEAK_RATIO,
-        rows(&|p| p.signals.retained_peak_ratio.map(Num::F)),
-    )?;
-    f.family(
-        &PROCESS_HEAP_RESIDENT_BYTES,
-        rows(&|p| u(p.signals.heap_resident_bytes)),
-    )?;
-    f.family(
-        &PROCESS_HEAP_SIZE_BYTES,
-        rows(&|p| u(p.signals.heap_size_bytes)),
-    )?;
-    let hoarded: Vec<(Labels, Num)> = top
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| {
-            let method = p.signals.hoard_method?.as_str();
-            let mut l = labels(i);
-            l.push(("method", method));
-            Some((l, Num::U(p.signals.hoarded_bytes?)))
-        })
-        .collect();
-    f.family(&PROCESS_HOARDED_BYTES, hoarded)?;
-    let per_heap = |get: fn(&HeapTotals) -> u64| -> Vec<(Labels, Num)> {
-        top.iter()
-            .enumerate()
-            .filter_map(|(i, p)| p.signals.heap.as_deref().map(|h| (i, h)))
-            .flat_map(|(i, h)| {
-                HeapKind::ALL.map(|k| {
-                    let mut l = labels(i);
-                    l.push(("heap", k.as_str()));
-                    (l, Num::U(get(h.of(k))))
+    for (metric, get) in TOP {
+        let samples: Vec<(Labels, Num)> = match get {
+            Get::One(get) => top
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| get(p).map(|v| (labels(i), v)))
+                .collect(),
+            Get::Hoarded => top
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| {
+                    let method = p.signals.hoard_method?.as_str();
+                    Some((
+                        with(labels(i), "method", method),
+                        Num::U(p.signals.hoarded_bytes?),
+                    ))
                 })
-            })
-            .collect()
-    };
-    f.family(&PROCESS_HEAP_FREE_BYTES, per_heap(|t| t.free_bytes))?;
-    f.family(
-        &PROCESS_HEAP_FREE_RESIDENT_BYTES,
-        per_heap(|t| t.free_resident_bytes),
-    )?;
-    f.family(
-        &PROCESS_HEAP_RECLAIMABLE_BYTES,
-        per_heap(|t| t.reclaimable_bytes),
-    )?;
-    f.family(&PROCESS_HEAP_TOP_BYTES, per_heap(|t| t.top_bytes))?;
-    f.family(&PROCESS_HEAP_FREE_CHUNKS, per_heap(|t| t.free_chunks))?;
-    if top.iter().any(|p| p.identity.is_some()) {
-        let mut metric = f.descriptor(&PROCESS_ALLOCATOR_INFO)?;
-        for (i, p) in top.iter().enumerate() {
-            if let Some(id) = &p.identity {
-                metric.encode_family(&labels(i))?.encode_info(&vec![
-                    ("allocator", id.allocator.as_str()),
-                    ("runtime", id.runtime.as_str()),
-                    ("version", id.version.as_str()),
-                ])?;
+                .collect(),
+            Get::PerHeap(get) => top
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| p.signals.heap.as_deref().map(|h| (i, h)))
+                .flat_map(|(i, h)| {
+                    HeapKind::ALL
+                        .map(|k| (with(labels(i), "heap", k.as_str()), Num::U(get(h.of(k)))))
+                })
+                .collect(),
+            Get::Allocator => {
+                // An info family, written only once a deep read has told one.
+                if top.iter().any(|p| p.identity.is_some()) {
+                    let mut family = f.descriptor(metric)?;
+                    for (i, p) in top.iter().enumerate() {
+                        if let Some(id) = &p.identity {
+                            family.encode_family(&labels(i))?.encode_info(&vec![
+                                ("allocator", id.allocator.as_str()),
+                                ("runtime", id.runtime.as_str()),
+                                ("version", id.version.as_str()),
+                            ])?;
+                        }
+                    }
+                }
+                continue;
             }
-        }
+        };
+        f.family(metric, samples)?;
     }
-    f.family(&PROCESS_ARENA_HEAPS, rows(&|p| u(p.signals.arena_heaps)))?;
-    f.family(
-        &PROCESS_ARENA_RESERVED_BYTES,
-        rows(&|p| u(p.signals.arena_reserved_bytes)),
-    )?;
-    f.family(
-        &PROCESS_ARENA_AT_CEILING,
-        rows(&|p| flag(p.signals.arena_at_ceiling)),
-    )?;
-    f.family(&PROCESS_COMMIT_BYTES, rows(&|p| u(p.signals.commit_bytes)))?;
-    f.family(
-        &PROCESS_UNTOUCHED_COMMIT_BYTES,
-        rows(&|p| u(p.signals.untouched_commit_bytes)),
-    )?;
-    f.family(
-        &PROCESS_REGROWN_SINCE_TROUGH_BYTES,
-        rows(&|p| Some(Num::U(p.signals.regrown_since_trough_bytes))),
-    )?;
-    f.family(
-        &PROCESS_REGROWN_BYTES_TOTAL,
-        rows(&|p| Some(Num::U(p.signals.regrown_total_bytes))),
-    )?;
-    f.family(
-        &PROCESS_THP_ANON_RATIO,
-        rows(&|p| p.signals.thp_anon_ratio.map(Num::F)),
-    )
+    Ok(())
 }
