@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use membloat_exporter::collect::{CollectorRun, ProcessSample, Reading, Sample};
+use membloat_exporter::collect::{CollectorRun, Host, ProcessSample, Reading, Sample};
 use membloat_exporter::expose;
 use membloat_exporter::model::derive::{derive, DeriveOptions};
 use membloat_exporter::model::state::State;
@@ -89,9 +89,12 @@ fn sample(scan: u64) -> Sample {
         .collect();
     Sample {
         taken_at: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + 10 * scan)),
-        meminfo: Meminfo::parse(&fixture("meminfo")).ok(),
-        vmstat: Vmstat::parse(&fixture("vmstat")).ok(),
-        pressure: Pressure::parse(&fixture("pressure/memory")).ok(),
+        host: Host {
+            meminfo: Meminfo::parse(&fixture("meminfo")).ok(),
+            vmstat: Vmstat::parse(&fixture("vmstat")).ok(),
+            pressure: Pressure::parse(&fixture("pressure/memory")).ok(),
+            ..Host::default()
+        },
         processes,
         collectors: vec![CollectorRun {
             name: membloat_exporter::config::Collector::Processes,

@@ -61,11 +61,8 @@ pub struct Sample {
     /// judged over, which a step of the wall clock (NTP, an operator) does not move.
     pub started: Option<Instant>,
     pub duration_seconds: f64,
-    pub meminfo: Option<Meminfo>,
-    pub vmstat: Option<Vmstat>,
-    pub sysctl: Option<Sysctl>,
-    pub thp: Option<Thp>,
-    pub pressure: Option<Pressure>,
+    /// What the system collectors read: passed whole to the snapshot.
+    pub host: Host,
     pub processes: Vec<ProcessSample>,
     pub collectors: Vec<CollectorRun>,
     pub errors: ErrorCounts,
@@ -74,8 +71,6 @@ pub struct Sample {
     pub reads: Option<ReadStats>,
     /// The exporter's own process, read at the end of the scan.
     pub own: Option<own::OwnProcess>,
-    /// Memory cgroups with anonymous memory, by path under the hierarchy root.
-    pub cgroups: Option<Vec<(String, MemoryStat)>>,
     /// Online CPUs: glibc allows 8 arenas per CPU.
     pub online_cpus: u64,
     /// The unit of CPU times in `stat`: 1 / `sysconf(_SC_CLK_TCK)`.
@@ -84,6 +79,19 @@ pub struct Sample {
     pub boot_time_seconds: Option<f64>,
     /// The OOM kills the kernel logged since the last scan, when the kmsg collector ran.
     pub oom_kills: Option<Vec<crate::parse::kmsg::OomKill>>,
+}
+
+/// What the system collectors read in one scan, each `None` when its collector is off or
+/// failed: the sample's system part, which the snapshot takes whole.
+#[derive(Debug, Clone, Default)]
+pub struct Host {
+    pub meminfo: Option<Meminfo>,
+    pub vmstat: Option<Vmstat>,
+    pub sysctl: Option<Sysctl>,
+    pub thp: Option<Thp>,
+    pub pressure: Option<Pressure>,
+    /// Memory cgroups with anonymous memory, by path under the hierarchy root.
+    pub cgroups: Option<Vec<(String, MemoryStat)>>,
     /// What each collector unit that succeeded read, in the order of `units::ALL`.
     pub units: Vec<(Collector, Vec<crate::family::Family>)>,
 }

@@ -286,14 +286,14 @@ pub(super) fn record(s: &mut Sample, job: Job, done: Option<Done>) {
                 *s.errors.entry(k).or_insert(0) += n;
             }
             let ok = match done.read {
-                Read::Meminfo(r) => r.map(|v| s.meminfo = Some(v)),
-                Read::Vmstat(r) => r.map(|v| s.vmstat = Some(v)),
-                Read::Sysctl(r) => r.map(|v| s.sysctl = Some(v)),
-                Read::Thp(r) => r.map(|v| s.thp = Some(v)),
-                Read::Pressure(r) => r.map(|v| s.pressure = Some(v)),
-                Read::Cgroup(r) => r.map(|v| s.cgroups = Some(v)),
+                Read::Meminfo(r) => r.map(|v| s.host.meminfo = Some(v)),
+                Read::Vmstat(r) => r.map(|v| s.host.vmstat = Some(v)),
+                Read::Sysctl(r) => r.map(|v| s.host.sysctl = Some(v)),
+                Read::Thp(r) => r.map(|v| s.host.thp = Some(v)),
+                Read::Pressure(r) => r.map(|v| s.host.pressure = Some(v)),
+                Read::Cgroup(r) => r.map(|v| s.host.cgroups = Some(v)),
                 Read::Kmsg(r) => r.map(|v| s.oom_kills = Some(v)),
-                Read::Unit(r) => r.map(|v| s.units.push((name, v))),
+                Read::Unit(r) => r.map(|v| s.host.units.push((name, v))),
                 Read::BootTime(_) => Ok(()),
             };
             (outcome(&mut s.errors, name, ok), done.seconds)

@@ -2,7 +2,7 @@
 //! reproducers cannot reach on a healthy test machine.
 
 use super::*;
-use crate::collect::{Sysctl, Thp};
+use crate::collect::{Host, Sysctl, Thp};
 use crate::model::derive::tests_support::process;
 use crate::model::signals::Method;
 use crate::model::signals::Signals;
@@ -25,17 +25,20 @@ fn report(pid: u32, rank: u64, rss: u64, score: u64, signals: Signals) -> Proces
 
 fn host(total: u64, available: u64) -> Snapshot {
     Snapshot {
-        meminfo: Some(Meminfo {
-            mem_total_bytes: Some(total),
-            mem_available_bytes: Some(available),
-            committed_as_bytes: Some(10 * GIB),
-            commit_limit_bytes: Some(12 * GIB),
-            ..Meminfo::default()
-        }),
-        sysctl: Some(Sysctl {
-            overcommit_memory: Some(0),
-            ..Sysctl::default()
-        }),
+        host: Host {
+            meminfo: Some(Meminfo {
+                mem_total_bytes: Some(total),
+                mem_available_bytes: Some(available),
+                committed_as_bytes: Some(10 * GIB),
+                commit_limit_bytes: Some(12 * GIB),
+                ..Meminfo::default()
+            }),
+            sysctl: Some(Sysctl {
+                overcommit_memory: Some(0),
+                ..Sysctl::default()
+            }),
+            ..Host::default()
+        },
         ..Snapshot::default()
     }
 }
@@ -91,17 +94,17 @@ fn the_oom_victim_is_a_finding_only_when_memory_is_low_as_in_the_alert() {
 #[test]
 fn commit_is_read_against_the_overcommit_mode() {
     let mut s = host(24 * GIB, 20 * GIB);
-    let m = s.meminfo.as_mut().unwrap();
+    let m = s.host.meminfo.as_mut().unwrap();
     m.committed_as_bytes = Some(11 * GIB);
     m.commit_limit_bytes = Some(12 * GIB);
     // Mode 0: 11 of 12 is nothing; mode 2: past 0.9 of the limit, allocations are near
     // failing.
     assert!(diagnose(&s, &Options::default()).findings.is_empty());
-    s.sysctl.as_mut().unwrap().overcommit_memory = Some(2);
+    s.host.sysctl.as_mut().unwrap().overcommit_memory = Some(2);
     assert_eq!(kinds(&diagnose(&s, &Options::default())), ["commit_limit"]);
     // Mode 0 past the limit: normal, but a switch to mode 2 would break the host.
-    s.sysctl.as_mut().unwrap().overcommit_memory = Some(0);
-    s.meminfo.as_mut().unwrap().committed_as_bytes = Some(20 * GIB);
+    s.host.sysctl.as_mut().unwrap().overcommit_memory = Some(0);
+    s.host.meminfo.as_mut().unwrap().committed_as_bytes = Some(20 * GIB);
     let d = diagnose(&s, &Options::default());
     assert_eq!(kinds(&d), ["commit_overrun"]);
     assert_eq!(d.findings[0].bytes, 8 * GIB);
@@ -115,12 +118,12 @@ fn thp_always_with_max_ptes_none_511_is_a_risk_madvise_is_not() {
         ..Thp::default()
     };
     thp.khugepaged.max_ptes_none = Some(511);
-    s.thp = Some(thp.clone());
+    s.host.thp = Some(thp.clone());
     // As derive signals it for both modes: THP usable and max_ptes_none 511.
     s.signals.thp_regrowth_risk = Some(true);
     assert!(diagnose(&s, &Options::default()).findings.is_empty());
     thp.enabled = Some("always".into());
-    s.thp = Some(thp);
+    s.host.thp = Some(thp);
     let d = diagnose(&s, &Options::default());
     assert_eq!(kinds(&d), ["thp_regrowth_risk"]);
     assert!(d.findings[0].remedy.contains("max_ptes_none"));

@@ -131,7 +131,7 @@ fn u(v: Option<u64>) -> Option<Num> {
 
 /// The families of the collector units, each as its unit read it, in the units' order.
 fn encode_units(f: &mut Families, s: &Snapshot) -> fmt::Result {
-    for family in s.units.iter().flat_map(|(_, families)| families) {
+    for family in s.host.units.iter().flat_map(|(_, families)| families) {
         let rows = family
             .samples
             .iter()

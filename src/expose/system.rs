@@ -91,7 +91,7 @@ pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
 }
 
 pub(super) fn encode_meminfo(f: &mut Families, s: &Snapshot) -> fmt::Result {
-    if let Some(m) = &s.meminfo {
+    if let Some(m) = &s.host.meminfo {
         for (metric, v) in [
             (&MEMORY_TOTAL_BYTES, m.mem_total_bytes),
             (&MEMORY_FREE_BYTES, m.mem_free_bytes),
@@ -124,7 +124,9 @@ pub(super) fn encode_meminfo(f: &mut Families, s: &Snapshot) -> fmt::Result {
 }
 
 pub(super) fn encode_sysctl(f: &mut Families, s: &Snapshot) -> fmt::Result {
-    let Some(v) = &s.sysctl else { return Ok(()) };
+    let Some(v) = &s.host.sysctl else {
+        return Ok(());
+    };
     f.single(&VM_OVERCOMMIT_MEMORY, u(v.overcommit_memory))?;
     f.single(&VM_OVERCOMMIT_RATIO, v.overcommit_ratio.map(Num::F))?;
     f.single(&VM_OVERCOMMIT_BYTES, u(v.overcommit_bytes))?;
@@ -133,7 +135,7 @@ pub(super) fn encode_sysctl(f: &mut Families, s: &Snapshot) -> fmt::Result {
 }
 
 pub(super) fn encode_thp(f: &mut Families, s: &Snapshot) -> fmt::Result {
-    if let Some(t) = &s.thp {
+    if let Some(t) = &s.host.thp {
         let mut labels: Labels = Vec::new();
         for (key, v) in [
             ("enabled", &t.enabled),
@@ -209,7 +211,9 @@ pub(super) fn encode_thp(f: &mut Families, s: &Snapshot) -> fmt::Result {
 }
 
 pub(super) fn encode_vmstat(f: &mut Families, s: &Snapshot) -> fmt::Result {
-    let Some(v) = &s.vmstat else { return Ok(()) };
+    let Some(v) = &s.host.vmstat else {
+        return Ok(());
+    };
     for (key, value) in &v.counters {
         f.keyed(&VMSTAT_KEY_TOTAL, key, vec![(Vec::new(), Num::U(*value))])?;
     }
@@ -217,7 +221,9 @@ pub(super) fn encode_vmstat(f: &mut Families, s: &Snapshot) -> fmt::Result {
 }
 
 pub(super) fn encode_pressure(f: &mut Families, s: &Snapshot) -> fmt::Result {
-    let Some(p) = &s.pressure else { return Ok(()) };
+    let Some(p) = &s.host.pressure else {
+        return Ok(());
+    };
     f.single(
         &PRESSURE_MEMORY_WAITING_SECONDS_TOTAL,
         p.some_seconds.map(Num::F),
@@ -237,7 +243,7 @@ pub(super) fn encode_pressure(f: &mut Families, s: &Snapshot) -> fmt::Result {
 }
 
 pub(super) fn encode_cgroups(f: &mut Families, s: &Snapshot) -> fmt::Result {
-    let Some(cgroups) = &s.cgroups else {
+    let Some(cgroups) = &s.host.cgroups else {
         return Ok(());
     };
     // One row per cgroup that has the value.

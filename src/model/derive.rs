@@ -6,7 +6,7 @@ use std::time::UNIX_EPOCH;
 
 use crate::collect::heap::runtime::Identity;
 use crate::collect::{
-    CollectorRun, DeepRun, ErrorCounts, ProcessSample, ReadStats, Sample, Sysctl, Thp,
+    CollectorRun, DeepRun, ErrorCounts, Host, ProcessSample, ReadStats, Sample, Sysctl, Thp,
 };
 use crate::config::Collector;
 use crate::model::groups::{groups, GroupStats};
@@ -14,8 +14,6 @@ use crate::model::kills::{Kills, Known};
 use crate::model::signals::{self, Method, ProcState, Signals};
 use crate::model::state::State;
 use crate::parse::meminfo::Meminfo;
-use crate::parse::pressure::Pressure;
-use crate::parse::vmstat::Vmstat;
 use crate::source::Reason;
 
 /// System signals that need no history.
@@ -61,11 +59,8 @@ pub struct Snapshot {
     pub collectors: Vec<CollectorRun>,
     /// Cumulative errors since start, by (collector, reason).
     pub errors: ErrorCounts,
-    pub meminfo: Option<Meminfo>,
-    pub vmstat: Option<Vmstat>,
-    pub sysctl: Option<Sysctl>,
-    pub thp: Option<Thp>,
-    pub pressure: Option<Pressure>,
+    /// What the system collectors read, as the scan gave it.
+    pub host: Host,
     pub signals: SystemSignals,
     /// Processes with memory seen by the scan (kernel threads excluded).
     pub processes_scanned: Option<u64>,
@@ -87,15 +82,12 @@ pub struct Snapshot {
     pub reads: Option<ReadStats>,
     /// The exporter's own process (`process_*`).
     pub own: Option<crate::collect::own::OwnProcess>,
-    pub cgroups: Option<Vec<(String, crate::parse::memory_stat::MemoryStat)>>,
     /// Measured hoarded bytes summed by the processes' memory cgroup (those the deep tier
     /// read and whose heap it measured).
     pub cgroup_hoarded_bytes: BTreeMap<String, u64>,
     /// OOM kills from the kernel log since start, and the latest few with their victims;
     /// `None` when the kmsg collector is off.
     pub kills: Option<Kills>,
-    /// What each collector unit read, as the scan gave it.
-    pub units: Vec<(Collector, Vec<crate::family::Family>)>,
 }
 
 /// Options of derivation.
@@ -177,11 +169,11 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
     }
 
     let mut system = system_signals(
-        sample.meminfo.as_ref(),
-        sample.thp.as_ref(),
-        sample.sysctl.as_ref(),
+        sample.host.meminfo.as_ref(),
+        sample.host.thp.as_ref(),
+        sample.host.sysctl.as_ref(),
     );
-    if let (Some(before), Some(now_p)) = (prev.pressure, sample.pressure) {
+    if let (Some(before), Some(now_p)) = (prev.pressure, sample.host.pressure) {
         let rate = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (Some(a), Some(b)) if b >= a && elapsed > 0.0 => Some(((b - a) / elapsed).min(1.0)),
             _ => None,
@@ -189,7 +181,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         system.pressure_waiting_ratio = rate(before.some_seconds, now_p.some_seconds);
         system.pressure_stalled_ratio = rate(before.full_seconds, now_p.full_seconds);
     }
-    let oom_kills = sample.vmstat.as_ref().and_then(|v| v.get("oom_kill"));
+    let oom_kills = sample.host.vmstat.as_ref().and_then(|v| v.get("oom_kill"));
     system.last_oom_kill_unix_seconds = match (prev.oom_kills, oom_kills) {
         (Some(a), Some(b)) if b > a => now,
         _ => prev.last_oom_kill_unix_seconds,
@@ -221,7 +213,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
             .plus(&sample.deep.map(|d| d.heap_walks).unwrap_or_default()),
         heap_walk_cpu_seconds_total: prev.heap_walk_cpu_seconds_total
             + sample.deep.map_or(0.0, |d| d.heap_walk_cpu_seconds),
-        pressure: sample.pressure,
+        pressure: sample.host.pressure,
         oom_kills,
         last_oom_kill_unix_seconds: system.last_oom_kill_unix_seconds,
         processes: states,
@@ -245,16 +237,10 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         deep: sample.deep,
         reads: sample.reads,
         own: sample.own,
-        cgroups: sample.cgroups,
         cgroup_hoarded_bytes,
         kills: kmsg_ran.then(|| next.kills.clone()),
-        units: sample.units,
         collectors: sample.collectors,
-        meminfo: sample.meminfo,
-        vmstat: sample.vmstat,
-        sysctl: sample.sysctl,
-        thp: sample.thp,
-        pressure: sample.pressure,
+        host: sample.host,
     };
     (next, snapshot)
 }

@@ -178,10 +178,13 @@ fn a_wall_clock_step_does_not_change_the_interval() {
     let at = |mono: u64, wall: SystemTime, some: f64| Sample {
         taken_at: Some(wall),
         started: Some(t0 + Duration::from_secs(mono)),
-        pressure: Some(Pressure {
-            some_seconds: Some(some),
-            full_seconds: Some(some / 2.0),
-        }),
+        host: crate::collect::Host {
+            pressure: Some(Pressure {
+                some_seconds: Some(some),
+                full_seconds: Some(some / 2.0),
+            }),
+            ..Default::default()
+        },
         ..sample(vec![])
     };
     let (state, _) = derive(State::default(), at(0, wall, 1.0), opts(5));
