@@ -50,8 +50,12 @@ pub enum Section {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Metric {
-    /// The full name as served: a counter's ends in `_total`, an info's in `_info`.
+    /// The full name as served: a counter's ends in `_total`, an info's in `_info`. Made by
+    /// [`metric!`](crate::metric) from the base name, the type and the unit.
     pub name: &'static str,
+    /// The name without the prefix and the suffixes of its type and unit: what
+    /// prometheus-client's descriptor takes (it adds them back).
+    pub base: &'static str,
     pub kind: Kind,
     pub unit: Unit,
     /// The labels of its samples, in order (an info's carried labels included).
@@ -63,25 +67,91 @@ pub struct Metric {
     pub help: &'static str,
 }
 
-impl Metric {
-    /// The name without the `membloat_` prefix and the suffixes the encoder adds (type and
-    /// unit): what prometheus-client's descriptor takes.
-    pub fn base(&self) -> &'static str {
-        let mut n = self.name.strip_prefix("membloat_").unwrap_or(self.name);
-        n = match self.kind {
-            Kind::Counter => n.strip_suffix("_total").unwrap_or(n),
-            Kind::Info => n.strip_suffix("_info").unwrap_or(n),
-            Kind::Gauge => n,
-        };
-        match self.unit {
-            Unit::None => n,
-            u => n
-                .strip_suffix(u.as_str())
-                .and_then(|n| n.strip_suffix('_'))
-                .unwrap_or(n),
-        }
-    }
+/// The prefix of every family but the exporter's own `process_*` ones, written here once.
+#[macro_export]
+macro_rules! prefix {
+    () => {
+        "membloat"
+    };
+}
 
+#[doc(hidden)]
+#[macro_export]
+macro_rules! unit_suffix {
+    (None) => {
+        ""
+    };
+    (Bytes) => {
+        "_bytes"
+    };
+    (Seconds) => {
+        "_seconds"
+    };
+    (Ratio) => {
+        "_ratio"
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! kind_suffix {
+    (Counter) => {
+        "_total"
+    };
+    (Gauge) => {
+        ""
+    };
+    (Info) => {
+        "_info"
+    };
+}
+
+/// A catalogue row from its base name, type and unit, which make the name as served:
+/// `metric!(membloat "scans", Counter, None, [labels], section, source, help)` serves
+/// `membloat_scans_total`; `process "cpu"` (the exporter's own, standard names) serves
+/// `process_cpu_seconds_total` without the prefix.
+#[macro_export]
+macro_rules! metric {
+    (membloat $base:literal, $kind:ident, $unit:ident, [$($label:literal),*], $section:expr,
+        $source:literal, $help:literal $(,)?) => {
+        $crate::family::Metric {
+            name: concat!(
+                $crate::prefix!(),
+                "_",
+                $base,
+                $crate::unit_suffix!($unit),
+                $crate::kind_suffix!($kind)
+            ),
+            base: $base,
+            kind: $crate::family::Kind::$kind,
+            unit: $crate::family::Unit::$unit,
+            labels: &[$($label),*],
+            section: $section,
+            source: $source,
+            help: $help,
+        }
+    };
+    (process $base:literal, $kind:ident, $unit:ident, [$($label:literal),*], $section:expr,
+        $source:literal, $help:literal $(,)?) => {
+        $crate::family::Metric {
+            name: concat!(
+                "process_",
+                $base,
+                $crate::unit_suffix!($unit),
+                $crate::kind_suffix!($kind)
+            ),
+            base: concat!("process_", $base),
+            kind: $crate::family::Kind::$kind,
+            unit: $crate::family::Unit::$unit,
+            labels: &[$($label),*],
+            section: $section,
+            source: $source,
+            help: $help,
+        }
+    };
+}
+
+impl Metric {
     /// Whether the name is a pattern with a `<key>` placeholder.
     pub fn is_pattern(&self) -> bool {
         self.name.contains("<key>")

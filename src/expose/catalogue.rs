@@ -1,5 +1,6 @@
-//! The metric catalogue: one row per family the exporter serves, with its full name as
-//! served, type, unit, labels, the file it comes from and its help text. The encoder
+//! The metric catalogue: one row per family the exporter serves, with its base name (what
+//! prometheus-client takes; the name as served is made from it, its type and its unit),
+//! type, unit, labels, the file it comes from and its help text. The encoder
 //! (`system.rs`, `processes.rs`) writes families only through these rows; docs/metrics.md
 //! and the README's summary are generated from them, and tests/catalogue.rs proves that
 //! both are current and that every family a real scrape returns has a row.
@@ -24,17 +25,11 @@ mod s {
 }
 
 macro_rules! catalogue {
-    ($($id:ident = $name:literal, $kind:ident, $unit:ident, [$($label:literal),*], $section:ident,
-        $source:literal, $help:literal;)*) => {
-        $(pub const $id: Metric = Metric {
-            name: $name,
-            kind: Kind::$kind,
-            unit: Unit::$unit,
-            labels: &[$($label),*],
-            section: s::$section,
-            source: $source,
-            help: $help,
-        };)*
+    ($($id:ident = $scope:ident $base:literal, $kind:ident, $unit:ident, [$($label:literal),*],
+        $section:ident, $source:literal, $help:literal;)*) => {
+        $(pub const $id: Metric = crate::metric!(
+            $scope $base, $kind, $unit, [$($label),*], s::$section, $source, $help
+        );)*
         /// Every row of the built-in collectors, in the order of the exposition (the
         /// units' rows are theirs: [`all`]).
         pub const ALL: &[Metric] = &[$($id),*];
@@ -43,291 +38,291 @@ macro_rules! catalogue {
 
 catalogue! {
     // The exporter's own process, named as every Prometheus client library names them.
-    OWN_CPU_SECONDS_TOTAL = "process_cpu_seconds_total", Counter, Seconds, [], EXPORTER, "/proc/self/stat",
+    OWN_CPU_SECONDS_TOTAL = process "cpu", Counter, Seconds, [], EXPORTER, "/proc/self/stat",
         "Total user and system CPU time the exporter has spent.";
-    OWN_RESIDENT_MEMORY_BYTES = "process_resident_memory_bytes", Gauge, Bytes, [], EXPORTER, "/proc/self/status",
+    OWN_RESIDENT_MEMORY_BYTES = process "resident_memory", Gauge, Bytes, [], EXPORTER, "/proc/self/status",
         "Resident memory of the exporter (VmRSS).";
-    OWN_VIRTUAL_MEMORY_BYTES = "process_virtual_memory_bytes", Gauge, Bytes, [], EXPORTER, "/proc/self/status",
+    OWN_VIRTUAL_MEMORY_BYTES = process "virtual_memory", Gauge, Bytes, [], EXPORTER, "/proc/self/status",
         "Virtual memory of the exporter (VmSize).";
-    OWN_OPEN_FDS = "process_open_fds", Gauge, None, [], EXPORTER, "/proc/self/fd",
+    OWN_OPEN_FDS = process "open_fds", Gauge, None, [], EXPORTER, "/proc/self/fd",
         "Open file descriptors of the exporter.";
-    OWN_MAX_FDS = "process_max_fds", Gauge, None, [], EXPORTER, "/proc/self/limits",
+    OWN_MAX_FDS = process "max_fds", Gauge, None, [], EXPORTER, "/proc/self/limits",
         "Soft limit on the exporter's open file descriptors.";
-    OWN_START_TIME_SECONDS = "process_start_time_seconds", Gauge, Seconds, [], EXPORTER, "/proc/self/stat",
+    OWN_START_TIME_SECONDS = process "start_time", Gauge, Seconds, [], EXPORTER, "/proc/self/stat",
         "Unix time the exporter started.";
-    BUILD_INFO = "membloat_build_info", Info, None, ["version", "revision", "branch", "builddate", "rustversion", "target"], EXPORTER, "the exporter",
+    BUILD_INFO = membloat "build", Info, None, ["version", "revision", "branch", "builddate", "rustversion", "target"], EXPORTER, "the exporter",
         "Version of membloat_exporter, the git revision and branch it was built from, the build date (UTC), the rustc version and the target triple, as --version prints them.";
-    SCANS_TOTAL = "membloat_scans_total", Counter, None, [], EXPORTER, "the exporter",
+    SCANS_TOTAL = membloat "scans", Counter, None, [], EXPORTER, "the exporter",
         "Scans of /proc completed since the exporter started.";
-    LAST_SCAN_TIMESTAMP_SECONDS = "membloat_last_scan_timestamp_seconds", Gauge, Seconds, [], EXPORTER, "the exporter",
+    LAST_SCAN_TIMESTAMP_SECONDS = membloat "last_scan_timestamp", Gauge, Seconds, [], EXPORTER, "the exporter",
         "Unix time the latest completed scan started.";
-    SCAN_DURATION_SECONDS = "membloat_scan_duration_seconds", Gauge, Seconds, [], EXPORTER, "the exporter",
+    SCAN_DURATION_SECONDS = membloat "scan_duration", Gauge, Seconds, [], EXPORTER, "the exporter",
         "Wall time the latest scan took.";
-    PROCESSES_SCANNED = "membloat_processes_scanned", Gauge, None, [], EXPORTER, "the exporter",
+    PROCESSES_SCANNED = membloat "processes_scanned", Gauge, None, [], EXPORTER, "the exporter",
         "Processes with memory (kernel threads excluded) read by the latest scan.";
-    SCRAPE_COLLECTOR_SUCCESS = "membloat_scrape_collector_success", Gauge, None, ["collector"], EXPORTER, "the exporter",
+    SCRAPE_COLLECTOR_SUCCESS = membloat "scrape_collector_success", Gauge, None, ["collector"], EXPORTER, "the exporter",
         "1 when the collector read its source in the latest scan or the kernel lacks the source (counted as unsupported in membloat_scan_errors_total), 0 when it failed.";
-    SCRAPE_COLLECTOR_DURATION_SECONDS = "membloat_scrape_collector_duration_seconds", Gauge, Seconds, ["collector"], EXPORTER, "the exporter",
+    SCRAPE_COLLECTOR_DURATION_SECONDS = membloat "scrape_collector_duration", Gauge, Seconds, ["collector"], EXPORTER, "the exporter",
         "Time the collector took in the latest scan.";
-    SCAN_ROLLUP_READS = "membloat_scan_rollup_reads", Gauge, None, [], EXPORTER, "the exporter",
+    SCAN_ROLLUP_READS = membloat "scan_rollup_reads", Gauge, None, [], EXPORTER, "the exporter",
         "Processes whose files the latest scan read again (stat, status, smaps_rollup, oom_score): new, their statm moved, or due by --collector.processes.rollup-refresh; the others were known from one read of statm.";
-    SCAN_KEPT_DESCRIPTORS = "membloat_scan_kept_descriptors", Gauge, None, [], EXPORTER, "the exporter",
+    SCAN_KEPT_DESCRIPTORS = membloat "scan_kept_descriptors", Gauge, None, [], EXPORTER, "the exporter",
         "statm files of processes kept open between scans and re-read with one pread, which tells that a process did not change and is still the same process.";
-    SCAN_UNKEPT_PROCESSES = "membloat_scan_unkept_processes", Gauge, None, [], EXPORTER, "the exporter",
+    SCAN_UNKEPT_PROCESSES = membloat "scan_unkept_processes", Gauge, None, [], EXPORTER, "the exporter",
         "Processes the latest scan read by opening their files because no statm descriptor could be kept (the open-files limit is spent): each costs about four times as much. Raise LimitNOFILE.";
-    SCAN_STALLED_PROCESSES = "membloat_scan_stalled_processes", Gauge, None, [], EXPORTER, "the exporter",
+    SCAN_STALLED_PROCESSES = membloat "scan_stalled_processes", Gauge, None, [], EXPORTER, "the exporter",
         "Processes the latest scan left behind because their read outlasted --collector.processes.read-timeout, or left out while a reader is still stuck in one of their files.";
-    SCAN_SLOWEST_PROCESS_READ_SECONDS = "membloat_scan_slowest_process_read_seconds", Gauge, Seconds, [], EXPORTER, "the exporter",
+    SCAN_SLOWEST_PROCESS_READ_SECONDS = membloat "scan_slowest_process_read", Gauge, Seconds, [], EXPORTER, "the exporter",
         "Longest time the files of one process took to read in the latest scan.";
-    SCAN_READER_THREADS = "membloat_scan_reader_threads", Gauge, None, [], EXPORTER, "the exporter",
+    SCAN_READER_THREADS = membloat "scan_reader_threads", Gauge, None, [], EXPORTER, "the exporter",
         "Threads reading /proc and /sys files, stuck ones included: --collector.processes.readers (up to 4 more) for processes, one for system files (and one more per system file stuck).";
-    DEEP_SCAN_CANDIDATES = "membloat_deep_scan_candidates", Gauge, None, [], EXPORTER, "the exporter",
+    DEEP_SCAN_CANDIDATES = membloat "deep_scan_candidates", Gauge, None, [], EXPORTER, "the exporter",
         "Processes that met the deep-tier thresholds (--collector.processes.deep-min-size) in the latest scan.";
-    DEEP_SCAN_PROCESSES = "membloat_deep_scan_processes", Gauge, None, [], EXPORTER, "the exporter",
+    DEEP_SCAN_PROCESSES = membloat "deep_scan_processes", Gauge, None, [], EXPORTER, "the exporter",
         "Processes whose /proc/PID/smaps the deep tier read in the latest scan.";
-    DEEP_SCAN_DEFERRED = "membloat_deep_scan_deferred", Gauge, None, [], EXPORTER, "the exporter",
+    DEEP_SCAN_DEFERRED = membloat "deep_scan_deferred", Gauge, None, [], EXPORTER, "the exporter",
         "Candidates due for a deep read but left for a later scan by --collector.processes.deep-budget.";
-    DEEP_SCAN_DURATION_SECONDS = "membloat_deep_scan_duration_seconds", Gauge, Seconds, [], EXPORTER, "the exporter",
+    DEEP_SCAN_DURATION_SECONDS = membloat "deep_scan_duration", Gauge, Seconds, [], EXPORTER, "the exporter",
         "Wall time of the deep tier in the latest scan.";
-    DEEP_SCAN_CPU_SECONDS = "membloat_deep_scan_cpu_seconds", Gauge, Seconds, [], EXPORTER, "the exporter",
+    DEEP_SCAN_CPU_SECONDS = membloat "deep_scan_cpu", Gauge, Seconds, [], EXPORTER, "the exporter",
         "CPU time of the deep tier in the latest scan.";
-    DEEP_CPU_SECONDS_TOTAL = "membloat_deep_cpu_seconds_total", Counter, Seconds, [], EXPORTER, "the exporter",
+    DEEP_CPU_SECONDS_TOTAL = membloat "deep_cpu", Counter, Seconds, [], EXPORTER, "the exporter",
         "CPU time of the deep tier since the exporter started.";
-    HEAP_WALK_CPU_SECONDS_TOTAL = "membloat_heap_walk_cpu_seconds_total", Counter, Seconds, [], EXPORTER, "the exporter",
+    HEAP_WALK_CPU_SECONDS_TOTAL = membloat "heap_walk_cpu", Counter, Seconds, [], EXPORTER, "the exporter",
         "CPU time of the heap walks (glibc's arenas and free lists read from process memory, and pagemap) since the exporter started; part of membloat_deep_cpu_seconds_total.";
-    HEAP_WALKS_TOTAL = "membloat_heap_walks_total", Counter, None, ["outcome"], EXPORTER, "the exporter",
+    HEAP_WALKS_TOTAL = membloat "heap_walks", Counter, None, ["outcome"], EXPORTER, "the exporter",
         "Heap walks of deep-read processes by outcome: measured; not_glibc (another allocator: hoarding stays suspected); inconsistent (the heap changed under two tries: tried again at the next scans, no hoarding figure meanwhile); budget (more free chunks than a walk may follow); unreadable (/proc/PID/mem or pagemap denied or gone); unsupported (glibc outside 2.27-2.42, a 32-bit process, or no arena that fits glibc's layout).";
-    HEAP_PENDING_PROCESSES = "membloat_heap_pending_processes", Gauge, None, [], EXPORTER, "the exporter",
+    HEAP_PENDING_PROCESSES = membloat "heap_pending_processes", Gauge, None, [], EXPORTER, "the exporter",
         "Processes whose glibc heap can be measured but whose walks so far found it changing under the read: they show no hoarding figure (neither measured nor suspected) until a walk succeeds.";
-    SCAN_ERRORS_TOTAL = "membloat_scan_errors_total", Counter, None, ["collector", "reason"], EXPORTER, "the exporter",
+    SCAN_ERRORS_TOTAL = membloat "scan_errors", Counter, None, ["collector", "reason"], EXPORTER, "the exporter",
         "Values skipped by reason: vanished (the process exited while being read), permission_denied (the exporter may not read it), malformed (unparseable or absurd), unsupported (the kernel lacks the file), io, hidden (/proc has hidepid and the exporter lacks CAP_SYS_PTRACE: other users' processes are not listed; once per scan), timeout (a read that outlasted --collector.processes.read-timeout: a process once, when it is left behind; a system collector every scan its reader is still stuck).";
-    MEMORY_TOTAL_BYTES = "membloat_memory_total_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+    MEMORY_TOTAL_BYTES = membloat "memory_total", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "MemTotal: usable RAM (/proc/meminfo).";
-    MEMORY_FREE_BYTES = "membloat_memory_free_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+    MEMORY_FREE_BYTES = membloat "memory_free", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "MemFree: unused RAM (/proc/meminfo).";
-    MEMORY_AVAILABLE_BYTES = "membloat_memory_available_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+    MEMORY_AVAILABLE_BYTES = membloat "memory_available", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "MemAvailable: memory available to new work without swapping (/proc/meminfo).";
-    MEMORY_COMMITTED_BYTES = "membloat_memory_committed_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+    MEMORY_COMMITTED_BYTES = membloat "memory_committed", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "Committed_AS: address space committed by all processes, touched or not (/proc/meminfo).";
-    MEMORY_COMMIT_LIMIT_BYTES = "membloat_memory_commit_limit_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+    MEMORY_COMMIT_LIMIT_BYTES = membloat "memory_commit_limit", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "CommitLimit: the commit limit, enforced only when vm.overcommit_memory is 2 (/proc/meminfo).";
-    SWAP_TOTAL_BYTES = "membloat_swap_total_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+    SWAP_TOTAL_BYTES = membloat "swap_total", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "SwapTotal (/proc/meminfo).";
-    SWAP_FREE_BYTES = "membloat_swap_free_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+    SWAP_FREE_BYTES = membloat "swap_free", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "SwapFree (/proc/meminfo).";
-    MEMORY_ANON_BYTES = "membloat_memory_anon_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+    MEMORY_ANON_BYTES = membloat "memory_anon", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "AnonPages: anonymous memory mapped by processes (/proc/meminfo).";
-    MEMORY_ANON_HUGE_BYTES = "membloat_memory_anon_huge_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+    MEMORY_ANON_HUGE_BYTES = membloat "memory_anon_huge", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "AnonHugePages: anonymous memory in transparent huge pages (/proc/meminfo).";
-    MEMORY_SHMEM_HUGE_BYTES = "membloat_memory_shmem_huge_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+    MEMORY_SHMEM_HUGE_BYTES = membloat "memory_shmem_huge", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "ShmemHugePages: shared memory and tmpfs in huge pages (/proc/meminfo).";
-    MEMORY_FILE_HUGE_BYTES = "membloat_memory_file_huge_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+    MEMORY_FILE_HUGE_BYTES = membloat "memory_file_huge", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "FileHugePages: page cache in huge pages (/proc/meminfo).";
-    MEMORY_HUGETLB_BYTES = "membloat_memory_hugetlb_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+    MEMORY_HUGETLB_BYTES = membloat "memory_hugetlb", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "Hugetlb: memory reserved for hugetlbfs pages (/proc/meminfo).";
-    MEMORY_PAGE_TABLES_BYTES = "membloat_memory_page_tables_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+    MEMORY_PAGE_TABLES_BYTES = membloat "memory_page_tables", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "PageTables: memory used by page tables (/proc/meminfo).";
-    COMMIT_RATIO = "membloat_commit_ratio", Gauge, Ratio, [], MEMINFO, "/proc/meminfo",
+    COMMIT_RATIO = membloat "commit", Gauge, Ratio, [], MEMINFO, "/proc/meminfo",
         "Committed_AS / CommitLimit. Above 1 is normal unless vm.overcommit_memory is 2, where allocations fail at 1; read it beside membloat_vm_overcommit_memory.";
-    COMMIT_LIMIT_REACHED = "membloat_commit_limit_reached", Gauge, None, [], MEMINFO, "/proc/meminfo, /proc/sys/vm",
+    COMMIT_LIMIT_REACHED = membloat "commit_limit_reached", Gauge, None, [], MEMINFO, "/proc/meminfo, /proc/sys/vm",
         "1 when vm.overcommit_memory is 2 and Committed_AS >= CommitLimit: new allocations fail.";
-    LAST_OOM_KILL_TIMESTAMP_SECONDS = "membloat_last_oom_kill_timestamp_seconds", Gauge, Seconds, [], VMSTAT, "/proc/vmstat",
+    LAST_OOM_KILL_TIMESTAMP_SECONDS = membloat "last_oom_kill_timestamp", Gauge, Seconds, [], VMSTAT, "/proc/vmstat",
         "Unix time of the scan that first saw /proc/vmstat oom_kill rise since the exporter started; absent until then.";
-    COMMIT_HEADROOM_BYTES = "membloat_commit_headroom_bytes", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
+    COMMIT_HEADROOM_BYTES = membloat "commit_headroom", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
         "CommitLimit - Committed_AS: memory that can still be committed in overcommit mode 2; negative is normal in modes 0 and 1.";
-    VM_OVERCOMMIT_MEMORY = "membloat_vm_overcommit_memory", Gauge, None, [], SYSCTL, "/proc/sys/vm",
+    VM_OVERCOMMIT_MEMORY = membloat "vm_overcommit_memory", Gauge, None, [], SYSCTL, "/proc/sys/vm",
         "vm.overcommit_memory: 0 heuristic, 1 always overcommit, 2 strict (CommitLimit enforced).";
-    VM_OVERCOMMIT_RATIO = "membloat_vm_overcommit_ratio", Gauge, Ratio, [], SYSCTL, "/proc/sys/vm",
+    VM_OVERCOMMIT_RATIO = membloat "vm_overcommit", Gauge, Ratio, [], SYSCTL, "/proc/sys/vm",
         "vm.overcommit_ratio as a share of RAM counted in CommitLimit (used when vm.overcommit_kbytes is 0).";
-    VM_OVERCOMMIT_BYTES = "membloat_vm_overcommit_bytes", Gauge, Bytes, [], SYSCTL, "/proc/sys/vm",
+    VM_OVERCOMMIT_BYTES = membloat "vm_overcommit", Gauge, Bytes, [], SYSCTL, "/proc/sys/vm",
         "vm.overcommit_kbytes: fixed RAM counted in CommitLimit instead of the ratio when not 0.";
-    VM_PANIC_ON_OOM = "membloat_vm_panic_on_oom", Gauge, None, [], SYSCTL, "/proc/sys/vm",
+    VM_PANIC_ON_OOM = membloat "vm_panic_on_oom", Gauge, None, [], SYSCTL, "/proc/sys/vm",
         "vm.panic_on_oom: 0 kill a process, 1 or 2 panic the kernel on out-of-memory.";
-    VM_SWAPPINESS = "membloat_vm_swappiness", Gauge, None, [], SYSCTL, "/proc/sys/vm",
+    VM_SWAPPINESS = membloat "vm_swappiness", Gauge, None, [], SYSCTL, "/proc/sys/vm",
         "vm.swappiness: preference for swapping anonymous memory over dropping page cache (0-200).";
-    THP_SETTINGS_INFO = "membloat_thp_settings_info", Info, None, ["enabled", "defrag", "shmem_enabled"], THP, "/sys/kernel/mm/transparent_hugepage",
+    THP_SETTINGS_INFO = membloat "thp_settings", Info, None, ["enabled", "defrag", "shmem_enabled"], THP, "/sys/kernel/mm/transparent_hugepage",
         "Transparent huge page modes from /sys/kernel/mm/transparent_hugepage.";
-    KHUGEPAGED_DEFRAG = "membloat_khugepaged_defrag", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+    KHUGEPAGED_DEFRAG = membloat "khugepaged_defrag", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
         "khugepaged/defrag: 1 when khugepaged may compact memory to collapse huge pages.";
-    KHUGEPAGED_MAX_PTES_NONE = "membloat_khugepaged_max_ptes_none", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+    KHUGEPAGED_MAX_PTES_NONE = membloat "khugepaged_max_ptes_none", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
         "khugepaged/max_ptes_none: empty 4 KiB pages khugepaged may fill to collapse a huge page; 511 (default) lets one touched page become 2 MiB of RSS.";
-    KHUGEPAGED_MAX_PTES_SWAP = "membloat_khugepaged_max_ptes_swap", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+    KHUGEPAGED_MAX_PTES_SWAP = membloat "khugepaged_max_ptes_swap", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
         "khugepaged/max_ptes_swap: swapped-out pages khugepaged may read back to collapse a huge page.";
-    KHUGEPAGED_MAX_PTES_SHARED = "membloat_khugepaged_max_ptes_shared", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+    KHUGEPAGED_MAX_PTES_SHARED = membloat "khugepaged_max_ptes_shared", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
         "khugepaged/max_ptes_shared: shared pages allowed in a range khugepaged collapses.";
-    KHUGEPAGED_PAGES_TO_SCAN = "membloat_khugepaged_pages_to_scan", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+    KHUGEPAGED_PAGES_TO_SCAN = membloat "khugepaged_pages_to_scan", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
         "khugepaged/pages_to_scan: pages scanned per khugepaged pass.";
-    KHUGEPAGED_SCAN_SLEEP_SECONDS = "membloat_khugepaged_scan_sleep_seconds", Gauge, Seconds, [], THP, "/sys/kernel/mm/transparent_hugepage",
+    KHUGEPAGED_SCAN_SLEEP_SECONDS = membloat "khugepaged_scan_sleep", Gauge, Seconds, [], THP, "/sys/kernel/mm/transparent_hugepage",
         "khugepaged/scan_sleep_millisecs: pause between khugepaged passes.";
-    KHUGEPAGED_ALLOC_SLEEP_SECONDS = "membloat_khugepaged_alloc_sleep_seconds", Gauge, Seconds, [], THP, "/sys/kernel/mm/transparent_hugepage",
+    KHUGEPAGED_ALLOC_SLEEP_SECONDS = membloat "khugepaged_alloc_sleep", Gauge, Seconds, [], THP, "/sys/kernel/mm/transparent_hugepage",
         "khugepaged/alloc_sleep_millisecs: pause after a failed huge page allocation.";
-    KHUGEPAGED_PAGES_COLLAPSED_TOTAL = "membloat_khugepaged_pages_collapsed_total", Counter, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+    KHUGEPAGED_PAGES_COLLAPSED_TOTAL = membloat "khugepaged_pages_collapsed", Counter, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
         "khugepaged/pages_collapsed: huge pages khugepaged made by collapsing small pages.";
-    KHUGEPAGED_FULL_SCANS_TOTAL = "membloat_khugepaged_full_scans_total", Counter, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+    KHUGEPAGED_FULL_SCANS_TOTAL = membloat "khugepaged_full_scans", Counter, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
         "khugepaged/full_scans: complete khugepaged passes over eligible memory.";
-    MTHP_SETTINGS_INFO = "membloat_mthp_settings_info", Info, None, ["enabled", "size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/enabled",
+    MTHP_SETTINGS_INFO = membloat "mthp_settings", Info, None, ["enabled", "size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/enabled",
         "Per-size transparent huge page mode from hugepages-SIZE/enabled (kernel 6.8+).";
-    MTHP_KEY_FOLIOS = "membloat_mthp_<key>_folios", Gauge, None, ["size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
+    MTHP_KEY_FOLIOS = membloat "mthp_<key>_folios", Gauge, None, ["size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
         "hugepages-SIZE/stats/nr_<key>: huge pages (folios) of this size currently in that state.";
-    MTHP_KEY_TOTAL = "membloat_mthp_<key>_total", Counter, None, ["size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
+    MTHP_KEY_TOTAL = membloat "mthp_<key>", Counter, None, ["size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
         "hugepages-SIZE/stats/<key>: events for huge pages of this size.";
-    THP_REGROWTH_RISK = "membloat_thp_regrowth_risk", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
+    THP_REGROWTH_RISK = membloat "thp_regrowth_risk", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
         "1 when THP is not `never` and khugepaged/max_ptes_none is 511: memory released with MADV_DONTNEED can grow back while a program sleeps.";
-    THP_HIDDEN_BYTES = "membloat_thp_hidden_bytes", Gauge, Bytes, [], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
+    THP_HIDDEN_BYTES = membloat "thp_hidden", Gauge, Bytes, [], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
         "Memory held in partially mapped huge pages (nr_anon_partially_mapped x size, kernel 6.12+): allocated, yet in no RSS, AnonHugePages or MemFree.";
-    VMSTAT_KEY_TOTAL = "membloat_vmstat_<key>_total", Counter, None, [], VMSTAT, "/proc/vmstat",
+    VMSTAT_KEY_TOTAL = membloat "vmstat_<key>", Counter, None, [], VMSTAT, "/proc/vmstat",
         "/proc/vmstat <key>.";
-    PRESSURE_MEMORY_WAITING_SECONDS_TOTAL = "membloat_pressure_memory_waiting_seconds_total", Counter, Seconds, [], PRESSURE, "/proc/pressure/memory some",
+    PRESSURE_MEMORY_WAITING_SECONDS_TOTAL = membloat "pressure_memory_waiting", Counter, Seconds, [], PRESSURE, "/proc/pressure/memory some",
         "Time in which at least one task stalled on memory (/proc/pressure/memory some).";
-    PRESSURE_MEMORY_STALLED_SECONDS_TOTAL = "membloat_pressure_memory_stalled_seconds_total", Counter, Seconds, [], PRESSURE, "/proc/pressure/memory full",
+    PRESSURE_MEMORY_STALLED_SECONDS_TOTAL = membloat "pressure_memory_stalled", Counter, Seconds, [], PRESSURE, "/proc/pressure/memory full",
         "Time in which all non-idle tasks stalled on memory at once (/proc/pressure/memory full).";
-    PRESSURE_MEMORY_WAITING_RATIO = "membloat_pressure_memory_waiting_ratio", Gauge, Ratio, [], PRESSURE, "/proc/pressure/memory",
+    PRESSURE_MEMORY_WAITING_RATIO = membloat "pressure_memory_waiting", Gauge, Ratio, [], PRESSURE, "/proc/pressure/memory",
         "Share of the last scan interval in which at least one task stalled on memory (PSI some).";
-    PRESSURE_MEMORY_STALLED_RATIO = "membloat_pressure_memory_stalled_ratio", Gauge, Ratio, [], PRESSURE, "/proc/pressure/memory",
+    PRESSURE_MEMORY_STALLED_RATIO = membloat "pressure_memory_stalled", Gauge, Ratio, [], PRESSURE, "/proc/pressure/memory",
         "Share of the last scan interval in which all non-idle tasks stalled on memory (PSI full).";
-    GROUPS_FOLDED = "membloat_groups_folded", Gauge, None, [], PROCESSES, "the exporter",
+    GROUPS_FOLDED = membloat "groups_folded", Gauge, None, [], PROCESSES, "the exporter",
         "Groups summed into group=\"other\" by --collector.processes.max-groups in the latest scan; above 0, raise the cap or group with a matcher file.";
-    GROUP_PROCESSES = "membloat_group_processes", Gauge, None, ["group"], PROCESSES, "/proc/PID",
+    GROUP_PROCESSES = membloat "group_processes", Gauge, None, ["group"], PROCESSES, "/proc/PID",
         "Processes in the group.";
-    GROUP_RESIDENT_BYTES = "membloat_group_resident_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
+    GROUP_RESIDENT_BYTES = membloat "group_resident", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
         "Sum of VmRSS over the group (/proc/PID/status).";
-    GROUP_RESIDENT_PEAK_BYTES = "membloat_group_resident_peak_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
+    GROUP_RESIDENT_PEAK_BYTES = membloat "group_resident_peak", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
         "Sum of VmHWM, each process's peak RSS, over the group (/proc/PID/status).";
-    GROUP_VIRTUAL_BYTES = "membloat_group_virtual_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
+    GROUP_VIRTUAL_BYTES = membloat "group_virtual", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
         "Sum of VmSize over the group (/proc/PID/status).";
-    GROUP_SWAP_BYTES = "membloat_group_swap_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
+    GROUP_SWAP_BYTES = membloat "group_swap", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
         "Sum of VmSwap over the group (/proc/PID/status).";
-    GROUP_RESIDENT_ANON_BYTES = "membloat_group_resident_anon_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
+    GROUP_RESIDENT_ANON_BYTES = membloat "group_resident_anon", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
         "Sum of RssAnon over the group (/proc/PID/status).";
-    GROUP_RESIDENT_FILE_BYTES = "membloat_group_resident_file_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
+    GROUP_RESIDENT_FILE_BYTES = membloat "group_resident_file", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
         "Sum of RssFile over the group (/proc/PID/status).";
-    GROUP_RESIDENT_SHMEM_BYTES = "membloat_group_resident_shmem_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
+    GROUP_RESIDENT_SHMEM_BYTES = membloat "group_resident_shmem", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/status",
         "Sum of RssShmem over the group (/proc/PID/status).";
-    GROUP_PSS_BYTES = "membloat_group_pss_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps_rollup",
+    GROUP_PSS_BYTES = membloat "group_pss", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps_rollup",
         "Sum of Pss over the group (/proc/PID/smaps_rollup).";
-    GROUP_ANON_HUGE_BYTES = "membloat_group_anon_huge_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps_rollup",
+    GROUP_ANON_HUGE_BYTES = membloat "group_anon_huge", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps_rollup",
         "Sum of AnonHugePages over the group (/proc/PID/smaps_rollup).";
-    GROUP_THREADS = "membloat_group_threads", Gauge, None, ["group"], PROCESSES, "/proc/PID/status",
+    GROUP_THREADS = membloat "group_threads", Gauge, None, ["group"], PROCESSES, "/proc/PID/status",
         "Sum of threads over the group (/proc/PID/status).";
-    GROUP_OOM_SCORE_MAX = "membloat_group_oom_score_max", Gauge, None, ["group"], PROCESSES, "/proc/PID/oom_score",
+    GROUP_OOM_SCORE_MAX = membloat "group_oom_score_max", Gauge, None, ["group"], PROCESSES, "/proc/PID/oom_score",
         "Highest oom_score in the group: the OOM killer picks the highest score first (/proc/PID/oom_score).";
-    GROUP_HOARDED_BYTES = "membloat_group_hoarded_bytes", Gauge, Bytes, ["group", "method"], PROCESSES, "/proc/PID/mem, pagemap, smaps",
+    GROUP_HOARDED_BYTES = membloat "group_hoarded", Gauge, Bytes, ["group", "method"], PROCESSES, "/proc/PID/mem, pagemap, smaps",
         "Sum over the group of heap memory the allocator holds free, by method: measured (resident free pages of glibc's heaps that malloc_trim(0) would give back, read by the heap walk, 0 below 16 MiB) or suspected (inferred from smaps where no walk was possible). See membloat_process_hoarded_bytes.";
-    GROUP_HEAP_MEASURED_PROCESSES = "membloat_group_heap_measured_processes", Gauge, None, ["group"], PROCESSES, "/proc/PID/mem",
+    GROUP_HEAP_MEASURED_PROCESSES = membloat "group_heap_measured_processes", Gauge, None, ["group"], PROCESSES, "/proc/PID/mem",
         "Processes of the group whose glibc heaps the latest heap walk measured (deep tier).";
-    GROUP_HEAP_FREE_BYTES = "membloat_group_heap_free_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/mem",
+    GROUP_HEAP_FREE_BYTES = membloat "group_heap_free", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/mem",
         "Sum over the measured processes of the group of free chunk bytes in glibc heaps, the top chunks included (heap walk).";
-    GROUP_HEAP_FREE_RESIDENT_BYTES = "membloat_group_heap_free_resident_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/mem, pagemap",
+    GROUP_HEAP_FREE_RESIDENT_BYTES = membloat "group_heap_free_resident", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/mem, pagemap",
         "Sum over the measured processes of the group of free glibc heap bytes in resident pages (heap walk, /proc/PID/pagemap).";
-    GROUP_HEAP_RECLAIMABLE_BYTES = "membloat_group_heap_reclaimable_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/mem, pagemap",
+    GROUP_HEAP_RECLAIMABLE_BYTES = membloat "group_heap_reclaimable", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/mem, pagemap",
         "Sum over the measured processes of the group of resident free heap pages malloc_trim(0) would give back (heap walk).";
-    GROUP_REGROWN_SINCE_TROUGH_BYTES = "membloat_group_regrown_since_trough_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps_rollup, stat",
+    GROUP_REGROWN_SINCE_TROUGH_BYTES = membloat "group_regrown_since_trough", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps_rollup, stat",
         "Sum over the group of anonymous memory that grew back in huge pages while the process was idle (khugepaged regrowth).";
-    GROUP_UNTOUCHED_COMMIT_BYTES = "membloat_group_untouched_commit_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps, status",
+    GROUP_UNTOUCHED_COMMIT_BYTES = membloat "group_untouched_commit", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps, status",
         "Sum over the group of commit charge not yet backed by RAM or swap (deep tier).";
-    GROUP_ARENA_HEAPS = "membloat_group_arena_heaps", Gauge, None, ["group"], PROCESSES, "/proc/PID/mem, smaps",
+    GROUP_ARENA_HEAPS = membloat "group_arena_heaps", Gauge, None, ["group"], PROCESSES, "/proc/PID/mem, smaps",
         "Heaps of glibc's non-main arenas in the group's processes (see membloat_process_arena_heaps; deep tier).";
-    GROUP_ARENA_RESERVED_BYTES = "membloat_group_arena_reserved_bytes", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps",
+    GROUP_ARENA_RESERVED_BYTES = membloat "group_arena_reserved", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps",
         "Address space the group's glibc arena heaps reserve, 64 MiB each (deep tier).";
-    CGROUP_INFO = "membloat_cgroup_info", Info, None, ["cgroup", "pod_uid", "container_id", "runtime", "qos_class", "systemd_unit"], CGROUP, "the cgroup path",
+    CGROUP_INFO = membloat "cgroup", Info, None, ["cgroup", "pod_uid", "container_id", "runtime", "qos_class", "systemd_unit"], CGROUP, "the cgroup path",
         "Who owns a cgroup, read from its path (cgroup v1 and v2, cgroupfs and systemd drivers, containerd, CRI-O and Docker): the pod UID and container ID as kube-state-metrics writes them (the container ID without its runtime:// scheme), the QoS class, or the systemd unit. Only cgroups whose path names one of them.";
-    CGROUP_ANON_BYTES = "membloat_cgroup_anon_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",
+    CGROUP_ANON_BYTES = membloat "cgroup_anon", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",
         "Anonymous memory of a memory cgroup (container): memory.stat rss on cgroup v1 (own processes), anon on v2 (leaf cgroups).";
-    CGROUP_ANON_HUGE_BYTES = "membloat_cgroup_anon_huge_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",
+    CGROUP_ANON_HUGE_BYTES = membloat "cgroup_anon_huge", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",
         "Anonymous memory of a memory cgroup in transparent huge pages: memory.stat rss_huge on v1, anon_thp on v2.";
-    CGROUP_MEMORY_USAGE_BYTES = "membloat_cgroup_memory_usage_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.current, memory.usage_in_bytes",
+    CGROUP_MEMORY_USAGE_BYTES = membloat "cgroup_memory_usage", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.current, memory.usage_in_bytes",
         "Memory charged to a memory cgroup (container): memory.current on v2, memory.usage_in_bytes on v1; page cache included.";
-    CGROUP_MEMORY_LIMIT_BYTES = "membloat_cgroup_memory_limit_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.max, memory.limit_in_bytes",
+    CGROUP_MEMORY_LIMIT_BYTES = membloat "cgroup_memory_limit", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.max, memory.limit_in_bytes",
         "The memory cgroup's limit: memory.max on v2, memory.limit_in_bytes on v1; absent when unlimited.";
-    CGROUP_WORKING_SET_BYTES = "membloat_cgroup_working_set_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat, memory.current, memory.usage_in_bytes",
+    CGROUP_WORKING_SET_BYTES = membloat "cgroup_working_set", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat, memory.current, memory.usage_in_bytes",
         "Usage less inactive page cache (inactive_file on v2, total_inactive_file on v1): the working set the kubelet evicts by and kubectl top shows; near the limit, the OOM killer is near.";
-    CGROUP_HOARDED_BYTES = "membloat_cgroup_hoarded_bytes", Gauge, Bytes, ["cgroup"], CGROUP, "/proc/PID/mem, pagemap, cgroup (the heap walk)",
+    CGROUP_HOARDED_BYTES = membloat "cgroup_hoarded", Gauge, Bytes, ["cgroup"], CGROUP, "/proc/PID/mem, pagemap, cgroup (the heap walk)",
         "Freed memory the glibc allocators of the cgroup's processes hold and malloc_trim would return, measured by the heap walk and summed by memory cgroup (cgroups with some only): the share of a container's usage its allocators would give back.";
-    CGROUP_OOM_KILLS_TOTAL = "membloat_cgroup_oom_kills_total", Counter, None, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.events, memory.oom_control",
+    CGROUP_OOM_KILLS_TOTAL = membloat "cgroup_oom_kills", Counter, None, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.events, memory.oom_control",
         "Processes of the cgroup killed by the OOM killer, for the host's OOM or the cgroup's limit alike (memory.events oom_kill on v2, memory.oom_control oom_kill on v1).";
-    CGROUP_LIMIT_OOMS_TOTAL = "membloat_cgroup_limit_ooms_total", Counter, None, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.events",
+    CGROUP_LIMIT_OOMS_TOTAL = membloat "cgroup_limit_ooms", Counter, None, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.events",
         "Times the cgroup reached its memory limit and the OOM killer ran inside it (memory.events oom; cgroup v2 only): OOM kills of a container's own limit, not the host's.";
-    OOM_KILLS_TOTAL = "membloat_oom_kills_total", Counter, None, ["constraint", "group"], KMSG, "/dev/kmsg",
+    OOM_KILLS_TOTAL = membloat "oom_kills", Counter, None, ["constraint", "group"], KMSG, "/dev/kmsg",
         "OOM kills the kernel logged since the exporter started, by what limited the allocation (host, memory_cgroup, cpuset, mempolicy; unknown on kernels that do not say) and the victim's group (unknown when no scan saw it; other past --collector.processes.max-groups groups). Kills before the exporter started are not counted.";
-    OOM_LAST_VICTIM_INFO = "membloat_oom_last_victim_info", Info, None, ["pid", "comm", "constraint", "group", "memory_cgroup", "allocator", "runtime"], KMSG, "/dev/kmsg, and the victim's last scan",
+    OOM_LAST_VICTIM_INFO = membloat "oom_last_victim", Info, None, ["pid", "comm", "constraint", "group", "memory_cgroup", "allocator", "runtime"], KMSG, "/dev/kmsg, and the victim's last scan",
         "The latest process the OOM killer killed: its pid and name as the kernel logged them, the constraint, its group, memory cgroup (pod, container), allocator and runtime as the exporter knew them (empty when unknown). One series: it is replaced by the next kill.";
-    OOM_LAST_VICTIM_TIMESTAMP_SECONDS = "membloat_oom_last_victim_timestamp_seconds", Gauge, Seconds, [], KMSG, "/dev/kmsg, /proc/stat btime",
+    OOM_LAST_VICTIM_TIMESTAMP_SECONDS = membloat "oom_last_victim_timestamp", Gauge, Seconds, [], KMSG, "/dev/kmsg, /proc/stat btime",
         "Unix time of the latest OOM kill the kernel logged (boot time plus the record's time).";
-    OOM_LAST_VICTIM_KILLED_BYTES = "membloat_oom_last_victim_killed_bytes", Gauge, Bytes, ["kind"], KMSG, "/dev/kmsg",
+    OOM_LAST_VICTIM_KILLED_BYTES = membloat "oom_last_victim_killed", Gauge, Bytes, ["kind"], KMSG, "/dev/kmsg",
         "The latest victim's memory as the kernel counted it when it killed it: total_vm, anon_rss, file_rss, shmem_rss, pgtables (the kinds its kernel prints).";
-    OOM_LAST_VICTIM_MEASURED_BYTES = "membloat_oom_last_victim_measured_bytes", Gauge, Bytes, ["kind"], KMSG, "the victim's last scan",
+    OOM_LAST_VICTIM_MEASURED_BYTES = membloat "oom_last_victim_measured", Gauge, Bytes, ["kind"], KMSG, "the victim's last scan",
         "What the exporter had measured of the latest victim at its last scan before the kill: rss, rss_anon, swap, hoarded (measured by the heap walk), hoarded_suspected, arena_reserved, regrown, untouched_commit (the kinds it knew); absent when no scan saw it.";
-    OOM_LAST_VICTIM_MEASURED_TIMESTAMP_SECONDS = "membloat_oom_last_victim_measured_timestamp_seconds", Gauge, Seconds, [], KMSG, "the victim's last scan",
+    OOM_LAST_VICTIM_MEASURED_TIMESTAMP_SECONDS = membloat "oom_last_victim_measured_timestamp", Gauge, Seconds, [], KMSG, "the victim's last scan",
         "Unix time of the scan that last read the latest victim; absent when no scan saw it.";
-    PROCESS_RESIDENT_BYTES = "membloat_process_resident_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+    PROCESS_RESIDENT_BYTES = membloat "process_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
         "VmRSS of a top process (/proc/PID/status).";
-    PROCESS_RESIDENT_PEAK_BYTES = "membloat_process_resident_peak_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+    PROCESS_RESIDENT_PEAK_BYTES = membloat "process_resident_peak", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
         "VmHWM, the peak RSS, of a top process (/proc/PID/status).";
-    PROCESS_VIRTUAL_BYTES = "membloat_process_virtual_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+    PROCESS_VIRTUAL_BYTES = membloat "process_virtual", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
         "VmSize of a top process (/proc/PID/status).";
-    PROCESS_SWAP_BYTES = "membloat_process_swap_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+    PROCESS_SWAP_BYTES = membloat "process_swap", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
         "VmSwap of a top process (/proc/PID/status).";
-    PROCESS_RESIDENT_ANON_BYTES = "membloat_process_resident_anon_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+    PROCESS_RESIDENT_ANON_BYTES = membloat "process_resident_anon", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
         "RssAnon of a top process (/proc/PID/status).";
-    PROCESS_RESIDENT_FILE_BYTES = "membloat_process_resident_file_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+    PROCESS_RESIDENT_FILE_BYTES = membloat "process_resident_file", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
         "RssFile of a top process (/proc/PID/status).";
-    PROCESS_RESIDENT_SHMEM_BYTES = "membloat_process_resident_shmem_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+    PROCESS_RESIDENT_SHMEM_BYTES = membloat "process_resident_shmem", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
         "RssShmem of a top process (/proc/PID/status).";
-    PROCESS_PSS_BYTES = "membloat_process_pss_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup",
+    PROCESS_PSS_BYTES = membloat "process_pss", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup",
         "Pss of a top process (/proc/PID/smaps_rollup).";
-    PROCESS_ANON_HUGE_BYTES = "membloat_process_anon_huge_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup",
+    PROCESS_ANON_HUGE_BYTES = membloat "process_anon_huge", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup",
         "AnonHugePages of a top process (/proc/PID/smaps_rollup).";
-    PROCESS_THREADS = "membloat_process_threads", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+    PROCESS_THREADS = membloat "process_threads", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/status",
         "Threads of a top process (/proc/PID/status).";
-    PROCESS_THP_ENABLED = "membloat_process_thp_enabled", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/status THP_enabled, kernel 6.x",
+    PROCESS_THP_ENABLED = membloat "process_thp_enabled", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/status THP_enabled, kernel 6.x",
         "0 when the process disabled THP with PR_SET_THP_DISABLE, else 1 (/proc/PID/status THP_enabled, kernel 6.x).";
-    PROCESS_OOM_SCORE = "membloat_process_oom_score", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/oom_score",
+    PROCESS_OOM_SCORE = membloat "process_oom_score", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/oom_score",
         "oom_score of a top process: the OOM killer picks the highest first (/proc/PID/oom_score).";
-    PROCESS_OOM_SCORE_ADJ = "membloat_process_oom_score_adj", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/oom_score_adj",
+    PROCESS_OOM_SCORE_ADJ = membloat "process_oom_score_adj", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/oom_score_adj",
         "oom_score_adj of a top process, -1000 (never killed) to 1000 (/proc/PID/oom_score_adj).";
-    PROCESS_OOM_RANK = "membloat_process_oom_rank", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/oom_score",
+    PROCESS_OOM_RANK = membloat "process_oom_rank", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/oom_score",
         "Place in the OOM killer's order among all processes: 1 is killed first (highest oom_score).";
-    PROCESS_START_TIME_SECONDS = "membloat_process_start_time_seconds", Gauge, Seconds, ["pid", "comm"], PROCESSES, "/proc/PID/stat, /proc/stat",
+    PROCESS_START_TIME_SECONDS = membloat "process_start_time", Gauge, Seconds, ["pid", "comm"], PROCESSES, "/proc/PID/stat, /proc/stat",
         "Unix time a top process started (/proc/PID/stat and btime).";
-    PROCESS_CPU_SECONDS_TOTAL = "membloat_process_cpu_seconds_total", Counter, Seconds, ["pid", "comm"], PROCESSES, "/proc/PID/stat",
+    PROCESS_CPU_SECONDS_TOTAL = membloat "process_cpu", Counter, Seconds, ["pid", "comm"], PROCESSES, "/proc/PID/stat",
         "User plus system CPU time of a top process (/proc/PID/stat).";
-    PROCESS_IDLE = "membloat_process_idle", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/stat",
+    PROCESS_IDLE = membloat "process_idle", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/stat",
         "1 when the process used no CPU over the last scan interval (under 1 %).";
-    PROCESS_RETAINED_PEAK_RATIO = "membloat_process_retained_peak_ratio", Gauge, Ratio, ["pid", "comm"], PROCESSES, "/proc/PID/status",
+    PROCESS_RETAINED_PEAK_RATIO = membloat "process_retained_peak", Gauge, Ratio, ["pid", "comm"], PROCESSES, "/proc/PID/status",
         "VmRSS / VmHWM: how much of its peak the process still holds.";
-    PROCESS_HEAP_RESIDENT_BYTES = "membloat_process_heap_resident_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
+    PROCESS_HEAP_RESIDENT_BYTES = membloat "process_heap_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
         "Rss of the brk heap plus glibc arena heaps (deep tier, /proc/PID/smaps).";
-    PROCESS_HEAP_SIZE_BYTES = "membloat_process_heap_size_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
+    PROCESS_HEAP_SIZE_BYTES = membloat "process_heap_size", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
         "Size of the brk heap plus glibc arena heaps; Size far above Rss means the heap was trimmed (deep tier).";
-    PROCESS_HOARDED_BYTES = "membloat_process_hoarded_bytes", Gauge, Bytes, ["pid", "comm", "method"], PROCESSES, "/proc/PID/mem, pagemap, smaps",
+    PROCESS_HOARDED_BYTES = membloat "process_hoarded", Gauge, Bytes, ["pid", "comm", "method"], PROCESSES, "/proc/PID/mem, pagemap, smaps",
         "Heap memory the allocator holds free. method=\"measured\": resident pages of glibc's free chunks that malloc_trim(0) would give back, counted from glibc's free lists (0 below 16 MiB); absent while a walkable heap is not yet measured (membloat_heap_pending_processes). method=\"suspected\" (no walk possible: other allocator, walk off, no privilege, unsupported glibc): the heap's Rss when it is >= 64 MiB and >= half of RssAnon, RSS >= 0.8 x peak, heap not trimmed and the process idle; /proc alone cannot tell free chunks from live data.";
-    PROCESS_HEAP_FREE_BYTES = "membloat_process_heap_free_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
+    PROCESS_HEAP_FREE_BYTES = membloat "process_heap_free", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
         "Free chunk bytes in the process's glibc heaps, the top chunk included, by heap (main: the brk heap; arena: other threads' heaps). Heap walk of /proc/PID/mem.";
-    PROCESS_HEAP_FREE_RESIDENT_BYTES = "membloat_process_heap_free_resident_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem, pagemap",
+    PROCESS_HEAP_FREE_RESIDENT_BYTES = membloat "process_heap_free_resident", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem, pagemap",
         "The part of membloat_process_heap_free_bytes in resident pages: what the host loses (/proc/PID/pagemap).";
-    PROCESS_HEAP_RECLAIMABLE_BYTES = "membloat_process_heap_reclaimable_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem, pagemap",
+    PROCESS_HEAP_RECLAIMABLE_BYTES = membloat "process_heap_reclaimable", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem, pagemap",
         "Resident pages wholly inside free chunks (past each chunk's header): what malloc_trim(0) would give back to the kernel. The hoarding figure when measured.";
-    PROCESS_HEAP_TOP_BYTES = "membloat_process_heap_top_bytes", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
+    PROCESS_HEAP_TOP_BYTES = membloat "process_heap_top", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
         "The top chunks: free space at the end of the arenas' current heaps (heap walk).";
-    PROCESS_HEAP_FREE_CHUNKS = "membloat_process_heap_free_chunks", Gauge, None, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
+    PROCESS_HEAP_FREE_CHUNKS = membloat "process_heap_free_chunks", Gauge, None, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
         "Free chunks on glibc's free lists (fastbins, unsorted, small and large bins; mallinfo2's ordblks + smblks less the top chunks), by heap.";
-    PROCESS_ALLOCATOR_INFO = "membloat_process_allocator_info", Info, None, ["allocator", "runtime", "version", "pid", "comm"], PROCESSES, "/proc/PID/smaps, exe",
+    PROCESS_ALLOCATOR_INFO = membloat "process_allocator", Info, None, ["allocator", "runtime", "version", "pid", "comm"], PROCESSES, "/proc/PID/smaps, exe",
         "The process's allocator (glibc, jemalloc, tcmalloc, mimalloc, musl, go, static) and runtime (native, go, jvm, python, node; version: Go's from the binary's build info), from its mappings and executable (deep tier).";
-    PROCESS_ARENA_HEAPS = "membloat_process_arena_heaps", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/mem, smaps",
+    PROCESS_ARENA_HEAPS = membloat "process_arena_heaps", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/mem, smaps",
         "Heaps of glibc's non-main arenas: from glibc's ring of arenas and heap_info headers when the heap walk measured the process, else from the maps' shape (64 MiB-aligned anonymous heaps, merged neighbours counted; deep tier).";
-    PROCESS_ARENA_RESERVED_BYTES = "membloat_process_arena_reserved_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
+    PROCESS_ARENA_RESERVED_BYTES = membloat "process_arena_reserved", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
         "Address space the glibc arena heaps reserve, 64 MiB each (deep tier).";
-    PROCESS_ARENA_AT_CEILING = "membloat_process_arena_at_ceiling", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/mem, smaps",
+    PROCESS_ARENA_AT_CEILING = membloat "process_arena_at_ceiling", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/mem, smaps",
         "1 when the process has glibc's most arenas: 8 arenas per online CPU, the main one included (counted from glibc's ring of arenas when measured, else estimated from its heaps; deep tier).";
-    PROCESS_COMMIT_BYTES = "membloat_process_commit_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
+    PROCESS_COMMIT_BYTES = membloat "process_commit", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
         "Commit charge: Size of the mappings charged to the commit limit (VmFlags ac), touched or not (deep tier).";
-    PROCESS_UNTOUCHED_COMMIT_BYTES = "membloat_process_untouched_commit_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps, status",
+    PROCESS_UNTOUCHED_COMMIT_BYTES = membloat "process_untouched_commit", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps, status",
         "Commit charge minus RssAnon and VmSwap: memory that can still become RSS and that oom_score does not count (deep tier).";
-    PROCESS_REGROWN_SINCE_TROUGH_BYTES = "membloat_process_regrown_since_trough_bytes", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup, stat",
+    PROCESS_REGROWN_SINCE_TROUGH_BYTES = membloat "process_regrown_since_trough", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup, stat",
         "Anonymous memory that grew back in huge pages while the process was idle and its mappings unchanged, since its lowest point (khugepaged regrowth).";
-    PROCESS_REGROWN_BYTES_TOTAL = "membloat_process_regrown_bytes_total", Counter, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup, stat",
+    PROCESS_REGROWN_BYTES_TOTAL = membloat "process_regrown", Counter, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup, stat",
         "All anonymous memory that grew back in huge pages while the process was idle, since the exporter first saw it.";
-    PROCESS_THP_ANON_RATIO = "membloat_process_thp_anon_ratio", Gauge, Ratio, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup, status",
+    PROCESS_THP_ANON_RATIO = membloat "process_thp_anon", Gauge, Ratio, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup, status",
         "AnonHugePages / RssAnon: the share of anonymous memory in transparent huge pages.";
 }
 

@@ -29,8 +29,8 @@ use prometheus_client::registry::{Registry, Unit as PromUnit};
 use crate::model::derive::Snapshot;
 use catalogue::*;
 
-/// Every metric starts with this.
-pub const PREFIX: &str = "membloat";
+/// Every family but the exporter's own `process_*` starts with this (`family::prefix!`).
+pub const PREFIX: &str = crate::prefix!();
 
 /// A sample value (the one `family` defines for units too); integers stay integers.
 use crate::family::Value as Num;
@@ -61,12 +61,12 @@ fn unit(m: &Metric) -> Option<PromUnit> {
 
 impl<'b> Families<'_, 'b> {
     fn family(&mut self, m: &Metric, rows: Vec<(Labels, Num)>) -> fmt::Result {
-        self.named(m, m.base(), m.help, rows)
+        self.named(m, m.base, m.help, rows)
     }
 
     /// A family of a pattern row (`<key>` in its name), one per key the kernel prints.
     fn keyed(&mut self, m: &Metric, key: &str, rows: Vec<(Labels, Num)>) -> fmt::Result {
-        let name = m.base().replace("<key>", key);
+        let name = m.base.replace("<key>", key);
         let help = m.help.replace("<key>", key);
         self.named(m, &name, &help, rows)
     }
@@ -107,7 +107,7 @@ impl<'b> Families<'_, 'b> {
     /// The descriptor of an info family whose samples carry labels of their own.
     fn descriptor(&mut self, m: &Metric) -> Result<MetricEncoder<'_>, fmt::Error> {
         self.enc
-            .encode_descriptor(m.base(), m.help, None, MetricType::Info)
+            .encode_descriptor(m.base, m.help, None, MetricType::Info)
     }
 
     fn info(&mut self, m: &Metric, labels: Labels) -> fmt::Result {

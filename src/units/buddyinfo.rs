@@ -4,7 +4,7 @@
 //! small pages (`thp_fault_fallback`), and khugepaged collapse fail.
 
 use crate::config::Collector;
-use crate::family::{Family, Kind, Metric, Section, Unit as MetricUnit, Value};
+use crate::family::{Family, Metric, Section, Value};
 use crate::parse::ParseError;
 use crate::source::Reason;
 
@@ -20,24 +20,24 @@ pub const UNIT: Unit = Unit {
 const SECTION: Section = Section::Of(Collector::Unit("buddyinfo"));
 
 const ROWS: [Metric; 2] = [
-    Metric {
-        name: "membloat_buddyinfo_free_bytes",
-        kind: Kind::Gauge,
-        unit: MetricUnit::Bytes,
-        labels: &["node", "zone"],
-        section: SECTION,
-        source: "/proc/buddyinfo",
-        help: "Free memory of a zone as the buddy allocator holds it: its free blocks of every order times their size.",
-    },
-    Metric {
-        name: "membloat_buddyinfo_free_huge_capable_bytes",
-        kind: Kind::Gauge,
-        unit: MetricUnit::Bytes,
-        labels: &["node", "zone"],
-        section: SECTION,
-        source: "/proc/buddyinfo, /sys/kernel/mm/transparent_hugepage/hpage_pmd_size",
-        help: "Free memory of a zone in blocks at least a transparent huge page large (order 9 with 4 KiB pages): what a huge page can be taken from without compaction. Much free memory but little here is fragmentation: THP faults compact or fall back to small pages.",
-    },
+    crate::metric!(
+        membloat "buddyinfo_free",
+        Gauge,
+        Bytes,
+        ["node", "zone"],
+        SECTION,
+        "/proc/buddyinfo",
+        "Free memory of a zone as the buddy allocator holds it: its free blocks of every order times their size.",
+    ),
+    crate::metric!(
+        membloat "buddyinfo_free_huge_capable",
+        Gauge,
+        Bytes,
+        ["node", "zone"],
+        SECTION,
+        "/proc/buddyinfo, /sys/kernel/mm/transparent_hugepage/hpage_pmd_size",
+        "Free memory of a zone in blocks at least a transparent huge page large (order 9 with 4 KiB pages): what a huge page can be taken from without compaction. Much free memory but little here is fragmentation: THP faults compact or fall back to small pages.",
+    ),
 ];
 
 /// A zone's free blocks by order, as one line of /proc/buddyinfo gives them.

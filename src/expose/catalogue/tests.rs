@@ -32,7 +32,7 @@ fn names_are_unique_prefixed_and_end_as_their_type_and_unit_say() {
             );
         }
         // The base the encoder gives prometheus-client rebuilds the full name.
-        let mut rebuilt = format!("{prefix}{}", m.base());
+        let mut rebuilt = format!("{prefix}{}", m.base);
         if m.unit != Unit::None {
             rebuilt = format!("{rebuilt}_{}", m.unit.as_str());
         }
@@ -90,17 +90,17 @@ fn share(x: f64) -> &'static str {
 }
 
 #[test]
-fn base_strips_prefix_type_and_unit_only() {
-    assert_eq!(SCANS_TOTAL.base(), "scans");
+fn the_base_is_the_name_without_prefix_type_and_unit() {
+    assert_eq!(SCANS_TOTAL.base, "scans");
     assert_eq!(
-        PRESSURE_MEMORY_WAITING_SECONDS_TOTAL.base(),
+        PRESSURE_MEMORY_WAITING_SECONDS_TOTAL.base,
         "pressure_memory_waiting"
     );
     assert_eq!(
-        PRESSURE_MEMORY_WAITING_RATIO.base(),
+        PRESSURE_MEMORY_WAITING_RATIO.base,
         "pressure_memory_waiting"
     );
-    assert_eq!(BUILD_INFO.base(), "build");
-    assert_eq!(PROCESS_HEAP_FREE_CHUNKS.base(), "process_heap_free_chunks");
-    assert_eq!(VMSTAT_KEY_TOTAL.base(), "vmstat_<key>");
+    assert_eq!(BUILD_INFO.base, "build");
+    assert_eq!(PROCESS_HEAP_FREE_CHUNKS.base, "process_heap_free_chunks");
+    assert_eq!(VMSTAT_KEY_TOTAL.base, "vmstat_<key>");
 }
