@@ -155,17 +155,7 @@ fn read_process_files(
     let reread = !stuck
         && (standing != Standing::Unchanged || known.is_some_and(|k| k.reading.rollup.is_none()));
     let rollup = if reread {
-        read.rollup_read = true;
-        step::at(at, step::File::SmapsRollup);
-        match source.read_pid(pid, "smaps_rollup", &mut bufs.main) {
-            Ok(text) => parsed(read, pid, "smaps_rollup", SmapsRollup::parse(text)),
-            Err(ReadError::Gone(_)) => return Err(Reason::Vanished),
-            // Another user's process without CAP_SYS_PTRACE: keep what status showed.
-            Err(e) => {
-                read.rollup_error = Some(e.process_reason());
-                None
-            }
-        }
+        read_rollup(ctx, bufs, at, pid, read)?
     } else {
         known.and_then(|k| k.reading.rollup)
     };
@@ -178,9 +168,7 @@ fn read_process_files(
             (-1000..=1000)
                 .contains(&adj)
                 .then_some(adj)
-                .ok_or(parse::ParseError::Malformed(
-                    "oom_score_adj out of -1000..=1000",
-                ))
+                .ok_or(ParseError::Malformed("oom_score_adj out of -1000..=1000"))
         })
     })?;
     // oom_score is a function of RSS, swap, page tables and oom_score_adj (and of RAM and
@@ -200,31 +188,9 @@ fn read_process_files(
     let regroup = standing == Standing::New
         || (due && !stuck)
         || known.is_some_and(|k| k.reading.comm != stat.comm);
-    let group = match (&*ctx.grouping, known) {
-        (Grouping::Comm, _) => Some(stat.comm.clone()),
-        (_, Some(k)) if !regroup => k.reading.group.clone(),
-        (Grouping::Cgroup, _) => {
-            step::at(at, step::File::Cgroup);
-            let group = source.parse_pid(pid, "cgroup", &mut bufs.main, |t| {
-                // No memory controller line (a controller not mounted): no cgroup.
-                Ok(cgroup::memory_cgroup(t).unwrap_or("").to_string())
-            })?;
-            Some(group)
-        }
-        (Grouping::Matcher(m), _) => {
-            let cmdline = if m.needs_cmdline() && !stuck {
-                step::at(at, step::File::Cmdline);
-                source
-                    .read_pid(pid, "cmdline", &mut bufs.aux)
-                    .map_err(|e| e.process_reason())?
-            } else {
-                ""
-            };
-            m.group(&Candidate {
-                comm: &stat.comm,
-                cmdline,
-            })
-        }
+    let group = match known {
+        Some(k) if !regroup && !matches!(*ctx.grouping, Grouping::Comm) => k.reading.group.clone(),
+        _ => group_of(ctx, bufs, at, pid, &stat.comm, stuck)?,
     };
     let cpu_ticks = cpu_ticks(&stat);
     let reading = Reading {
@@ -275,4 +241,59 @@ fn parsed<T>(read: &mut ProcessRead, pid: u32, file: &str, r: Result<T, ParseErr
             None
         }
     }
+}
+
+/// `smaps_rollup`, read again: `None` when it is empty, malformed (counted) or denied
+/// (another user's process without `CAP_SYS_PTRACE`: what `status` showed stands).
+fn read_rollup(
+    ctx: &ReadContext,
+    bufs: &mut Buffers,
+    at: &pool::Step,
+    pid: u32,
+    read: &mut ProcessRead,
+) -> Result<Option<SmapsRollup>, Reason> {
+    read.rollup_read = true;
+    step::at(at, step::File::SmapsRollup);
+    match ctx.source.read_pid(pid, "smaps_rollup", &mut bufs.main) {
+        Ok(text) => Ok(parsed(read, pid, "smaps_rollup", SmapsRollup::parse(text))),
+        Err(ReadError::Gone(_)) => Err(Reason::Vanished),
+        Err(e) => {
+            read.rollup_error = Some(e.process_reason());
+            Ok(None)
+        }
+    }
+}
+
+/// The group of a process, as `--collector.processes.group-by` says: its name, its memory
+/// cgroup, or what the matcher file makes of its name and command line (`None` when
+/// nothing matched). A reader stuck in its mmap lock does not read `cmdline` again.
+fn group_of(
+    ctx: &ReadContext,
+    bufs: &mut Buffers,
+    at: &pool::Step,
+    pid: u32,
+    comm: &str,
+    stuck: bool,
+) -> Result<Option<String>, Reason> {
+    Ok(match &*ctx.grouping {
+        Grouping::Comm => Some(comm.to_string()),
+        Grouping::Cgroup => {
+            step::at(at, step::File::Cgroup);
+            Some(ctx.source.parse_pid(pid, "cgroup", &mut bufs.main, |t| {
+                // No memory controller line (a controller not mounted): no cgroup.
+                Ok(cgroup::memory_cgroup(t).unwrap_or("").to_string())
+            })?)
+        }
+        Grouping::Matcher(m) => {
+            let cmdline = if m.needs_cmdline() && !stuck {
+                step::at(at, step::File::Cmdline);
+                ctx.source
+                    .read_pid(pid, "cmdline", &mut bufs.aux)
+                    .map_err(|e| e.process_reason())?
+            } else {
+                ""
+            };
+            m.group(&Candidate { comm, cmdline })
+        }
+    })
 }
