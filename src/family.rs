@@ -112,35 +112,21 @@ macro_rules! kind_suffix {
 /// `process_cpu_seconds_total` without the prefix.
 #[macro_export]
 macro_rules! metric {
-    (membloat $base:literal, $kind:ident, $unit:ident, [$($label:literal),*], $section:expr,
-        $source:literal, $help:literal $(,)?) => {
-        $crate::family::Metric {
-            name: concat!(
-                $crate::prefix!(),
-                "_",
-                $base,
-                $crate::unit_suffix!($unit),
-                $crate::kind_suffix!($kind)
-            ),
-            base: $base,
-            kind: $crate::family::Kind::$kind,
-            unit: $crate::family::Unit::$unit,
-            labels: &[$($label),*],
-            section: $section,
-            source: $source,
-            help: $help,
-        }
+    (membloat $base:literal, $kind:ident, $unit:ident, $($row:tt)*) => {
+        $crate::metric!(@row concat!(
+            $crate::prefix!(), "_", $base, $crate::unit_suffix!($unit), $crate::kind_suffix!($kind)
+        ), $base, $kind, $unit, $($row)*)
     };
-    (process $base:literal, $kind:ident, $unit:ident, [$($label:literal),*], $section:expr,
-        $source:literal, $help:literal $(,)?) => {
+    (process $base:literal, $kind:ident, $unit:ident, $($row:tt)*) => {
+        $crate::metric!(@row concat!(
+            "process_", $base, $crate::unit_suffix!($unit), $crate::kind_suffix!($kind)
+        ), concat!("process_", $base), $kind, $unit, $($row)*)
+    };
+    (@row $name:expr, $base:expr, $kind:ident, $unit:ident, [$($label:literal),*],
+        $section:expr, $source:literal, $help:literal $(,)?) => {
         $crate::family::Metric {
-            name: concat!(
-                "process_",
-                $base,
-                $crate::unit_suffix!($unit),
-                $crate::kind_suffix!($kind)
-            ),
-            base: concat!("process_", $base),
+            name: $name,
+            base: $base,
             kind: $crate::family::Kind::$kind,
             unit: $crate::family::Unit::$unit,
             labels: &[$($label),*],
