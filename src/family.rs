@@ -51,7 +51,7 @@ pub enum Section {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Metric {
     /// The full name as served: a counter's ends in `_total`, an info's in `_info`. Made by
-    /// [`metric!`](crate::metric) from the base name, the type and the unit.
+    /// `metric!` from the base name, the type and the unit.
     pub name: &'static str,
     /// The name without the prefix and the suffixes of its type and unit: what
     /// prometheus-client's descriptor takes (it adds them back).
@@ -68,15 +68,12 @@ pub struct Metric {
 }
 
 /// The prefix of every family but the exporter's own `process_*` ones, written here once.
-#[macro_export]
 macro_rules! prefix {
     () => {
         "membloat"
     };
 }
 
-#[doc(hidden)]
-#[macro_export]
 macro_rules! unit_suffix {
     (None) => {
         ""
@@ -92,8 +89,6 @@ macro_rules! unit_suffix {
     };
 }
 
-#[doc(hidden)]
-#[macro_export]
 macro_rules! kind_suffix {
     (Counter) => {
         "_total"
@@ -110,16 +105,15 @@ macro_rules! kind_suffix {
 /// `metric!(membloat "scans", Counter, None, [labels], section, source, help)` serves
 /// `membloat_scans_total`; `process "cpu"` (the exporter's own, standard names) serves
 /// `process_cpu_seconds_total` without the prefix.
-#[macro_export]
 macro_rules! metric {
     (membloat $base:literal, $kind:ident, $unit:ident, $($row:tt)*) => {
-        $crate::metric!(@row concat!(
-            $crate::prefix!(), "_", $base, $crate::unit_suffix!($unit), $crate::kind_suffix!($kind)
+        $crate::family::metric!(@row concat!(
+            $crate::family::prefix!(), "_", $base, $crate::family::unit_suffix!($unit), $crate::family::kind_suffix!($kind)
         ), $base, $kind, $unit, $($row)*)
     };
     (process $base:literal, $kind:ident, $unit:ident, $($row:tt)*) => {
-        $crate::metric!(@row concat!(
-            "process_", $base, $crate::unit_suffix!($unit), $crate::kind_suffix!($kind)
+        $crate::family::metric!(@row concat!(
+            "process_", $base, $crate::family::unit_suffix!($unit), $crate::family::kind_suffix!($kind)
         ), concat!("process_", $base), $kind, $unit, $($row)*)
     };
     (@row $name:expr, $base:expr, $kind:ident, $unit:ident, [$($label:literal),*],
@@ -136,6 +130,9 @@ macro_rules! metric {
         }
     };
 }
+
+// The macros by path (`crate::family::metric!`), like any other item of this room.
+pub(crate) use {kind_suffix, metric, prefix, unit_suffix};
 
 impl Metric {
     /// Whether the name is a pattern with a `<key>` placeholder.

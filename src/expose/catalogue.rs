@@ -27,7 +27,7 @@ mod s {
 macro_rules! catalogue {
     ($($id:ident = $scope:ident $base:literal, $kind:ident, $unit:ident, [$($label:literal),*],
         $section:ident, $source:literal, $help:literal;)*) => {
-        $(pub const $id: Metric = crate::metric!(
+        $(pub const $id: Metric = crate::family::metric!(
             $scope $base, $kind, $unit, [$($label),*], s::$section, $source, $help
         );)*
         /// Every row of the built-in collectors, in the order of the exposition (the

@@ -30,7 +30,7 @@ use crate::model::derive::Snapshot;
 use catalogue::*;
 
 /// Every family but the exporter's own `process_*` starts with this (`family::prefix!`).
-pub const PREFIX: &str = crate::prefix!();
+pub const PREFIX: &str = crate::family::prefix!();
 
 /// A sample value (the one `family` defines for units too); integers stay integers.
 use crate::family::Value as Num;

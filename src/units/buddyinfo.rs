@@ -20,7 +20,7 @@ pub const UNIT: Unit = Unit {
 const SECTION: Section = Section::Of(Collector::Unit("buddyinfo"));
 
 const ROWS: [Metric; 2] = [
-    crate::metric!(
+    crate::family::metric!(
         membloat "buddyinfo_free",
         Gauge,
         Bytes,
@@ -29,7 +29,7 @@ const ROWS: [Metric; 2] = [
         "/proc/buddyinfo",
         "Free memory of a zone as the buddy allocator holds it: its free blocks of every order times their size.",
     ),
-    crate::metric!(
+    crate::family::metric!(
         membloat "buddyinfo_free_huge_capable",
         Gauge,
         Bytes,
