@@ -185,10 +185,7 @@ fn read_smaps(source: &Source, buf: &mut Buffer, pid: u32, walk: bool) -> DeepRe
                 DeepRead::Done(Err(Reason::Malformed), 0)
             }
             Ok(smaps) => {
-                let summary = SmapsSummary {
-                    rejected: smaps.rejected,
-                    ..SmapsSummary::from_vmas(&smaps.vmas)
-                };
+                let summary = smaps.summary();
                 let cpu = thread_cpu();
                 let heap = heap::read(source, pid, &smaps.vmas, walk);
                 let walk_cpu = thread_cpu().saturating_sub(cpu);

@@ -117,7 +117,7 @@ impl Kills {
                 unix_seconds: boot_unix_seconds.map(|b| b + kill.micros as f64 / 1e6),
                 group,
                 seen,
-                rss_anon_bytes: found.map(|(s, _)| s.reading.status.rss_anon_bytes.unwrap_or(0)),
+                rss_anon_bytes: found.map(|(s, _)| s.rss_anon()),
                 regrown_bytes: found.map(|(s, _)| s.regrown_total_bytes),
                 seen_unix_seconds: found.and_then(|(_, t)| t),
                 identity: heap.map(|h| h.identity.clone()),

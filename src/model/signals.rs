@@ -113,7 +113,8 @@ pub struct DeepState {
 }
 
 impl ProcState {
-    fn rss_anon(&self) -> u64 {
+    /// RssAnon when the process was last seen (0 when `status` did not say).
+    pub fn rss_anon(&self) -> u64 {
         self.reading.status.rss_anon_bytes.unwrap_or(0)
     }
 

@@ -288,13 +288,19 @@ pub fn arena_heaps_in(vma: &Vma, next: Option<&Vma>) -> u64 {
     }
 }
 
+impl Smaps {
+    /// What the deep tier learns from the mappings, with the lines that were rejected.
+    pub fn summary(&self) -> SmapsSummary {
+        SmapsSummary {
+            rejected: self.rejected,
+            ..SmapsSummary::from_vmas(&self.vmas)
+        }
+    }
+}
+
 /// Convenience for callers that only need the summary.
 pub fn summarize(text: &str) -> Result<SmapsSummary, ParseError> {
-    let smaps = parse(text)?;
-    Ok(SmapsSummary {
-        rejected: smaps.rejected,
-        ..SmapsSummary::from_vmas(&smaps.vmas)
-    })
+    Ok(parse(text)?.summary())
 }
 
 #[cfg(test)]

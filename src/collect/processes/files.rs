@@ -192,7 +192,7 @@ fn read_process_files(
         Some(k) if !regroup && !matches!(*ctx.grouping, Grouping::Comm) => k.reading.group.clone(),
         _ => group_of(ctx, bufs, at, pid, &stat.comm, stuck)?,
     };
-    let cpu_ticks = cpu_ticks(&stat);
+    let ticks = cpu_ticks(&stat);
     let reading = Reading {
         pid,
         start_ticks: stat.start_ticks,
@@ -211,7 +211,7 @@ fn read_process_files(
     let sample = ProcessSample::new(
         Arc::clone(&reading),
         stat.state,
-        Some(cpu_ticks as f64 / ctx.clk_tck),
+        Some(ticks as f64 / ctx.clk_tck),
     );
     let remembered = Known {
         pid,
@@ -220,8 +220,8 @@ fn read_process_files(
         statm_fd: fd,
         reading,
         state: stat.state,
-        cpu_ticks,
-        cpu_moving: known.is_none_or(|k| k.cpu_ticks != cpu_ticks),
+        cpu_ticks: ticks,
+        cpu_moving: known.is_none_or(|k| k.cpu_ticks != ticks),
         deep_read: known.and_then(|k| k.deep_read.clone()),
         walk_retries: known.map_or(0, |k| k.walk_retries),
     };

@@ -17,6 +17,8 @@ use crate::source::Kept;
 /// it.
 #[derive(Debug, Clone)]
 pub(in crate::collect) struct Known {
+    /// Also in `reading`; kept here so the scan's binary search by pid and the start-time
+    /// check touch only this list, not every process's reading.
     pub(in crate::collect) pid: u32,
     pub(in crate::collect) start_ticks: u64,
     /// `statm` size, resident and shared pages: when they are unchanged, so is the memory
