@@ -50,6 +50,9 @@ pub struct ReadConfig {
     pub readers: usize,
     /// A read of one process that takes longer is left behind for this scan.
     pub timeout: Duration,
+    /// At most this many `statm` descriptors kept open between scans (`None`: as many
+    /// as the open-files limit allows).
+    pub kept_descriptors: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -249,6 +252,9 @@ impl Config {
                 rollup_refresh: u64_of("collector.processes.rollup-refresh"),
                 readers: u64_of("collector.processes.readers") as usize,
                 timeout: duration("collector.processes.read-timeout"),
+                kept_descriptors: m
+                    .get_one::<u64>("collector.processes.kept-descriptors")
+                    .copied(),
             },
             log_level,
             log_json: text("log.format") == "json",

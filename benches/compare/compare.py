@@ -85,6 +85,16 @@ def status_kib(pid, key):
     return 0
 
 
+def unreclaimable_kib():
+    """The kernel's unreclaimable slab (/proc/meminfo SUnreclaim): what a reader's kept
+    descriptors hold (a page of read buffer each) is released here when it stops."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("SUnreclaim:"):
+                return int(line.split()[1])
+    return 0
+
+
 def spread(values):
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
@@ -296,8 +306,12 @@ def measure(exe, work, n, args):
                     res["ours_hwm_mib"] = status_kib(d.proc.pid, "VmHWM") / 1024
                     log("  scrape latency, 4 scrapers")
                     res["latency"] = latency(d.port, 4, args.latency_seconds)
+                    held = unreclaimable_kib()
             finally:
                 d.stop()
+            if name == "ours_steady":
+                time.sleep(0.5)
+                res["ours_kernel_mib"] = (held - unreclaimable_kib()) / 1024
         log("  scrape CPU with nothing to scan")
         d = ours(exe, 3600, [])
         try:
@@ -410,7 +424,8 @@ def report(results, churned):
             f"- the deep tier took {r['ours_steady_deep_share'] * 100:.1f} % of the CPU as shipped "
             f"(membloat_deep_cpu_seconds_total over the daemon's CPU)"
         )
-        lines.append(f"- membloat_exporter RSS {r['ours_rss_mib']:.1f} MiB (peak {r['ours_hwm_mib']:.1f} MiB)")
+        lines.append(f"- membloat_exporter RSS {r['ours_rss_mib']:.1f} MiB (peak {r['ours_hwm_mib']:.1f} MiB); "
+                 f"kernel memory it held, released when it stopped (SUnreclaim): {r['ours_kernel_mib']:.1f} MiB")
         for k in ("pe_per_process", "pe_grouped"):
             if f"{k}_rss_mib" in r:
                 lines.append(f"- {k} RSS {r[k + '_rss_mib']:.1f} MiB (peak {r[k + '_hwm_mib']:.1f} MiB)")

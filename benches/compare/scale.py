@@ -94,8 +94,11 @@ def measure(exe, work, n, kib, interval):
             res["latency"] = scrape_latency(d.port)
             res["rss_mib"] = compare.status_kib(d.proc.pid, "VmRSS") / 1024
             res["hwm_mib"] = compare.status_kib(d.proc.pid, "VmHWM") / 1024
+            held = compare.unreclaimable_kib()
         finally:
             d.stop()
+        time.sleep(0.5)
+        res["kernel_mib"] = (held - compare.unreclaimable_kib()) / 1024
         res["floor_after_ms"] = statistics.median([floor.window() for _ in range(3)])
     finally:
         pop.stop()
@@ -105,15 +108,15 @@ def measure(exe, work, n, kib, interval):
 
 
 def report(results):
-    rows = ["| processes | floor ms/scan | first scan (every file) ms | steady ms/scan (min / median / max) | steady / floor | per process, steady | RSS (peak) MiB | series | scrape p50 / p99 ms | descriptors kept / processes unkept |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| processes | floor ms/scan | first scan (every file) ms | steady ms/scan (min / median / max) | steady / floor | per process, steady | RSS (peak) MiB | kernel memory held MiB | series | scrape p50 / p99 ms | descriptors kept / processes unkept |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         floor = (r["floor_ms"] + r["floor_after_ms"]) / 2
         s = r["steady_ms"]
         rows.append(
             f"| {r['procs']} | {floor:.0f} | {r['first_scan_cpu_ms']:.0f} ({r['first_scan_cpu_ms'] / floor:.2f}x) "
             f"| {s['min']:.1f} / {s['median']:.1f} / {s['max']:.1f} | **{s['median'] / floor:.3f}x** "
-            f"| {s['median'] * 1000 / r['procs']:.2f} µs | {r['rss_mib']:.1f} ({r['hwm_mib']:.1f}) | {r['series']:.0f} "
+            f"| {s['median'] * 1000 / r['procs']:.2f} µs | {r['rss_mib']:.1f} ({r['hwm_mib']:.1f}) | {r['kernel_mib']:.1f} | {r['series']:.0f} "
             f"| {r['latency']['p50_ms']:.2f} / {r['latency']['p99_ms']:.2f} "
             f"| {r['membloat_scan_kept_descriptors']:.0f} / {r['membloat_scan_unkept_processes']:.0f} |"
         )

@@ -135,6 +135,9 @@ pub struct ReadStats {
     pub unkept: u64,
     /// Reader threads alive, stuck ones included.
     pub threads: u64,
+    /// Scans since start that listed `/proc` (the others reused the last listing: no pid
+    /// had been handed out since).
+    pub listings: u64,
 }
 
 /// Reads samples; owns the reusable buffers, the reader threads and the values fixed at

@@ -7,10 +7,26 @@ use std::sync::Arc;
 use super::pool::Pool;
 use super::{count, pool, ErrorCounts, Grouping, ProcessSample, ReadStats};
 use crate::config::{Collector, ReadConfig};
-use crate::source::{Buffers, Descriptors, Reason, Source};
+use crate::parse::loadavg;
+use crate::source::{Buffer, Buffers, Descriptors, Reason, Source};
 
 /// Processes read in one batch of the reader pool.
 const READ_CHUNK: usize = 1024;
+
+/// A listing of `/proc` is reused by at most this many scans in a row, whatever
+/// `/proc/loadavg` says.
+const RELIST_EVERY: u64 = 60;
+
+/// The pids the last scan read, and the last pid handed out (`/proc/loadavg`) before they
+/// were listed.
+struct Listing {
+    last_pid: u64,
+    pids: Vec<u32>,
+    /// Entries that looked like pids but were not, counted again by each scan.
+    odd: u64,
+    /// Scans that reused it.
+    age: u64,
+}
 
 /// Reads every process, and keeps what the next scan needs: a record of each process,
 /// the kept `statm` descriptors and the reader threads (which the deep tier shares).
@@ -28,6 +44,12 @@ pub(super) struct Processes {
     descriptors: Option<Arc<Descriptors>>,
     /// The warning that the budget is spent was logged.
     descriptors_spent: bool,
+    /// `/proc/loadavg` tells when no process can have appeared: `--path.procfs` is a proc
+    /// filesystem of the exporter's own pid namespace.
+    marks: bool,
+    listing: Option<Listing>,
+    listings: u64,
+    buf: Buffer,
     scans: u64,
     pub(super) pool: Pool,
 }
@@ -41,9 +63,14 @@ impl Processes {
         reading: ReadConfig,
         limit: Option<u64>,
     ) -> Self {
-        let descriptors = (reading.rollup_refresh > 1 && source.is_procfs())
-            .then(|| Descriptors::new(descriptor_budget(limit)));
+        let budget = descriptor_budget(limit, reading.kept_descriptors);
+        let descriptors = (reading.rollup_refresh > 1 && source.is_procfs() && budget > 0)
+            .then(|| Descriptors::new(budget));
         Processes {
+            marks: source.is_procfs() && source.pids_are_ours(),
+            listing: None,
+            listings: 0,
+            buf: Buffer::default(),
             source,
             grouping: Arc::new(grouping),
             clk_tck,
@@ -74,7 +101,8 @@ impl Processes {
         errs: &mut ErrorCounts,
         stats: &mut ReadStats,
     ) -> Result<Vec<ProcessSample>, Reason> {
-        let (mut pids, odd) = self.source.pids().map_err(|e| e.system_reason())?;
+        let (mut pids, odd) = self.list()?;
+        stats.listings = self.listings;
         count(errs, Collector::Processes, Reason::Malformed, odd);
         // A reader stuck in a file that does not take the mmap lock (a FIFO, a broken
         // filesystem) would get stuck again on the same file: such a process is left out
@@ -104,6 +132,8 @@ impl Processes {
         let mut out = Vec::with_capacity(pids.len());
         let mut known = Vec::with_capacity(pids.len());
         let (mut stalled, mut unread) = (Vec::new(), 0);
+        // What the next scan reads if no process is created meanwhile.
+        let mut listed = Vec::with_capacity(pids.len() + left_out.len());
         // A chunk at a time: what a reader returns for a process is about a kilobyte, and
         // only one chunk's worth is held at once, not the whole population's.
         for chunk in pids.chunks(READ_CHUNK) {
@@ -123,6 +153,9 @@ impl Processes {
                 stats.rollups_read += read.rollup_read as u64;
                 stats.unkept += read.unkept as u64;
                 stats.slowest_seconds = stats.slowest_seconds.max(read.seconds);
+                if !matches!(read.outcome, Err(Reason::Vanished)) {
+                    listed.push(read.pid);
+                }
                 match read.outcome {
                     Ok(Some((p, k))) => {
                         out.push(p);
@@ -143,6 +176,7 @@ impl Processes {
         kept.extend(&left_out);
         kept.sort_unstable();
         kept.dedup();
+        self.remember(listed, &kept, unread);
         for pid in kept {
             if let Ok(i) = self.known.binary_search_by_key(&pid, |k| k.pid) {
                 known.push(self.known[i].clone());
@@ -157,7 +191,15 @@ impl Processes {
                 self.descriptors_spent = true;
                 crate::log!(
                     Warn,
-                    "open-files limit reached: processes beyond it are read by opening their files each scan (raise LimitNOFILE)",
+                    if self
+                        .reading
+                        .kept_descriptors
+                        .is_some_and(|n| n as usize == d.limit())
+                    {
+                        "--collector.processes.kept-descriptors reached: processes beyond it are read by opening their files each scan"
+                    } else {
+                        "open-files limit reached: processes beyond it are read by opening their files each scan (raise LimitNOFILE)"
+                    },
                     kept = d.open(),
                     budget = d.limit(),
                     refused_by_kernel = d.refused(),
@@ -169,13 +211,66 @@ impl Processes {
     }
 }
 
-/// How many `statm` descriptors may be kept open, out of the open-files limit: what the
-/// server's connections, the deep tier, the kept setting files (at most 512, only with a
-/// limit of 4096 or more) and the reader threads need is left (1,024, or half of a limit
-/// under 2,048).
-fn descriptor_budget(limit: Option<u64>) -> usize {
+impl Processes {
+    /// What the next scan reads if no process is created meanwhile: the pids this scan
+    /// read, less those that ended, and those left behind; nothing when some were not
+    /// read at all.
+    fn remember(&mut self, mut listed: Vec<u32>, kept: &[u32], unread: usize) {
+        match &mut self.listing {
+            Some(l) if unread == 0 => {
+                listed.extend(kept);
+                listed.sort_unstable();
+                listed.dedup();
+                l.pids = listed;
+            }
+            _ => self.listing = None,
+        }
+    }
+
+    /// The pids to read: the last scan's, when `/proc/loadavg` says that no pid was handed
+    /// out since they were listed (listing `/proc` is a sixth of a still host's scan);
+    /// else a new listing of `/proc`. A process that ended meanwhile is found so by its
+    /// read, as one that ends between a listing and its read is.
+    fn list(&mut self) -> Result<(Vec<u32>, u64), Reason> {
+        let last_pid = self
+            .marks
+            .then(|| {
+                self.source
+                    .parse_proc("loadavg", &mut self.buf, loadavg::parse)
+                    .ok()
+            })
+            .flatten();
+        if let (Some(last_pid), Some(l)) = (last_pid, &mut self.listing) {
+            if l.last_pid == last_pid && l.age < RELIST_EVERY {
+                l.age += 1;
+                return Ok((std::mem::take(&mut l.pids), l.odd));
+            }
+        }
+        // The last pid is read first: a task created while `/proc` is listed moves it for
+        // the next scan.
+        let (pids, odd) = self.source.pids().map_err(|e| e.system_reason())?;
+        self.listings += 1;
+        self.listing = last_pid.map(|last_pid| Listing {
+            last_pid,
+            pids: Vec::new(),
+            odd,
+            age: 0,
+        });
+        Ok((pids, odd))
+    }
+}
+
+/// How many `statm` descriptors may be kept open: `--collector.processes.kept-descriptors`
+/// (each holds a page of kernel memory, the file's read buffer, until it is closed), and
+/// never more than the open-files limit less what the server's connections, the deep tier,
+/// the kept setting files (at most 512, only with a limit of 4096 or more) and the reader
+/// threads need (1,024, or half of a limit under 2,048).
+fn descriptor_budget(limit: Option<u64>, cap: Option<u64>) -> usize {
     let limit = limit.unwrap_or(1024).min(usize::MAX as u64) as usize;
-    limit - (limit / 2).min(1024)
+    let budget = limit - (limit / 2).min(1024);
+    cap.map_or(budget, |cap| {
+        budget.min(cap.min(usize::MAX as u64) as usize)
+    })
 }
 
 mod context;

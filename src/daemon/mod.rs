@@ -172,6 +172,13 @@ pub fn run(cfg: Config) -> i32 {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(2)
+        // The scan's thread outlives the time between scans: a new thread each scan would
+        // take a pid, and a new pid makes the next scan list /proc again.
+        .thread_keep_alive(
+            cfg.scan_interval
+                .saturating_mul(2)
+                .max(Duration::from_secs(10)),
+        )
         .build()
     {
         Ok(rt) => rt,

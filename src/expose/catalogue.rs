@@ -74,6 +74,8 @@ catalogue! {
         "Processes the latest scan left behind because their read outlasted --collector.processes.read-timeout, or left out while a reader is still stuck in one of their files.";
     SCAN_SLOWEST_PROCESS_READ_SECONDS = membloat "scan_slowest_process_read", Gauge, Seconds, [], EXPORTER, "the exporter",
         "Longest time the files of one process took to read in the latest scan.";
+    SCAN_PROC_LISTINGS_TOTAL = membloat "scan_proc_listings", Counter, None, [], EXPORTER, "/proc, /proc/loadavg",
+        "Scans that listed /proc. The others read the processes the scan before them read: /proc/loadavg said no pid had been handed out since, so no process can have appeared; at most 60 scans in a row.";
     SCAN_READER_THREADS = membloat "scan_reader_threads", Gauge, None, [], EXPORTER, "the exporter",
         "Threads reading /proc and /sys files, stuck ones included: --collector.processes.readers (up to 4 more) for processes, one for system files (and one more per system file stuck).";
     DEEP_SCAN_CANDIDATES = membloat "deep_scan_candidates", Gauge, None, [], EXPORTER, "the exporter",

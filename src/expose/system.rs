@@ -41,6 +41,7 @@ pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
             Some(Num::F(r.slowest_seconds)),
         )?;
         f.single(&SCAN_READER_THREADS, Some(Num::U(r.threads)))?;
+        f.single(&SCAN_PROC_LISTINGS_TOTAL, Some(Num::U(r.listings)))?;
     }
     if let Some(d) = &s.deep {
         f.single(&DEEP_SCAN_CANDIDATES, Some(Num::U(d.candidates)))?;

@@ -8,6 +8,7 @@
 pub mod cgroup;
 pub mod kmsg;
 pub mod limits;
+pub mod loadavg;
 pub mod meminfo;
 pub mod memory_stat;
 pub mod mountinfo;

@@ -24,6 +24,7 @@ pub(super) struct ReadContext {
 
 /// One process as a reader thread saw it.
 pub(super) struct ProcessRead {
+    pub(super) pid: u32,
     /// `Ok(None)`: a kernel thread.
     pub(super) outcome: Result<Option<(ProcessSample, Known)>, Reason>,
     pub(super) malformed: u64,

@@ -22,6 +22,7 @@ pub(super) fn read_process(
 ) -> ProcessRead {
     let started = Instant::now();
     let mut read = ProcessRead {
+        pid,
         outcome: Ok(None),
         malformed: 0,
         rollup_error: None,

@@ -160,3 +160,15 @@ fn refresh_of_one_reads_every_file_every_scan_without_statm() {
     std::fs::write(p.join("smaps_rollup"), rollup(2600)).unwrap();
     assert_eq!(pss_and_reads(&mut s), (Some(2600), 1));
 }
+
+#[test]
+fn kept_descriptors_are_bounded_by_the_flag_and_the_open_files_limit() {
+    use super::descriptor_budget;
+    // Half of a small limit, the limit less 1,024 above 2,048.
+    assert_eq!(descriptor_budget(Some(128), None), 64);
+    assert_eq!(descriptor_budget(Some(20_000), None), 18_976);
+    // The flag lowers it, never raises it past the limit.
+    assert_eq!(descriptor_budget(Some(20_000), Some(500)), 500);
+    assert_eq!(descriptor_budget(Some(128), Some(500)), 64);
+    assert_eq!(descriptor_budget(Some(20_000), Some(0)), 0);
+}
