@@ -123,7 +123,7 @@ def reap():
             return
 
 
-def wait_port(port, proc, timeout=30):
+def wait_port(port, proc, timeout=90):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc.poll() is not None:
@@ -157,7 +157,10 @@ def metric(text, name):
 
 class Daemon:
     def __init__(self, args, port, **popen):
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **popen)
+        # A file, not a pipe nobody reads: a reader that logs much (process-exporter at
+        # 5,000 processes) would block on a full pipe and never answer.
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.log, **popen)
         self.port = port
         wait_port(port, self.proc)
 
@@ -464,7 +467,11 @@ def main():
     work = tempfile.mkdtemp(prefix="membloat-compare-")
     try:
         exe = build(work, args.exporter and os.path.abspath(args.exporter))
-        results = [measure(exe, work, int(n), args) for n in args.procs.split(",")]
+        results = []
+        for n in args.procs.split(","):
+            results.append(measure(exe, work, int(n), args))
+            # A later population's failure does not lose this one's figures.
+            log(report(results[-1:], None))
         churned = churn(exe, work, args) if args.churn_seconds > 0 else None
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -49,6 +49,8 @@ pub(super) struct Processes {
     marks: bool,
     listing: Option<Listing>,
     listings: u64,
+    /// The last scan's processes without memory, and their start ticks, by pid.
+    memoryless: Arc<Vec<(u32, u64)>>,
     buf: Buffer,
     scans: u64,
     pub(super) pool: Pool,
@@ -70,6 +72,7 @@ impl Processes {
             marks: source.is_procfs() && source.pids_are_ours(),
             listing: None,
             listings: 0,
+            memoryless: Arc::new(Vec::new()),
             buf: Buffer::default(),
             source,
             grouping: Arc::new(grouping),
@@ -101,7 +104,7 @@ impl Processes {
         errs: &mut ErrorCounts,
         stats: &mut ReadStats,
     ) -> Result<Vec<ProcessSample>, Reason> {
-        let (mut pids, odd) = self.list()?;
+        let (mut pids, odd, same_pids) = self.list()?;
         stats.listings = self.listings;
         count(errs, Collector::Processes, Reason::Malformed, odd);
         // A reader stuck in a file that does not take the mmap lock (a FIFO, a broken
@@ -121,6 +124,8 @@ impl Processes {
             rollup_refresh: self.reading.rollup_refresh.max(1),
             scan: self.scans,
             known: self.known.clone(),
+            memoryless: self.memoryless.clone(),
+            same_pids,
             descriptors: self.descriptors.clone(),
             stuck: stuck.iter().map(|&(pid, _)| pid).collect(),
         });
@@ -134,6 +139,7 @@ impl Processes {
         let (mut stalled, mut unread) = (Vec::new(), 0);
         // What the next scan reads if no process is created meanwhile.
         let mut listed = Vec::with_capacity(pids.len() + left_out.len());
+        let mut memoryless = Vec::new();
         // A chunk at a time: what a reader returns for a process is about a kilobyte, and
         // only one chunk's worth is held at once, not the whole population's.
         for chunk in pids.chunks(READ_CHUNK) {
@@ -156,6 +162,9 @@ impl Processes {
                 if !matches!(read.outcome, Err(Reason::Vanished)) {
                     listed.push(read.pid);
                 }
+                if let Some(start) = read.memoryless {
+                    memoryless.push((read.pid, start));
+                }
                 match read.outcome {
                     Ok(Some((p, k))) => {
                         out.push(p);
@@ -177,6 +186,8 @@ impl Processes {
         kept.sort_unstable();
         kept.dedup();
         self.remember(listed, &kept, unread);
+        memoryless.sort_unstable();
+        self.memoryless = Arc::new(memoryless);
         for pid in kept {
             if let Ok(i) = self.known.binary_search_by_key(&pid, |k| k.pid) {
                 known.push(self.known[i].clone());
@@ -185,6 +196,14 @@ impl Processes {
         known.sort_unstable_by_key(|k| k.pid);
         self.known = Arc::new(known);
         stats.threads = self.pool.threads() as u64;
+        self.count_descriptors(stats);
+        Ok(out)
+    }
+}
+
+impl Processes {
+    /// The kept descriptors, and one warning when a process could not keep one.
+    fn count_descriptors(&mut self, stats: &mut ReadStats) {
         if let Some(d) = &self.descriptors {
             stats.kept_descriptors = d.open() as u64;
             if stats.unkept > 0 && !self.descriptors_spent {
@@ -207,11 +226,8 @@ impl Processes {
                 );
             }
         }
-        Ok(out)
     }
-}
 
-impl Processes {
     /// What the next scan reads if no process is created meanwhile: the pids this scan
     /// read, less those that ended, and those left behind; nothing when some were not
     /// read at all.
@@ -231,7 +247,7 @@ impl Processes {
     /// out since they were listed (listing `/proc` is a sixth of a still host's scan);
     /// else a new listing of `/proc`. A process that ended meanwhile is found so by its
     /// read, as one that ends between a listing and its read is.
-    fn list(&mut self) -> Result<(Vec<u32>, u64), Reason> {
+    fn list(&mut self) -> Result<(Vec<u32>, u64, bool), Reason> {
         let last_pid = self
             .marks
             .then(|| {
@@ -243,7 +259,7 @@ impl Processes {
         if let (Some(last_pid), Some(l)) = (last_pid, &mut self.listing) {
             if l.last_pid == last_pid && l.age < RELIST_EVERY {
                 l.age += 1;
-                return Ok((std::mem::take(&mut l.pids), l.odd));
+                return Ok((std::mem::take(&mut l.pids), l.odd, true));
             }
         }
         // The last pid is read first: a task created while `/proc` is listed moves it for
@@ -256,7 +272,7 @@ impl Processes {
             odd,
             age: 0,
         });
-        Ok((pids, odd))
+        Ok((pids, odd, false))
     }
 }
 

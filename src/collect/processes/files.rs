@@ -24,6 +24,7 @@ pub(super) fn read_process(
     let mut read = ProcessRead {
         pid,
         outcome: Ok(None),
+        memoryless: None,
         malformed: 0,
         rollup_error: None,
         rollup_read: false,
@@ -71,6 +72,12 @@ fn read_process_files(
         .binary_search_by_key(&pid, |k| k.pid)
         .ok()
         .map(|i| &ctx.known[i]);
+    if prior.is_none() {
+        if let Some(start) = still_memoryless(ctx, bufs, at, pid)? {
+            read.memoryless = Some(start);
+            return Ok(None);
+        }
+    }
     let stuck = ctx.stuck.contains(&pid);
     let due = (ctx.scan + pid as u64) % ctx.rollup_refresh == 0;
     // The kept descriptor: the same process as `prior` while it reads.
@@ -128,6 +135,7 @@ fn read_process_files(
     // No memory at all: a kernel thread, or a process that exited and is not reaped yet
     // (`status` would show no VmRSS either).
     if statm.is_some_and(|[size, _, _]| size == 0) {
+        read.memoryless = Some(stat.start_ticks);
         return Ok(None);
     }
     let standing = Standing::of(known, statm, due);
@@ -137,6 +145,7 @@ fn read_process_files(
             step::at(at, step::File::Status);
             let status = source.parse_pid(pid, "status", &mut bufs.main, Status::parse)?;
             if status.vm_rss_bytes.is_none() {
+                read.memoryless = Some(stat.start_ticks);
                 return Ok(None);
             }
             read.malformed += status.rejected as u64;
@@ -297,4 +306,28 @@ fn group_of(
             m.group(&Candidate { comm, cmdline })
         }
     })
+}
+
+/// A process the last scan found without memory (a kernel thread, a zombie) that is still
+/// the same one: its start ticks. Without a pid handed out since that scan nothing is read
+/// (the pid cannot belong to another process); else `stat` alone tells, where `stat` and
+/// `statm` were read before. Neither ever gains memory.
+fn still_memoryless(
+    ctx: &ReadContext,
+    bufs: &mut Buffers,
+    at: &pool::Step,
+    pid: u32,
+) -> Result<Option<u64>, Reason> {
+    let Ok(i) = ctx.memoryless.binary_search_by_key(&pid, |&(p, _)| p) else {
+        return Ok(None);
+    };
+    let start = ctx.memoryless[i].1;
+    if ctx.same_pids {
+        return Ok(Some(start));
+    }
+    step::at(at, step::File::Stat);
+    let stat = ctx
+        .source
+        .parse_pid(pid, "stat", &mut bufs.main, Stat::parse)?;
+    Ok((stat.start_ticks == start).then_some(start))
 }

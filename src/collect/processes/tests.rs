@@ -172,3 +172,39 @@ fn kept_descriptors_are_bounded_by_the_flag_and_the_open_files_limit() {
     assert_eq!(descriptor_budget(Some(128), Some(500)), 64);
     assert_eq!(descriptor_budget(Some(20_000), Some(0)), 0);
 }
+
+/// A kernel thread (no memory) is read once; later scans read only its `stat` to tell it
+/// is the same one, and a pid taken by another process is read whole again.
+#[test]
+fn a_process_without_memory_is_known_by_its_start_time() {
+    let (dir, _) = tree();
+    let k = dir.path().join("2");
+    std::fs::create_dir_all(&k).unwrap();
+    let stat = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 1 0 0 20 0 1 0 2 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+    std::fs::write(k.join("stat"), stat).unwrap();
+    std::fs::write(k.join("statm"), "0 0 0 0 0 0 0\n").unwrap();
+    std::fs::write(k.join("status"), "Name:\tkthreadd\nThreads:\t1\n").unwrap();
+    let mut s = scanner(dir.path(), 1000);
+    let malformed = |s: &mut Scanner| {
+        let sample = s.scan();
+        let pids: Vec<u32> = sample.processes.iter().map(|p| p.pid).collect();
+        let bad = sample
+            .errors
+            .get(&(Collector::Processes, Reason::Malformed))
+            .copied()
+            .unwrap_or(0);
+        (pids, bad)
+    };
+    assert_eq!(malformed(&mut s), (vec![78], 0));
+    // Were its statm read again, this would be counted.
+    std::fs::write(k.join("statm"), "garbage\n").unwrap();
+    assert_eq!(malformed(&mut s), (vec![78], 0), "stat alone read");
+    assert_eq!(malformed(&mut s), (vec![78], 0));
+    // Another process on the pid: read whole, its statm counted.
+    std::fs::write(k.join("stat"), stat.replace(" 2 0 0 1844", " 777 0 0 1844")).unwrap();
+    assert_eq!(
+        malformed(&mut s),
+        (vec![78], 1),
+        "a new process: read whole"
+    );
+}
