@@ -129,7 +129,8 @@ def wait_port(port, proc, timeout=90):
         if proc.poll() is not None:
             raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}")
         try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            # process-exporter takes seconds to answer its first scrape of 5,000 processes.
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             c.request("GET", "/metrics")
             c.getresponse().read()
             return
