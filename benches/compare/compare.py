@@ -160,12 +160,16 @@ class Daemon:
     def __init__(self, args, port, **popen):
         # A file, not a pipe nobody reads: a reader that logs much (process-exporter at
         # 5,000 processes) would block on a full pipe and never answer.
-        self.log = tempfile.TemporaryFile()
+        self.log = tempfile.NamedTemporaryFile(prefix="compare-reader-", suffix=".log", delete=False)
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.log, **popen)
         self.port = port
         wait_port(port, self.proc)
 
     def stop(self):
+        if self.proc.poll() is not None:
+            log(f"{self.proc.args[0]} had exited with {self.proc.returncode}; its log: {self.log.name}")
+        else:
+            os.unlink(self.log.name)
         self.proc.kill()
         self.proc.wait()
 
