@@ -199,9 +199,7 @@ impl Processes {
         self.count_descriptors(stats);
         Ok(out)
     }
-}
 
-impl Processes {
     /// The kept descriptors, and one warning when a process could not keep one.
     fn count_descriptors(&mut self, stats: &mut ReadStats) {
         if let Some(d) = &self.descriptors {
