@@ -242,10 +242,11 @@ impl Scanner {
         s
     }
 
-    /// Reads the kernel log from its oldest record instead of its end (for `explain`, which
-    /// tells the kills of a host it was not watching). Takes effect when it is next opened.
-    pub fn read_kernel_log_from_start(&mut self) {
-        self.system.kernel_log_from_start();
+    /// Every collector unit reads what its source holds from before the exporter started,
+    /// not only what is new: the kernel log from its oldest record, not its end (for
+    /// `explain`, which tells the kills of a host it was not watching).
+    pub fn read_history(&mut self) {
+        self.system.read_history();
     }
 
     /// Runs one collector, recording its success, duration and the reason it failed.

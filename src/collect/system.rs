@@ -11,11 +11,9 @@ use std::time::{Duration, Instant};
 use super::pool::Pool;
 use super::{count, outcome, pool, CollectorRun, ErrorCounts, Sample, Sysctl, Thp};
 use crate::config::{Collector, Collectors};
-use crate::family::Family;
-use crate::parse::kmsg::OomKill;
 use crate::parse::{meminfo::Meminfo, memory_stat::MemoryStat, pressure::Pressure, vmstat::Vmstat};
 use crate::source::{Buffer, Buffers, Reason, Source};
-use crate::units::{self, Reader};
+use crate::units::{self, Collect, Output, Reader};
 
 /// One system collector's read, as a pool item (pool items are never 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,16 +26,15 @@ pub(super) enum Job {
     Cgroup,
     /// `btime` from `/proc/stat`, until it was read once.
     BootTime,
-    Kmsg,
     /// A collector unit, by its place in `units::ALL`.
     Unit(usize),
 }
 
-/// Pool items of the units start here; the built-in jobs are 1 to 8.
+/// Pool items of the units start here; the built-in jobs are 1 to 7.
 const FIRST_UNIT: u32 = 100;
 
 impl Job {
-    pub(super) const ALL: [Job; 8] = [
+    pub(super) const ALL: [Job; 7] = [
         Job::Meminfo,
         Job::Vmstat,
         Job::Sysctl,
@@ -45,7 +42,6 @@ impl Job {
         Job::Pressure,
         Job::Cgroup,
         Job::BootTime,
-        Job::Kmsg,
     ];
 
     /// Its pool item.
@@ -76,7 +72,6 @@ impl Job {
             Job::Pressure => Collector::Pressure,
             Job::Cgroup => Collector::Cgroup,
             Job::BootTime => Collector::Processes,
-            Job::Kmsg => Collector::Kmsg,
             Job::Unit(i) => Collector::Unit(units::ALL[i].name),
         }
     }
@@ -91,8 +86,7 @@ pub(super) enum Read {
     Pressure(Result<Pressure, Reason>),
     Cgroup(Result<Vec<(String, MemoryStat)>, Reason>),
     BootTime(Option<f64>),
-    Kmsg(Result<Vec<OomKill>, Reason>),
-    Unit(Result<Vec<Family>, Reason>),
+    Unit(Result<Output, Reason>),
 }
 
 /// A system read's result with the problems it counted and how long it took.
@@ -102,8 +96,12 @@ pub(super) struct Done {
     pub(super) seconds: f64,
 }
 
+/// The units' readers, in the order of `units::ALL`, each started once and kept; a
+/// reader runs on one thread at a time (a job still stuck is not started again).
+type Units = Arc<Vec<Mutex<Box<dyn Collect>>>>;
+
 /// Runs one job on a reader thread.
-pub(super) fn run(source: &Source, buf: &mut Buffer, job: Job, log: &Mutex<kmsg::Cursor>) -> Done {
+pub(super) fn run(source: &Source, buf: &mut Buffer, job: Job, units: &Units) -> Done {
     let started = Instant::now();
     let mut errors = ErrorCounts::new();
     let mut f = Files { source, buf };
@@ -134,14 +132,16 @@ pub(super) fn run(source: &Source, buf: &mut Buffer, job: Job, log: &Mutex<kmsg:
                 .and_then(crate::parse::stat::boot_time)
                 .map(|v| v as f64),
         ),
-        Job::Kmsg => Read::Kmsg(kmsg::read(f.source, log, errs)),
         Job::Unit(i) => {
             let mut r = Reader {
                 source: f.source,
                 buf: f.buf,
                 malformed: 0,
             };
-            let read = (units::ALL[i].read)(&mut r);
+            // A reader that panicked mid-read is used again: a unit keeps its state whole
+            // between statements (the kernel log's cursor moves after a record is taken).
+            let mut unit = units[i].lock().unwrap_or_else(|e| e.into_inner());
+            let read = unit.read(&mut r);
             count(errs, job.collector(), Reason::Malformed, r.malformed);
             Read::Unit(read)
         }
@@ -154,9 +154,9 @@ pub(super) fn run(source: &Source, buf: &mut Buffer, job: Job, log: &Mutex<kmsg:
 }
 
 /// The work of the system pool: item `n` is `Job` number `n`.
-pub(super) fn work(source: Source, log: Arc<Mutex<kmsg::Cursor>>) -> pool::Work<Option<Done>> {
+pub(super) fn work(source: Source, units: Units) -> pool::Work<Option<Done>> {
     Arc::new(move |bufs: &mut Buffers, _: &pool::Step, item, _| {
-        Job::from_item(item).map(|job| run(&source, &mut bufs.main, job, &log))
+        Job::from_item(item).map(|job| run(&source, &mut bufs.main, job, &units))
     })
 }
 
@@ -166,20 +166,20 @@ pub(super) struct System {
     /// not started again), so any number of them cost a scan the timeout once.
     pool: Pool,
     work: pool::Work<Option<Done>>,
-    /// The kernel log's cursor (`kmsg.rs`).
-    kernel_log: Arc<Mutex<kmsg::Cursor>>,
+    /// The units' readers, with what they keep between scans.
+    units: Units,
     /// `btime`, once read.
     pub(super) boot_time_seconds: Option<f64>,
 }
 
 impl System {
     pub(super) fn new(source: Source) -> System {
-        let kernel_log = Arc::default();
+        let readers: Units = Arc::new(units::ALL.iter().map(|u| Mutex::new((u.start)())).collect());
         let jobs = Job::ALL.len() + units::ALL.len();
         System {
             pool: Pool::new(1, 2 * jobs),
-            work: work(source, Arc::clone(&kernel_log)),
-            kernel_log,
+            work: work(source, Arc::clone(&readers)),
+            units: readers,
             boot_time_seconds: None,
         }
     }
@@ -189,10 +189,13 @@ impl System {
         self.pool.threads()
     }
 
-    /// Reads the kernel log from its oldest record when it is next opened.
-    pub(super) fn kernel_log_from_start(&self) {
-        let mut c = self.kernel_log.lock().unwrap_or_else(|e| e.into_inner());
-        c.from_start = true;
+    /// Every unit reads what its source holds from before the exporter started.
+    pub(super) fn read_history(&self) {
+        for unit in self.units.iter() {
+            unit.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .read_history();
+        }
     }
 
     /// Starts reading the enabled system collectors' files on the system pool, all at
@@ -214,9 +217,6 @@ impl System {
         }
         if c.enabled(Collector::Cgroup) {
             jobs.push(Job::Cgroup);
-        }
-        if c.enabled(Collector::Kmsg) {
-            jobs.push(Job::Kmsg);
         }
         jobs.extend(
             (0..units::ALL.len())
@@ -292,8 +292,10 @@ pub(super) fn record(s: &mut Sample, job: Job, done: Option<Done>) {
                 Read::Thp(r) => r.map(|v| s.host.thp = Some(v)),
                 Read::Pressure(r) => r.map(|v| s.host.pressure = Some(v)),
                 Read::Cgroup(r) => r.map(|v| s.host.cgroups = Some(v)),
-                Read::Kmsg(r) => r.map(|v| s.oom_kills = Some(v)),
-                Read::Unit(r) => r.map(|v| s.host.units.push((name, v))),
+                Read::Unit(r) => r.map(|output| match output {
+                    Output::Families(v) => s.host.units.push((name, v)),
+                    Output::OomKills(v) => s.oom_kills = Some(v),
+                }),
                 Read::BootTime(_) => Ok(()),
             };
             (outcome(&mut s.errors, name, ok), done.seconds)
@@ -307,5 +309,4 @@ pub(super) fn record(s: &mut Sample, job: Job, done: Option<Done>) {
 }
 
 mod files;
-pub(super) mod kmsg;
 use files::Files;

@@ -13,13 +13,12 @@ pub enum Collector {
     Pressure,
     Processes,
     Cgroup,
-    Kmsg,
     /// A collector unit, by its name (`units::ALL`).
     Unit(&'static str),
 }
 
 impl Collector {
-    pub const ALL: [Collector; 8] = [
+    pub const ALL: [Collector; 7] = [
         Collector::Meminfo,
         Collector::Vmstat,
         Collector::Sysctl,
@@ -27,7 +26,6 @@ impl Collector {
         Collector::Pressure,
         Collector::Processes,
         Collector::Cgroup,
-        Collector::Kmsg,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -39,7 +37,6 @@ impl Collector {
             Collector::Pressure => "pressure",
             Collector::Processes => "processes",
             Collector::Cgroup => "cgroup",
-            Collector::Kmsg => "kmsg",
             Collector::Unit(name) => name,
         }
     }
@@ -57,9 +54,6 @@ impl Collector {
             Collector::Processes => "per-process memory, grouped, plus the top-K processes",
             Collector::Cgroup => {
                 "anonymous and huge page memory per memory cgroup (container) from memory.stat"
-            }
-            Collector::Kmsg => {
-                "each OOM kill from the kernel log (/dev/kmsg), with what was measured of the victim"
             }
             Collector::Unit(name) => crate::units::named(name).map_or("", |u| u.what),
         }

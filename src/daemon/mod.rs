@@ -94,7 +94,7 @@ pub fn run_explain(cfg: &Config) -> Result<(String, i32), String> {
     cfg.deep.budget = Duration::from_secs(3600);
     let mut pipeline = Pipeline::new(&cfg)?;
     // The kills still in the kernel's ring, the exporter running or not.
-    pipeline.scanner.read_kernel_log_from_start();
+    pipeline.scanner.read_history();
     pipeline.step();
     std::thread::sleep(ex.interval);
     let snapshot = pipeline.step();

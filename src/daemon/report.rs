@@ -36,10 +36,16 @@ fn failure(sample: &Sample, c: Collector) -> Option<Reason> {
 
 /// What to do about a reason, for the operator reading the warning.
 fn fix(c: Collector, r: Reason, ptrace: bool) -> &'static str {
+    // A unit says what to do about its own failures first.
+    let own = crate::units::named(c.as_str())
+        .filter(|_| matches!(c, Collector::Unit(_)))
+        .and_then(|u| u.fixes.iter().find(|&&(why, _)| why == r));
+    if let Some(&(_, fix)) = own {
+        return fix;
+    }
     match (c, r) {
         (Collector::Processes, Reason::Denied) if ptrace => "none needed: even with CAP_SYS_PTRACE the kernel refuses some processes (another user namespace, or a process that disabled ptrace); their Pss and AnonHugePages are left out",
         (Collector::Processes, Reason::Denied) => "grant CAP_SYS_PTRACE: reading other users' memory maps needs it; until then their Pss and AnonHugePages are left out",
-        (Collector::Kmsg, Reason::Denied) => "grant CAP_SYSLOG: reading /dev/kmsg needs it under kernel.dmesg_restrict=1; until then OOM kills are counted (vmstat oom_kill, the cgroups' counters) but their victims are not named",
         (_, Reason::Hidden) => "grant CAP_SYS_PTRACE or add the exporter to the proc mount's gid=: /proc is mounted with hidepid and other users' processes are not listed at all",
         (_, Reason::Denied) => "check --path.procfs, --path.sysfs and the container's mounts: the exporter may not read this source",
         (_, Reason::Unsupported) => "none needed: the kernel does not provide this source (an older kernel, or the feature is off); its metrics are absent",

@@ -21,7 +21,6 @@ mod s {
     pub const PRESSURE: Section = Of(Collector::Pressure);
     pub const PROCESSES: Section = Of(Collector::Processes);
     pub const CGROUP: Section = Of(Collector::Cgroup);
-    pub const KMSG: Section = Of(Collector::Kmsg);
 }
 
 macro_rules! catalogue {
@@ -244,18 +243,6 @@ catalogue! {
         "Processes of the cgroup killed by the OOM killer, for the host's OOM or the cgroup's limit alike (memory.events oom_kill on v2, memory.oom_control oom_kill on v1).";
     CGROUP_LIMIT_OOMS_TOTAL = membloat "cgroup_limit_ooms", Counter, None, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.events",
         "Times the cgroup reached its memory limit and the OOM killer ran inside it (memory.events oom; cgroup v2 only): OOM kills of a container's own limit, not the host's.";
-    OOM_KILLS_TOTAL = membloat "oom_kills", Counter, None, ["constraint", "group"], KMSG, "/dev/kmsg",
-        "OOM kills the kernel logged since the exporter started, by what limited the allocation (host, memory_cgroup, cpuset, mempolicy; unknown on kernels that do not say) and the victim's group (unknown when no scan saw it; other past --collector.processes.max-groups groups). Kills before the exporter started are not counted.";
-    OOM_LAST_VICTIM_INFO = membloat "oom_last_victim", Info, None, ["pid", "comm", "constraint", "group", "memory_cgroup", "allocator", "runtime"], KMSG, "/dev/kmsg, and the victim's last scan",
-        "The latest process the OOM killer killed: its pid and name as the kernel logged them, the constraint, its group, memory cgroup (pod, container), allocator and runtime as the exporter knew them (empty when unknown). One series: it is replaced by the next kill.";
-    OOM_LAST_VICTIM_TIMESTAMP_SECONDS = membloat "oom_last_victim_timestamp", Gauge, Seconds, [], KMSG, "/dev/kmsg, /proc/stat btime",
-        "Unix time of the latest OOM kill the kernel logged (boot time plus the record's time).";
-    OOM_LAST_VICTIM_KILLED_BYTES = membloat "oom_last_victim_killed", Gauge, Bytes, ["kind"], KMSG, "/dev/kmsg",
-        "The latest victim's memory as the kernel counted it when it killed it: total_vm, anon_rss, file_rss, shmem_rss, pgtables (the kinds its kernel prints).";
-    OOM_LAST_VICTIM_MEASURED_BYTES = membloat "oom_last_victim_measured", Gauge, Bytes, ["kind"], KMSG, "the victim's last scan",
-        "What the exporter had measured of the latest victim at its last scan before the kill: rss, rss_anon, swap, hoarded (measured by the heap walk), hoarded_suspected, arena_reserved, regrown, untouched_commit (the kinds it knew); absent when no scan saw it.";
-    OOM_LAST_VICTIM_MEASURED_TIMESTAMP_SECONDS = membloat "oom_last_victim_measured_timestamp", Gauge, Seconds, [], KMSG, "the victim's last scan",
-        "Unix time of the scan that last read the latest victim; absent when no scan saw it.";
     PROCESS_RESIDENT_BYTES = membloat "process_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
         "VmRSS of a top process (/proc/PID/status).";
     PROCESS_RESIDENT_PEAK_BYTES = membloat "process_resident_peak", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",

@@ -3,13 +3,13 @@
 
 use std::fmt;
 
-use super::catalogue::{
+use super::{Families, Labels, Num};
+use crate::model::derive::Snapshot;
+use crate::units::kmsg::{
     OOM_KILLS_TOTAL, OOM_LAST_VICTIM_INFO, OOM_LAST_VICTIM_KILLED_BYTES,
     OOM_LAST_VICTIM_MEASURED_BYTES, OOM_LAST_VICTIM_MEASURED_TIMESTAMP_SECONDS,
     OOM_LAST_VICTIM_TIMESTAMP_SECONDS,
 };
-use super::{Families, Labels, Num};
-use crate::model::derive::Snapshot;
 
 pub(super) fn encode_kills(f: &mut Families, s: &Snapshot) -> fmt::Result {
     let Some(kills) = &s.kills else {

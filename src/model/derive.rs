@@ -188,7 +188,10 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
     };
 
     let mut kills = prev.kills;
-    let kmsg_ran = sample.collectors.iter().any(|c| c.name == Collector::Kmsg);
+    let kmsg_ran = sample
+        .collectors
+        .iter()
+        .any(|c| c.name == crate::units::kmsg::COLLECTOR);
     if let Some(new) = sample.oom_kills {
         let known = Known {
             states: &states,

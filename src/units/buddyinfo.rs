@@ -14,7 +14,8 @@ pub const UNIT: Unit = Unit {
     name: "buddyinfo",
     what: "free memory per zone, and how much of it lies in blocks a huge page can take, from /proc/buddyinfo",
     rows: &ROWS,
-    read,
+    fixes: &[],
+    start: || super::stateless(read),
 };
 
 const SECTION: Section = Section::Of(Collector::Unit("buddyinfo"));
