@@ -76,6 +76,10 @@ struct Shared<T> {
     next: AtomicUsize,
     cancelled: AtomicBool,
     tx: Sender<(usize, T)>,
+    /// Items whose result was sent.
+    finished: AtomicUsize,
+    /// The thread that waits for the batch: woken by the worker that sends its last result.
+    waiter: std::thread::Thread,
 }
 
 impl Pool {
@@ -201,9 +205,12 @@ impl Pool {
         // Items given up on: each was in a read for `stall` when another worker was
         // started for the rest. The batch does not wait for them a second time.
         let mut given_up: Vec<usize> = Vec::new();
-        // The caller polls rather than waits on the channel: a waiting receiver would be
-        // woken (a context switch) by every single result.
-        let poll = stall.min(Duration::from_millis(1));
+        // The caller does not wait on the channel: a waiting receiver would be woken (a
+        // context switch) by every single result. It sleeps until the worker that sends
+        // the last result wakes it, looking in every eighth of `stall` for a batch that
+        // stopped moving; once it has given up on an item, which will never send its
+        // result, every millisecond.
+        let look = (stall / 8).clamp(Duration::from_millis(1), Duration::from_millis(50));
         loop {
             let before = running.done;
             running.receive();
@@ -231,7 +238,12 @@ impl Pool {
                 }
                 break;
             }
-            std::thread::sleep(poll);
+            let nap = if given_up.is_empty() {
+                look
+            } else {
+                Duration::from_millis(1)
+            };
+            std::thread::park_timeout(nap.min(stall.saturating_sub(last_progress.elapsed())));
         }
         running.finish()
     }
@@ -247,6 +259,8 @@ impl Pool {
             next: AtomicUsize::new(0),
             cancelled: AtomicBool::new(false),
             tx,
+            finished: AtomicUsize::new(0),
+            waiter: std::thread::current(),
         });
         let mut started = 0;
         while started < self.size.min(n) && self.start(&shared, work) {
@@ -289,7 +303,10 @@ impl Pool {
             if running.done > before || nudged {
                 last_progress = now;
             }
-            std::thread::sleep((deadline - now).min(Duration::from_millis(1)));
+            // Woken by the last result; else it looks for a stuck reader at a quarter of
+            // `nudge`.
+            let look = (nudge / 4).max(Duration::from_millis(1));
+            std::thread::park_timeout((deadline - now).min(look));
         }
         running.finish()
     }
@@ -349,6 +366,9 @@ fn drain<T>(
         state.pid.store(0, Ordering::Release);
         if shared.tx.send((i, r)).is_err() {
             return;
+        }
+        if shared.finished.fetch_add(1, Ordering::AcqRel) + 1 == shared.pids.len() {
+            shared.waiter.unpark();
         }
     }
 }

@@ -1,22 +1,29 @@
 //! System collectors as units: each is one file that says its name (its `--collector.NAME`
 //! flag and `collector` label), what it collects, its catalogue rows, what to do when the
-//! kernel refuses it, and how it reads through `source`; [`ALL`] registers it. The scanner
-//! starts each unit's reader once and keeps it, so a unit may carry state between scans (the
-//! kernel log's cursor); it runs every enabled unit on the system pool with the other
-//! system files (a stuck file costs a scan the read timeout once). What a unit reads is an
-//! [`Output`]: families the exposition encodes as they are, after the built-in system
-//! collectors and in the order of [`ALL`], or a typed reading the model joins with the rest
-//! of the scan (the OOM kills). Adding one is its file and a line in [`ALL`].
+//! kernel refuses it, and how it reads through `source`; `register!` lists it in [`ALL`].
+//! The scanner starts each unit's reader once and keeps it, so a unit may carry state
+//! between scans (the kernel log's cursor); it runs every enabled unit on the system pool
+//! with the other system files (a stuck file costs a scan the read timeout once). What a
+//! unit reads is an [`Output`]: families the exposition encodes as they are, after the
+//! built-in system collectors and in the order of [`ALL`], or a typed reading the model
+//! joins with the rest of the scan (the OOM kills). Adding one is its file and its name in
+//! the `register!` line.
 
 use crate::family::{Family, Metric};
 use crate::parse::kmsg::OomKill;
 use crate::source::{Buffer, Reason, Source};
 
-mod buddyinfo;
-pub mod kmsg;
+/// Declares each unit's module and lists its `UNIT` in [`ALL`], in the order given.
+macro_rules! register {
+    ($($unit:ident),* $(,)?) => {
+        $(pub mod $unit;)*
+        /// Every unit, in the order of the exposition.
+        pub const ALL: &[&Unit] = &[$(&$unit::UNIT),*];
+    };
+}
 
-/// Every unit, in the order of the exposition.
-pub const ALL: &[&Unit] = &[&kmsg::UNIT, &buddyinfo::UNIT];
+// The registration line: a unit's file name, in the order of the exposition.
+register!(kmsg, buddyinfo);
 
 /// A system collector.
 pub struct Unit {
