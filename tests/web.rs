@@ -332,7 +332,8 @@ fn auth_checks_take_the_same_time_for_unknown_users_and_run_one_at_a_time() {
         assert_eq!(r.status, 401);
         started.elapsed()
     };
-    let min = |f: &dyn Fn() -> Duration| (0..3).map(|_| f()).min().unwrap();
+    // The fastest of five: other tests of this file run beside it and can slow any one.
+    let min = |f: &dyn Fn() -> Duration| (0..5).map(|_| f()).min().unwrap();
     let known = min(&|| auth("prometheus"));
     let unknown = min(&|| auth("mallory"));
     eprintln!("wrong password {known:?}, unknown user {unknown:?}");
@@ -341,7 +342,8 @@ fn auth_checks_take_the_same_time_for_unknown_users_and_run_one_at_a_time() {
         "known {known:?} vs unknown {unknown:?}"
     );
 
-    // Eight wrong guesses at once take at least six single checks: they are serialised.
+    // Eight wrong guesses at once take at least five single checks: they are serialised
+    // (on this 2-CPU machine, eight checks side by side would take about four).
     let started = Instant::now();
     std::thread::scope(|s| {
         for _ in 0..8 {
@@ -351,7 +353,7 @@ fn auth_checks_take_the_same_time_for_unknown_users_and_run_one_at_a_time() {
     let eight = started.elapsed();
     eprintln!("8 concurrent checks {eight:?}");
     assert!(
-        eight >= known * 6,
+        eight >= known * 5,
         "8 checks in {eight:?}, one takes {known:?}"
     );
 }

@@ -133,11 +133,28 @@ pub fn run_once(cfg: &Config) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&text).into_owned())
 }
 
+/// Connections the kernel completes and queues before the exporter accepts them. The
+/// usual default, 128, overflows under a flood of a few hundred reconnecting clients, and
+/// a scrape whose connection finds the queue full waits a second for its SYN to be sent
+/// again; the kernel caps this at `net.core.somaxconn` (4096 by default), as Go's servers
+/// (node_exporter's among them) ask for.
+const LISTEN_BACKLOG: u32 = 4096;
+
 async fn bind(address: &str) -> Result<TcpListener, String> {
     let addrs = config::socket_addrs(address)?;
     let mut last_err = None;
     for addr in addrs {
-        match TcpListener::bind(addr).await {
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()
+        } else {
+            tokio::net::TcpSocket::new_v6()
+        };
+        let listening = socket.and_then(|s| {
+            s.set_reuseaddr(true)?;
+            s.bind(addr)?;
+            s.listen(LISTEN_BACKLOG)
+        });
+        match listening {
             Ok(l) => return Ok(l),
             Err(e) => last_err = Some(e),
         }
