@@ -37,11 +37,11 @@ fn failure(sample: &Sample, c: Collector) -> Option<Reason> {
 /// What to do about a reason, for the operator reading the warning.
 fn fix(c: Collector, r: Reason, ptrace: bool) -> &'static str {
     // A unit says what to do about its own failures first.
-    let own = crate::units::named(c.as_str())
-        .filter(|_| matches!(c, Collector::Unit(_)))
-        .and_then(|u| u.fixes.iter().find(|&&(why, _)| why == r));
-    if let Some(&(_, fix)) = own {
-        return fix;
+    if let Collector::Unit(name) = c {
+        let own = crate::units::named(name).and_then(|u| u.fixes.iter().find(|f| f.0 == r));
+        if let Some(&(_, fix)) = own {
+            return fix;
+        }
     }
     match (c, r) {
         (Collector::Processes, Reason::Denied) if ptrace => "none needed: even with CAP_SYS_PTRACE the kernel refuses some processes (another user namespace, or a process that disabled ptrace); their Pss and AnonHugePages are left out",

@@ -113,20 +113,20 @@ struct Cursor {
 impl Collect for Cursor {
     /// The kills written to the log since the last read.
     fn read(&mut self, r: &mut Reader) -> Result<Output, Reason> {
-        if self.log.is_none() {
-            // No /dev/kmsg at all is a kernel (or container) without it, not a failure.
-            let log = r
-                .source
-                .open_kernel_log(self.from_start)
-                .map_err(|e| match e {
-                    ReadError::Gone(_) => Reason::Unsupported,
-                    e => e.system_reason(),
-                })?;
-            self.log = Some(log);
-            self.from_start = false;
-        }
-        let Some(log) = self.log.as_mut() else {
-            return Ok(Output::OomKills(Vec::new()));
+        let log = match &mut self.log {
+            Some(log) => log,
+            None => {
+                // No /dev/kmsg at all is a kernel (or container) without it, not a failure.
+                let log = r
+                    .source
+                    .open_kernel_log(self.from_start)
+                    .map_err(|e| match e {
+                        ReadError::Gone(_) => Reason::Unsupported,
+                        e => e.system_reason(),
+                    })?;
+                self.from_start = false;
+                self.log.insert(log)
+            }
         };
         let mut kills = Vec::new();
         let before = self.assembler.malformed;
