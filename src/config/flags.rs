@@ -26,7 +26,7 @@ pub(super) fn command() -> Command {
             .help("Maximum concurrent metrics requests; more get 503"))
         .arg(Arg::new("web.max-connections").long("web.max-connections").value_name("N")
             .default_value("256").value_parser(value_parser!(u32).range(1..))
-            .help("Maximum open HTTP connections; more are closed at once"))
+            .help("Maximum HTTP connections holding a slot; a new one first has a second (at most half the header timeout) to send its request, and four times as many may be in that grace"))
         .arg(Arg::new("web.read-header-timeout").long("web.read-header-timeout").value_name("DURATION")
             .default_value("10s").value_parser(positive_duration)
             .help("Time a client has to send request headers"))

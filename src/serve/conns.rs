@@ -18,12 +18,18 @@
 //! flood of half-sent requests from its own address (a NAT, a sidecar, a compromised pod
 //! on the node).
 //!
-//! A newcomer whose whole request head (or TLS ClientHello) is already in its socket when
-//! it is accepted is *ready*: it gets in whenever some connection is waiting, evicting
-//! the oldest waiting one even if bytes wait in it. A flood of reconnecting half-sent
-//! requests runs as fast as the CPU lets it and would otherwise evict a scraper's
-//! connection before the server read its head; a scraper sends its head with the
-//! connection, a slowloris never does.
+//! A new connection first *arrives*: for a short grace (a second, at most half the header
+//! timeout) it holds no slot while the server waits for its whole request head (or TLS
+//! ClientHello). One whose head comes in that time is *ready*: it gets in whenever some
+//! connection is waiting, evicting the oldest waiting one even if bytes wait in it. One
+//! whose grace runs out takes a slot as any waiting connection. A flood of reconnecting
+//! half-sent requests from one address, evicted at once, would reconnect as fast as the
+//! CPU lets it and cycle through its slots in milliseconds: a scraper whose head followed
+//! its connect by a few milliseconds (curl, a probe, a client descheduled on a loaded
+//! node) was evicted before its head came. Arriving, the flood's connections wait out
+//! their grace instead, which also slows its reconnecting to its size per second. Arriving
+//! connections are capped at four times `--web.max-connections`; past that, the oldest
+//! arriving connection of the address with the most goes.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -37,6 +43,7 @@ use tokio::sync::Notify;
 pub struct Connections {
     max: usize,
     per_client: usize,
+    max_arriving: usize,
     open: Mutex<Open>,
 }
 
@@ -44,6 +51,8 @@ pub struct Connections {
 struct Open {
     next_id: u64,
     by_id: HashMap<u64, Entry>,
+    /// Connections in their grace, holding no slot: address and the signal to go.
+    arriving: HashMap<u64, (IpAddr, Arc<Notify>)>,
 }
 
 struct Entry {
@@ -55,6 +64,15 @@ struct Entry {
     /// It has completed a request: a scraper's, not a slowloris's.
     served: bool,
     evict: Arc<Notify>,
+}
+
+/// A connection in its grace, before it takes a slot: told when to go (the arriving cap
+/// was reached). Leaves the registry when dropped.
+pub struct Arrival {
+    id: u64,
+    addr: IpAddr,
+    connections: Arc<Connections>,
+    dropped: Arc<Notify>,
 }
 
 /// One admitted connection: tells the registry when a request starts and ends, and is
@@ -71,18 +89,52 @@ impl Connections {
         Arc::new(Connections {
             max,
             per_client: (max / 2).max(1),
+            max_arriving: max.saturating_mul(4),
             open: Mutex::new(Open::default()),
         })
+    }
+
+    /// A connection from `addr` was accepted: it arrives, holding no slot, while its
+    /// head is awaited. At the arriving cap, the oldest arriving connection of the
+    /// address with the most arriving goes.
+    pub fn arrive(self: &Arc<Self>, addr: IpAddr) -> Arrival {
+        let mut open = self.lock();
+        if open.arriving.len() >= self.max_arriving {
+            let mut per_addr: HashMap<IpAddr, (usize, u64)> = HashMap::new();
+            for (&id, &(a, _)) in &open.arriving {
+                let e = per_addr.entry(a).or_insert((0, id));
+                e.0 += 1;
+                e.1 = e.1.min(id);
+            }
+            // The most arriving, then the oldest (ids grow with time).
+            let victim = per_addr
+                .values()
+                .max_by_key(|&&(n, oldest)| (n, std::cmp::Reverse(oldest)))
+                .map(|&(_, oldest)| oldest);
+            if let Some((_, go)) = victim.and_then(|id| open.arriving.remove(&id)) {
+                go.notify_one();
+            }
+        }
+        open.next_id += 1;
+        let id = open.next_id;
+        let dropped = Arc::new(Notify::new());
+        open.arriving.insert(id, (addr, dropped.clone()));
+        Arrival {
+            id,
+            addr,
+            connections: self.clone(),
+            dropped,
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Open> {
         self.open.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Admits a connection from `addr`, evicting a waiting one if the cap or the
-    /// address's share requires it; `None` when no connection can make room.
-    pub fn admit(self: &Arc<Self>, addr: IpAddr, fd: Option<RawFd>) -> Option<Slot> {
-        let ready = fd.is_some_and(head_ready);
+    /// Admits a connection from `addr` (`ready`: its whole head waits in its socket),
+    /// evicting a waiting one if the cap or the address's share requires it; `None` when
+    /// no connection can make room.
+    fn admit(self: &Arc<Self>, addr: IpAddr, fd: Option<RawFd>, ready: bool) -> Option<Slot> {
         let mut open = self.lock();
         let mine = open.by_id.values().filter(|e| e.addr == addr).count();
         if ready && (mine >= self.per_client || open.by_id.len() >= self.max) {
@@ -153,10 +205,23 @@ impl Entry {
     }
 }
 
+/// Bytes looked at for a whole request head or TLS record: a head larger than this is
+/// never *ready*, and is served as any waiting connection.
+pub const HEAD_PEEK_BYTES: usize = 4096;
+
+/// Whether `seen`, the start of what a client sent, holds a whole HTTP/1 request head or
+/// a whole TLS record (the ClientHello).
+pub fn head_complete(seen: &[u8]) -> bool {
+    match seen {
+        [0x16, 0x03, _, hi, lo, ..] => seen.len() >= 5 + ((*hi as usize) << 8 | *lo as usize),
+        _ => seen.windows(4).any(|w| w == b"\r\n\r\n"),
+    }
+}
+
 /// Whether a whole HTTP/1 request head, or a whole TLS record (the ClientHello), waits
 /// in the socket.
 fn head_ready(fd: RawFd) -> bool {
-    let mut buf = [0u8; 4096];
+    let mut buf = [0u8; HEAD_PEEK_BYTES];
     // SAFETY: recv writes at most buf.len() bytes into buf; MSG_PEEK leaves them in the
     // socket for the connection to read, MSG_DONTWAIT never blocks.
     let n = unsafe {
@@ -167,14 +232,7 @@ fn head_ready(fd: RawFd) -> bool {
             libc::MSG_PEEK | libc::MSG_DONTWAIT,
         )
     };
-    let Ok(n) = usize::try_from(n) else {
-        return false;
-    };
-    let seen = &buf[..n];
-    match seen {
-        [0x16, 0x03, _, hi, lo, ..] => seen.len() >= 5 + ((*hi as usize) << 8 | *lo as usize),
-        _ => seen.windows(4).any(|w| w == b"\r\n\r\n"),
-    }
+    usize::try_from(n).is_ok_and(|n| head_complete(&buf[..n]))
 }
 
 /// The connection among `which` to evict first: one that never completed a request, then
@@ -198,6 +256,26 @@ fn oldest(open: &Open, which: impl Fn(&Entry) -> bool, protect_ready: bool) -> O
 fn evict(open: &mut Open, id: u64) {
     if let Some(e) = open.by_id.remove(&id) {
         e.evict.notify_one();
+    }
+}
+
+impl Arrival {
+    /// The grace is over: the connection takes a slot (`ready`: its whole head came in
+    /// the grace, and waits in the socket `fd`), or `None` when none can be made.
+    pub fn admit(self, fd: Option<RawFd>, ready: bool) -> Option<Slot> {
+        self.connections.lock().arriving.remove(&self.id);
+        self.connections.admit(self.addr, fd, ready)
+    }
+
+    /// Resolves when the connection must go to make room for newer arrivals.
+    pub async fn dropped(&self) {
+        self.dropped.notified().await
+    }
+}
+
+impl Drop for Arrival {
+    fn drop(&mut self) {
+        self.connections.lock().arriving.remove(&self.id);
     }
 }
 
@@ -254,21 +332,21 @@ mod tests {
     #[test]
     fn at_the_cap_the_oldest_waiting_connection_of_the_heaviest_client_goes() {
         let c = Connections::new(4);
-        let a1 = c.admit(ip(1), None).unwrap();
-        let a2 = c.admit(ip(1), None).unwrap();
-        let b1 = c.admit(ip(2), None).unwrap();
-        let b2 = c.admit(ip(2), None).unwrap();
+        let a1 = c.admit(ip(1), None, false).unwrap();
+        let a2 = c.admit(ip(1), None, false).unwrap();
+        let b1 = c.admit(ip(2), None, false).unwrap();
+        let b2 = c.admit(ip(2), None, false).unwrap();
         // b has both in requests: only a's can go; a1 is the oldest.
         b1.request_started();
         b2.request_started();
-        let _c1 = c.admit(ip(3), None).unwrap();
+        let _c1 = c.admit(ip(3), None, false).unwrap();
         assert!(is_evicted(&a1));
         assert!(!is_evicted(&a2));
         assert_eq!(c.len(), 4);
         // A connection that finished its request waits again, from now: b holds the
         // most connections, so b1 goes although a2 has waited longer.
         b1.request_ended();
-        let _c2 = c.admit(ip(3), None).unwrap();
+        let _c2 = c.admit(ip(3), None, false).unwrap();
         assert!(is_evicted(&b1));
         assert!(!is_evicted(&a2));
     }
@@ -276,9 +354,9 @@ mod tests {
     #[test]
     fn a_client_past_its_share_loses_its_own_oldest_waiting_connection() {
         let c = Connections::new(4);
-        let a1 = c.admit(ip(1), None).unwrap();
-        let a2 = c.admit(ip(1), None).unwrap();
-        let _a3 = c.admit(ip(1), None).unwrap();
+        let a1 = c.admit(ip(1), None, false).unwrap();
+        let a2 = c.admit(ip(1), None, false).unwrap();
+        let _a3 = c.admit(ip(1), None, false).unwrap();
         assert!(is_evicted(&a1));
         assert!(!is_evicted(&a2));
         assert_eq!(c.len(), 2);
@@ -287,21 +365,21 @@ mod tests {
     #[test]
     fn a_scrapers_idle_connection_outlasts_half_sent_requests_from_its_address() {
         let c = Connections::new(4);
-        let scraper = c.admit(ip(1), None).unwrap();
+        let scraper = c.admit(ip(1), None, false).unwrap();
         scraper.request_started();
         scraper.request_ended();
         // Half-sent requests from the same address, reconnecting as they are closed.
         let mut flood = Vec::new();
         for _ in 0..20 {
-            flood.push(c.admit(ip(1), None).unwrap());
+            flood.push(c.admit(ip(1), None, false).unwrap());
         }
         assert!(!is_evicted(&scraper), "the served connection was evicted");
         assert_eq!(c.len(), 2);
         // When only served connections wait, the cap still holds: the oldest goes.
-        let other = c.admit(ip(1), None).unwrap();
+        let other = c.admit(ip(1), None, false).unwrap();
         other.request_started();
         other.request_ended();
-        let _next = c.admit(ip(1), None).unwrap();
+        let _next = c.admit(ip(1), None, false).unwrap();
         assert!(is_evicted(&scraper));
         assert!(!is_evicted(&other));
     }
@@ -317,7 +395,7 @@ mod tests {
         let c = Connections::new(8);
         let pair = || UnixStream::pair().unwrap();
         let (scraper_fd, _scraper_peer) = pair();
-        let scraper = c.admit(ip(1), Some(scraper_fd.as_raw_fd())).unwrap();
+        let scraper = c.admit(ip(1), Some(scraper_fd.as_raw_fd()), false).unwrap();
         scraper.request_started();
         scraper.request_ended();
         let mut flood = Vec::new();
@@ -325,7 +403,7 @@ mod tests {
             let (fd, mut peer) = pair();
             peer.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
                 .unwrap();
-            let slot = c.admit(ip(1), Some(fd.as_raw_fd())).unwrap();
+            let slot = c.admit(ip(1), Some(fd.as_raw_fd()), false).unwrap();
             flood.push((slot, fd, peer));
         }
         assert!(
@@ -338,10 +416,16 @@ mod tests {
         ready_peer
             .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
             .unwrap();
-        let ready = c.admit(ip(1), Some(ready_fd.as_raw_fd())).unwrap();
+        let ready = c
+            .admit(
+                ip(1),
+                Some(ready_fd.as_raw_fd()),
+                head_ready(ready_fd.as_raw_fd()),
+            )
+            .unwrap();
         let (fd, mut peer) = pair();
         peer.write_all(b"GET / HTTP/1.1\r\n").unwrap();
-        let _next = c.admit(ip(1), Some(fd.as_raw_fd())).unwrap();
+        let _next = c.admit(ip(1), Some(fd.as_raw_fd()), false).unwrap();
         assert!(
             !is_evicted(&ready),
             "a whole head waiting unread was evicted"
@@ -352,12 +436,56 @@ mod tests {
     #[test]
     fn when_every_connection_is_in_a_request_a_newcomer_is_refused() {
         let c = Connections::new(2);
-        let a = c.admit(ip(1), None).unwrap();
-        let b = c.admit(ip(2), None).unwrap();
+        let a = c.admit(ip(1), None, false).unwrap();
+        let b = c.admit(ip(2), None, false).unwrap();
         a.request_started();
         b.request_started();
-        assert!(c.admit(ip(3), None).is_none());
+        assert!(c.admit(ip(3), None, false).is_none());
         drop(a);
-        assert!(c.admit(ip(3), None).is_some());
+        assert!(c.admit(ip(3), None, false).is_some());
+    }
+
+    #[test]
+    fn arriving_connections_hold_no_slot_and_past_their_cap_the_busiest_address_loses_its_oldest() {
+        let c = Connections::new(2);
+        // Eight may arrive (four times the cap) while both slots are taken.
+        let _a = c.admit(ip(8), None, false).unwrap();
+        let _b = c.admit(ip(9), None, false).unwrap();
+        let flood: Vec<Arrival> = (0..7).map(|_| c.arrive(ip(1))).collect();
+        let scraper = c.arrive(ip(2));
+        assert_eq!(c.len(), 2);
+        let dropped = |a: &Arrival| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                tokio::time::timeout(Duration::from_millis(10), a.dropped())
+                    .await
+                    .is_ok()
+            })
+        };
+        // A ninth: the address with the most arriving loses its oldest.
+        let _ninth = c.arrive(ip(2));
+        assert!(dropped(&flood[0]));
+        assert!(!dropped(&flood[1]));
+        assert!(!dropped(&scraper));
+        // A ready arrival takes a slot from a waiting connection.
+        let slot = scraper.admit(None, true).unwrap();
+        assert_eq!(c.len(), 2);
+        assert!(c.lock().arriving.len() == 7);
+        drop(slot);
+        drop(flood);
+        assert_eq!(c.lock().arriving.len(), 1);
+    }
+
+    #[test]
+    fn a_head_is_complete_at_its_blank_line_and_a_tls_record_at_its_length() {
+        assert!(head_complete(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+        assert!(!head_complete(b"GET / HTTP/1.1\r\nHost: x\r\n"));
+        assert!(!head_complete(b""));
+        // A ClientHello record of 3 bytes, whole and cut.
+        assert!(head_complete(&[0x16, 0x03, 0x01, 0x00, 0x03, 1, 2, 3]));
+        assert!(!head_complete(&[0x16, 0x03, 0x01, 0x00, 0x03, 1, 2]));
     }
 }

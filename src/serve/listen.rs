@@ -1,4 +1,5 @@
-//! Accepting connections: the header-read timeout on each (which bounds the TLS handshake
+//! Accepting connections: a short grace for a new connection's head before it takes a
+//! slot, the header-read timeout on each (which bounds the grace and the TLS handshake
 //! too), HTTP/1.1 only, 16 KiB of request head, and the connection cap with its eviction
 //! (`conns`).
 
@@ -7,6 +8,9 @@ use std::future::Future;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::net::TcpStream;
+use tokio::time::Instant;
 
 use axum::body::Body;
 use axum::response::Response;
@@ -18,12 +22,18 @@ use tower::ServiceExt;
 
 use crate::serve::auth::Web;
 use crate::serve::body::Held;
-use crate::serve::conns::{Connections, Slot};
+use crate::serve::conns::{head_complete, Connections, Slot, HEAD_PEEK_BYTES};
 use crate::serve::http::Limits;
 
-/// Accepts connections until `shutdown` resolves. At the connection cap a connection
-/// still waiting for its request head is evicted to make room (`conns`); each connection
-/// gets the header-read timeout, which also bounds the TLS handshake.
+/// How long a new connection may take to send its whole head before it takes a slot as
+/// any waiting connection (at most half the header timeout): ample for a client that
+/// sends its request with the connection, even one descheduled on a loaded node.
+const GRACE: Duration = Duration::from_secs(1);
+
+/// Accepts connections until `shutdown` resolves. A new connection waits its grace for a
+/// whole head, holding no slot; at the connection cap a connection still waiting for its
+/// request head is evicted to make room (`conns`). The header-read timeout counts from
+/// the accept, and also bounds the TLS handshake.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -52,22 +62,33 @@ pub async fn serve(
                 }
             },
         };
-        let Some(slot) = open.admit(peer.ip(), Some(stream.as_raw_fd())) else {
-            drop(stream);
-            continue;
-        };
-        let slot = Arc::new(slot);
-        let service = tracked(router.clone(), slot.clone());
+        let accepted = Instant::now();
+        let arrival = open.arrive(peer.ip());
+        let router = router.clone();
         let builder = builder.clone();
         let tls = web.active().tls.clone();
-        let handshake_timeout = limits.read_header_timeout;
+        let timeout = limits.read_header_timeout;
         tokio::spawn(async move {
+            let grace = GRACE.min(timeout / 2);
+            let ready = tokio::select! {
+                ready = first_head(&stream, accepted + grace) => ready,
+                _ = arrival.dropped() => return,
+            };
+            let Some(ready) = ready else { return };
+            let Some(slot) = arrival.admit(Some(stream.as_raw_fd()), ready) else {
+                return;
+            };
+            let slot = Arc::new(slot);
+            let service = tracked(router, slot.clone());
+            // What is left of the header timeout after the grace.
+            let left = timeout.saturating_sub(accepted.elapsed());
+            let mut builder = (*builder).clone();
+            builder.header_read_timeout(left);
             let served = async {
                 match tls {
                     None => connection(&builder, stream, service).await,
                     Some(acceptor) => {
-                        let handshake =
-                            tokio::time::timeout(handshake_timeout, acceptor.accept(stream));
+                        let handshake = tokio::time::timeout(left, acceptor.accept(stream));
                         if let Ok(Ok(stream)) = handshake.await {
                             connection(&builder, stream, service).await;
                         }
@@ -80,6 +101,29 @@ pub async fn serve(
                 _ = slot.evicted() => {}
             }
         });
+    }
+}
+
+/// Waits until `deadline` for a whole request head (or TLS record) in the socket, without
+/// reading it: `Some(true)` when it came, `Some(false)` when the deadline came first or
+/// the head is larger than a peek holds, `None` when the client closed or failed. Part of
+/// a head is looked at again after a pause that doubles (5 ms to 200 ms), not in a spin:
+/// a peeked socket stays readable.
+async fn first_head(stream: &TcpStream, deadline: Instant) -> Option<bool> {
+    let mut buf = vec![0u8; HEAD_PEEK_BYTES];
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match tokio::time::timeout_at(deadline, stream.peek(&mut buf)).await {
+            Err(_) => return Some(false),
+            Ok(Err(_) | Ok(0)) => return None,
+            Ok(Ok(n)) if head_complete(&buf[..n]) => return Some(true),
+            Ok(Ok(n)) if n == buf.len() => return Some(false),
+            Ok(Ok(_)) if Instant::now() >= deadline => return Some(false),
+            Ok(Ok(_)) => {
+                tokio::time::sleep_until((Instant::now() + pause).min(deadline)).await;
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+        }
     }
 }
 
