@@ -443,3 +443,81 @@ fn seed_001_shape_is_measured_within_two_deep_scans() {
     assert!(heaps >= 95.0, "arena heaps {heaps}");
     assert!(chunks >= 50_000.0, "free chunks {chunks}");
 }
+
+/// A newcomer whose first deep reads land while it is still allocating is measured soon
+/// after it settles, not a deep interval later: a worker-arena hoard (64 MiB live,
+/// 512 MiB freed) whose worker churns its arena for its first 8 s, started at once beside
+/// two 1 GiB heaps, CPython filling 768 MiB and a busy server, with 1 s scans and the
+/// default deep interval (60 s). A walk during its fill measures the heap as it was then
+/// (right, and soon stale); walks during its churn find the heap moving. Its settled free
+/// memory must be shown within 15 s of its start, and every figure after that be right.
+#[test]
+fn a_newcomer_still_allocating_is_measured_soon_after_it_settles() {
+    let d = Daemon::start(&["--scan.interval=1s"]);
+    d.wait_until(Duration::from_secs(10), || d.get("/metrics").status == 200);
+    let inconsistent =
+        |t: &str| value(t, "membloat_heap_walks_total{outcome=\"inconsistent\"}").unwrap_or(0.0);
+    let before = inconsistent(&d.metrics());
+    let started = Instant::now();
+    // (since the start, free bytes shown) of every scrape that showed the heap measured.
+    let (settle, _others, shown) = std::thread::scope(|s| {
+        let others = [
+            ("heap_big1", ["main", "1024", "0"]),
+            ("heap_big2", ["main", "1024", "0"]),
+            ("heap_server", ["busy", "256", "256"]),
+        ]
+        .map(|(alias, args)| s.spawn(move || Repro::start_as("heap", alias, &args)));
+        let py = s.spawn(|| Repro::python("pyheap.py", &["py_big", "512", "256"]));
+        let settle = s.spawn(|| Repro::start_as("heap", "heap_settle", &["settle", "64", "512"]));
+        let mut shown = Vec::new();
+        while started.elapsed() < Duration::from_secs(20) {
+            let t = d.metrics();
+            if value(
+                &t,
+                &group("membloat_group_heap_measured_processes", "heap_settle"),
+            ) == Some(1.0)
+            {
+                let free = value(&t, &group("membloat_group_heap_free_bytes", "heap_settle"));
+                shown.push((started.elapsed(), free.unwrap()));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let mut others: Vec<Repro> = others.into_iter().map(|h| h.join().unwrap()).collect();
+        others.push(py.join().unwrap());
+        (settle.join().unwrap(), others, shown)
+    });
+    let truth = fordblks(&settle);
+    let inconsistent = inconsistent(&d.metrics()) - before;
+    let right = |free: f64| (free - truth).abs() <= 0.05 * truth;
+    let first = shown.iter().position(|&(_, free)| right(free));
+    eprintln!(
+        "newcomer: fordblks {:.1} MiB once settled; {inconsistent} inconsistent walks on the \
+         host; shown (s, MiB): {:?}",
+        truth / MIB,
+        shown
+            .iter()
+            .map(|(at, free)| (
+                format!("{:.1}", at.as_secs_f64()),
+                format!("{:.1}", free / MIB)
+            ))
+            .collect::<Vec<_>>()
+    );
+    // The busy server's and the newcomer's churn made walks find heaps moving: the host
+    // this test is about, where a walk is retried rather than given up for a minute.
+    assert!(
+        inconsistent >= 4.0,
+        "every walk held still ({inconsistent} inconsistent): not the busy host meant"
+    );
+    let first = first.expect("the settled heap was never shown within 20 s");
+    let (after, _) = shown[first];
+    assert!(
+        after <= Duration::from_secs(15),
+        "measured {after:?} after its start"
+    );
+    for &(at, free) in &shown[first..] {
+        assert!(
+            right(free),
+            "at {at:?}: {free} shown against fordblks {truth}"
+        );
+    }
+}

@@ -57,20 +57,22 @@ pub(super) fn read(
         }
         run.candidates += 1;
         let memory = deep_memory(&p.status);
-        let last = procs.known(p).and_then(|k| k.deep_read.as_deref().copied());
-        let retry = procs
-            .known(p)
-            .is_some_and(|k| (1..=MAX_WALK_RETRIES).contains(&k.walk_retries));
+        let known = procs.known(p);
+        let last = known.and_then(|k| k.deep_read.as_deref().copied());
+        let unsettled = known.map_or(0, |k| k.unsettled);
         // A process whose address space and memory did not move since its last deep
         // read has the same heaps, arenas and commit: it is read again only after ten
         // intervals, which catches what moves without them. A heap that changed under
-        // the walk is tried again at the next scan: until it is measured, the process
-        // shows no hoarding figure at all.
-        let is_due = retry
-            || last.is_none_or(|(t, before)| {
-                let age = started.duration_since(t);
+        // the walk, or a newcomer's memory still moving, is read again on the retry
+        // schedule: until a walk holds, the process shows no hoarding figure at all.
+        let is_due = last.is_none_or(|(t, before)| {
+            let age = started.duration_since(t);
+            if unsettled > 0 {
+                age >= retry_wait(unsettled, deep.interval)
+            } else {
                 age >= deep.interval && (before != memory || age >= deep.interval * 10)
-            });
+            }
+        });
         if is_due && !stuck.contains(&p.pid) {
             let anon = p.status.rss_anon_bytes.unwrap_or(0);
             due.push((last.map(|l| l.0), u64::MAX - anon, i));
@@ -133,12 +135,18 @@ pub(super) fn read(
                     .and_then(|h| h.walk.as_ref())
                     .is_some_and(|w| w.as_ref().is_err_and(|o| o.is_transient()));
                 if let Some(k) = procs.known_mut(p) {
+                    // A newcomer's memory that moved since its deep read before (or its
+                    // first read, with nothing to compare) may still be growing into the
+                    // shape it will keep.
+                    let before = k.deep_read.as_deref().map(|&(_, m)| m);
+                    let moving = k.newcomer && before != Some(memory);
                     k.deep_read = Some(Box::new((now, memory)));
-                    k.walk_retries = if transient {
-                        k.walk_retries.saturating_add(1)
+                    if transient || moving {
+                        k.unsettled = k.unsettled.saturating_add(1);
                     } else {
-                        0
-                    };
+                        k.unsettled = 0;
+                        k.newcomer = false;
+                    }
                 }
                 run.covered += 1;
             }
@@ -151,9 +159,20 @@ pub(super) fn read(
     run
 }
 
-/// Scans in a row at which a heap that changed under the walk is tried again, before it
-/// waits for the deep interval like any other.
-const MAX_WALK_RETRIES: u8 = 3;
+/// How long a process waits for its next deep read after `unsettled` reads in a row gave
+/// no settled figure (the heap changed under the walk, or a newcomer's memory moved since
+/// its read before): the next scan for the first eight, then a wait that doubles every
+/// four reads (1.5 s, 3.5 s, 7.5 s, ...), never longer than the deep interval, when it is
+/// read like any other candidate. A newcomer still allocating is measured at the first
+/// scan after it settles while its first minute lasts (with 1 s scans: reads at 1-8 s,
+/// then every 2 s up to 16 s, every 4 s up to 32 s), and a heap that never holds still
+/// costs a read a deep interval once the schedule reaches it. Every read still counts
+/// against the scan's CPU budget.
+fn retry_wait(unsettled: u8, interval: Duration) -> Duration {
+    let doublings = u32::from(unsettled.saturating_sub(1) / 4).min(16);
+    let wait = Duration::from_millis(500) * ((1u32 << doublings) - 1);
+    wait.min(interval)
+}
 
 /// What a deep read depends on: address space and resident, anonymous and swapped memory.
 pub(super) type DeepMemory = [Option<u64>; 4];
@@ -199,4 +218,31 @@ fn read_smaps(source: &Source, buf: &mut Buffer, pid: u32, walk: bool) -> DeepRe
     };
     buf.shrink();
     read
+}
+
+#[cfg(test)]
+mod tests {
+    use super::retry_wait;
+    use std::time::Duration;
+
+    #[test]
+    fn retries_come_at_the_next_scan_then_back_off_to_the_deep_interval() {
+        let minute = Duration::from_secs(60);
+        let ms = |n| Duration::from_millis(n);
+        let waits: Vec<Duration> = (1..=28).map(|k| retry_wait(k, minute)).collect();
+        assert_eq!(&waits[..8], &[Duration::ZERO; 8]);
+        assert_eq!(&waits[8..12], &[ms(1500); 4]);
+        assert_eq!(&waits[12..16], &[ms(3500); 4]);
+        assert_eq!(&waits[16..20], &[ms(7500); 4]);
+        assert_eq!(&waits[20..24], &[ms(15500); 4]);
+        assert_eq!(&waits[24..28], &[ms(31500); 4]);
+        assert_eq!(retry_wait(29, minute), minute);
+        assert_eq!(retry_wait(u8::MAX, minute), minute);
+        // A deep interval shorter than the schedule caps it; 0 s walks at every scan.
+        assert_eq!(
+            retry_wait(20, Duration::from_secs(5)),
+            Duration::from_secs(5)
+        );
+        assert_eq!(retry_wait(u8::MAX, Duration::ZERO), Duration::ZERO);
+    }
 }

@@ -10,7 +10,10 @@
  *   churn:  main, then allocates and frees small blocks in a tight loop forever, so the
  *           heap's headers and free lists change while they are read;
  *   busy:   churn with about 20 us of work after each allocation, as a busy server
- *           (50,000 allocations a second).
+ *           (50,000 allocations a second);
+ *   settle: thread, whose worker then churns in its own arena for 8 s (a service
+ *           warming up) before it exits, so the heap changes under every walk of its
+ *           first seconds and then holds still.
  * BLOCK_BYTES (default 65472) sets the block size; blocks above glibc's mmap threshold
  * (128 KiB) need MALLOC_MMAP_THRESHOLD_ raised to come from the heap.
  * Prints "ready FORDBLKS", then sleeps (or churns). Build with -fno-builtin-malloc
@@ -41,15 +44,39 @@ static void *fill(void *unused) {
     return b;
 }
 
+/* A ring of 256 blocks of up to 16 KiB, each filled when allocated, as a busy program uses
+ * what it allocates: at most 4 MiB moves between free and used. */
+static void churn_once(void) {
+    static __thread void *ring[256];
+    static __thread unsigned long i, r = 1;
+    r = r * 6364136223846793005UL + 1442695040888963407UL;
+    size_t n = 16 + (r >> 33) % 16384;
+    free(ring[i % 256]);
+    ring[i % 256] = malloc(n);
+    memset(ring[i % 256], (int)i, n);
+    i++;
+}
+
+static void *fill_then_settle(void *unused) {
+    void *b = fill(unused);
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+        for (int k = 0; k < 1000; k++) churn_once();
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (now.tv_sec - start.tv_sec < 8);
+    return b;
+}
+
 int main(int argc, char **argv) {
     if (argc != 4 && argc != 5) return 2;
     if (argc == 5) block = strtoul(argv[4], 0, 10);
     const char *mode = argv[1];
     live_mib = strtoul(argv[2], 0, 10);
     freed_mib = strtoul(argv[3], 0, 10);
-    if (strcmp(mode, "thread") == 0) {
+    if (strcmp(mode, "thread") == 0 || strcmp(mode, "settle") == 0) {
         pthread_t t;
-        pthread_create(&t, 0, fill, 0);
+        pthread_create(&t, 0, strcmp(mode, "settle") == 0 ? fill_then_settle : fill, 0);
         pthread_join(t, 0);
     } else {
         fill(0);
@@ -60,18 +87,8 @@ int main(int argc, char **argv) {
     fflush(stdout);
     int busy = strcmp(mode, "busy") == 0;
     if (strcmp(mode, "churn") == 0 || busy) {
-        /* A ring of 256 blocks of up to 16 KiB, each filled when allocated, as a busy
-         * program uses what it allocates: at most 4 MiB moves between free and used,
-         * under 2 % of a 256 MiB free heap. */
-        static void *ring[256];
-        unsigned long i = 0, r = 1;
         for (;;) {
-            r = r * 6364136223846793005UL + 1442695040888963407UL;
-            size_t n = 16 + (r >> 33) % 16384;
-            free(ring[i % 256]);
-            ring[i % 256] = malloc(n);
-            memset(ring[i % 256], (int)i, n);
-            i++;
+            churn_once();
             if (busy) {
                 struct timespec a, b;
                 clock_gettime(CLOCK_MONOTONIC, &a);

@@ -233,7 +233,8 @@ fn read_process_files(
         cpu_ticks: ticks,
         cpu_moving: known.is_none_or(|k| k.cpu_ticks != ticks),
         deep_read: known.and_then(|k| k.deep_read.clone()),
-        walk_retries: known.map_or(0, |k| k.walk_retries),
+        unsettled: known.map_or(0, |k| k.unsettled),
+        newcomer: known.map_or(ctx.scan > 0, |k| k.newcomer),
     };
     Ok(Some((sample, remembered)))
 }

@@ -37,9 +37,14 @@ pub(in crate::collect) struct Known {
     /// When the deep tier last read this process's smaps, and its memory then (boxed:
     /// only candidates have one).
     pub(in crate::collect) deep_read: Option<Box<(Instant, DeepMemory)>>,
-    /// Heap walks in a row that found the heap changing under the read: the process is
-    /// read again at the next scan, up to `MAX_WALK_RETRIES` times.
-    pub(in crate::collect) walk_retries: u8,
+    /// Deep reads in a row that gave no settled figure: the heap changed under the walk,
+    /// or a newcomer's memory moved since its deep read before. The process is read again
+    /// on the deep tier's retry schedule (`deep::retry_wait`) until one does.
+    pub(in crate::collect) unsettled: u8,
+    /// Appeared after the scanner's first scan and not yet settled: its first deep reads
+    /// may land while it still allocates, so it is read again until its memory holds
+    /// still between two of them. The processes of the first scan have run for a while.
+    pub(in crate::collect) newcomer: bool,
 }
 
 /// How a process stands against what the last scan knew of it: what decides which of its
