@@ -16,8 +16,9 @@ use membloat_exporter::collect::matcher::{Candidate, Matchers};
 use membloat_exporter::config::{self, Config};
 use membloat_exporter::daemon::Pipeline;
 use membloat_exporter::parse::{
-    cgroup, kmsg, meminfo::Meminfo, memory_stat::MemoryStat, mountinfo, pressure::Pressure, smaps,
-    smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status, sysfs, vmstat::Vmstat,
+    cgroup, hsperfdata, kmsg, meminfo::Meminfo, memory_stat::MemoryStat, mountinfo,
+    pressure::Pressure, smaps, smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status, sysfs,
+    vmstat::Vmstat,
 };
 use membloat_exporter::serve::webconfig::WebConfig;
 use membloat_exporter::serve::{auth, negotiate, shared};
@@ -61,6 +62,7 @@ targets! {
     "flags" => flags, 2 << 10, false, [];
     "heap_walk" => heap_walk, 64 << 10, true, [];
     "go_buildinfo" => go_buildinfo, 16 << 10, true, [];
+    "hsperfdata" => hsperfdata, 64 << 10, true, ["tests/fixtures/hsperfdata/*"];
     "pipeline" => pipeline, 256 << 10, false, [];
 }
 
@@ -113,6 +115,22 @@ fn status(data: &[u8]) {
         bytes_from_kib(s.vm_hwm_bytes, "VmHWM");
         bytes_from_kib(s.rss_anon_bytes, "RssAnon");
         bytes_from_kib(s.vm_swap_bytes, "VmSwap");
+    }
+}
+
+/// A JVM's perf-data file, which the JVM (so the program it runs) writes: every entry
+/// comes from inside the bytes, with a name, and never more of them than 20-byte headers
+/// fit.
+fn hsperfdata(data: &[u8]) {
+    if let Ok(p) = hsperfdata::parse(data) {
+        assert!(
+            p.entries.len() <= data.len() / 20,
+            "{} entries",
+            p.entries.len()
+        );
+        for (name, _) in &p.entries {
+            assert!(!name.is_empty() && !name.contains('\0'), "name {name:?}");
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 //! counted in the struct's `rejected` field, so the caller can report it as malformed.
 
 pub mod cgroup;
+pub mod hsperfdata;
 pub mod kmsg;
 pub mod limits;
 pub mod loadavg;
@@ -34,6 +35,10 @@ pub enum ParseError {
     /// process without memory). Not malformed.
     #[error("empty")]
     Empty,
+    /// A file its writer has not finished (a JVM's perf data while it starts): tried
+    /// again at a later read. Not malformed.
+    #[error("not ready: {0}")]
+    NotReady(&'static str),
 }
 
 /// Splits `Key:   value` lines; lines without a colon are skipped. ASCII trimming only:

@@ -52,6 +52,9 @@ pub enum Library {
     Python,
     /// `libnode.so.*` or the `node` executable.
     Node,
+    /// `/tmp/hsperfdata_<user>/<pid>`: a HotSpot JVM's perf data, mapped by the JVM
+    /// that publishes it.
+    JvmPerfData,
 }
 
 impl Library {
@@ -76,10 +79,22 @@ impl Library {
             Some(Library::Python)
         } else if base.starts_with("libnode.so") || base == "node" || base == "nodejs" {
             Some(Library::Node)
+        } else if is_perf_data(name) {
+            Some(Library::JvmPerfData)
         } else {
             None
         }
     }
+}
+
+/// `/tmp/hsperfdata_<user>/<pid>`: a HotSpot JVM's perf-data file, which the JVM maps
+/// shared (`rw-s`) for as long as it runs (also when the file was deleted since).
+fn is_perf_data(name: &str) -> bool {
+    let name = name.strip_suffix(" (deleted)").unwrap_or(name);
+    let mut parts = name.rsplit('/');
+    let pid = parts.next().unwrap_or("");
+    let dir = parts.next().unwrap_or("");
+    !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) && dir.starts_with("hsperfdata_")
 }
 
 /// `python`, `python3`, `python3.11`: an interpreter executable.

@@ -11,6 +11,7 @@ pub mod freelist;
 pub mod glibc;
 #[doc(hidden)]
 pub mod image;
+pub mod jvm;
 pub mod memory;
 pub mod process;
 pub mod runtime;
@@ -165,6 +166,9 @@ pub struct HeapReading {
     /// The process's memory cgroup (`/proc/PID/cgroup`), as the cgroup collector names
     /// it: where its hoarding counts against a container's limit.
     pub memory_cgroup: Option<String>,
+    /// A JVM's own account of its Java heap (its perf data), or why there is none; `None`
+    /// for other runtimes and when the walk (reading process memory) is switched off.
+    pub java: Option<Result<Box<jvm::JavaHeap>, jvm::Unmeasured>>,
 }
 
 impl HeapReading {
@@ -302,25 +306,42 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
             identity,
             walk: None,
             memory_cgroup: None,
+            java: None,
         };
     }
-    let outcome = if identity.allocator != runtime::Allocator::Glibc {
-        Err(Outcome::NotGlibc)
-    } else {
-        match (source.open_pid(pid, "mem"), source.open_pid(pid, "pagemap")) {
-            (Ok(mem), Ok(pagemap)) => {
-                let mut target =
-                    ProcessMemory::new(pid, mem, pagemap, page_size(), source.pids_are_ours());
-                let (bounds, libc) = bounds(vmas);
-                measure_process(&mut target, &bounds, &libc)
-            }
-            _ => Err(Outcome::Unreadable),
-        }
+    // Its memory is opened only when something is read from it: glibc's heaps, a JVM's
+    // perf data.
+    let glibc = identity.allocator == runtime::Allocator::Glibc;
+    let java = identity.runtime == runtime::Runtime::Jvm;
+    let opened =
+        (glibc || java).then(|| (source.open_pid(pid, "mem"), source.open_pid(pid, "pagemap")));
+    let mut target = match opened {
+        Some((Ok(mem), Ok(pagemap))) => Some(ProcessMemory::new(
+            pid,
+            mem,
+            pagemap,
+            page_size(),
+            source.pids_are_ours(),
+        )),
+        _ => None,
     };
+    let outcome = match &mut target {
+        _ if !glibc => Err(Outcome::NotGlibc),
+        Some(target) => {
+            let (bounds, libc) = bounds(vmas);
+            measure_process(target, &bounds, &libc)
+        }
+        None => Err(Outcome::Unreadable),
+    };
+    let java = java.then(|| match &mut target {
+        Some(target) => jvm::read(target, vmas).map(Box::new),
+        None => Err(jvm::Unmeasured::Unreadable),
+    });
     HeapReading {
         identity,
         walk: Some(outcome),
         memory_cgroup: None,
+        java,
     }
 }
 

@@ -170,6 +170,7 @@ fn walked(
         },
         walk: Some(walk),
         memory_cgroup: None,
+        java: None,
     }));
     p
 }

@@ -172,3 +172,21 @@ fn absurd_sizes_are_counted_not_wrapped() {
     );
     assert_eq!(summarize(&top).unwrap().arena_heaps, 0);
 }
+
+#[test]
+fn a_jvms_perf_data_file_is_told_by_its_directory_and_pid_name() {
+    // As a JDK 17 JVM maps it (`rw-s`), in its own mount namespace; also once deleted.
+    for name in [
+        "/tmp/hsperfdata_root/32515",
+        "/tmp/hsperfdata_app/1 (deleted)",
+    ] {
+        assert_eq!(Library::of(name), Some(Library::JvmPerfData), "{name}");
+    }
+    for name in [
+        "/tmp/hsperfdata_root/x1",
+        "/tmp/perf/123",
+        "/tmp/hsperfdata_root/",
+    ] {
+        assert_eq!(Library::of(name), None, "{name}");
+    }
+}

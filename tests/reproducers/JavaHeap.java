@@ -1,0 +1,37 @@
+// A JVM that fills its Java heap, drops what it filled and collects, so its collector keeps
+// committed heap it no longer uses; then it prints what the JVM itself says of its memory
+// pools (MemoryPoolMXBean: committed and used per heap pool and for metaspace) and idles.
+// usage: java JavaHeap.java FILL_MIB KEEP_MIB
+// Prints "ready" and one NAME:TYPE:COMMITTED:USED:MAX per pool (spaces as _) on
+// one line, then sleeps.
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryPoolMXBean;
+import java.util.ArrayList;
+
+public class JavaHeap {
+    static ArrayList<byte[]> kept = new ArrayList<>();
+
+    public static void main(String[] args) throws Exception {
+        int fill = Integer.parseInt(args[0]);
+        int keep = Integer.parseInt(args[1]);
+        ArrayList<byte[]> dropped = new ArrayList<>();
+        // 256 KiB arrays: below G1's humongous size, as most objects are.
+        for (int i = 0; i < fill * 4; i++) {
+            byte[] b = new byte[1 << 18];
+            for (int j = 0; j < b.length; j += 4096) b[j] = 1;
+            if (i < keep * 4) kept.add(b); else dropped.add(b);
+        }
+        dropped = null;
+        System.gc();
+        StringBuilder line = new StringBuilder("ready");
+        for (MemoryPoolMXBean p : ManagementFactory.getMemoryPoolMXBeans()) {
+            var u = p.getUsage();
+            line.append(" " + p.getName().replace(' ', '_') + ":"
+                + p.getType().toString().replace(' ', '_') + ":"
+                + u.getCommitted() + ":" + u.getUsed() + ":" + u.getMax());
+        }
+        System.out.println(line);
+        System.out.flush();
+        Thread.sleep(Long.MAX_VALUE);
+    }
+}
