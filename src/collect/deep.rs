@@ -169,7 +169,10 @@ pub(super) fn read(
 /// costs a read a deep interval once the schedule reaches it. Every read still counts
 /// against the scan's CPU budget.
 fn retry_wait(unsettled: u8, interval: Duration) -> Duration {
-    let doublings = u32::from(unsettled.saturating_sub(1) / 4).min(16);
+    if unsettled <= 8 {
+        return Duration::ZERO;
+    }
+    let doublings = u32::from((unsettled - 1) / 4).min(16);
     let wait = Duration::from_millis(500) * ((1u32 << doublings) - 1);
     wait.min(interval)
 }
