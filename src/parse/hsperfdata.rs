@@ -171,9 +171,10 @@ pub fn parse(data: &[u8]) -> Result<PerfData, ParseError> {
     Ok(PerfData { entries })
 }
 
-/// The text before the first NUL, when there is one and the text is UTF-8.
+/// The text before the first NUL, when there is one, some text before it, and the text
+/// is UTF-8.
 fn until_nul(bytes: &[u8]) -> Option<&str> {
-    let nul = bytes.iter().position(|&c| c == 0)?;
+    let nul = bytes.iter().position(|&c| c == 0).filter(|&n| n > 0)?;
     std::str::from_utf8(&bytes[..nul]).ok()
 }
 

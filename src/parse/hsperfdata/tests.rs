@@ -136,6 +136,10 @@ fn every_broken_rule_is_an_error_never_a_value() {
         *b = b'n';
     }
     assert!(parse(&f).is_err(), "a name without its NUL");
+    // An empty name (found by the fuzzer).
+    let mut f = file(&[long("x", 1)]);
+    f[32 + 20] = 0;
+    assert!(parse(&f).is_err(), "an empty name");
     // Bytes past `used` are not entries, even when the file has them.
     let mut f = good.clone();
     f[8..12].copy_from_slice(&40u32.to_le_bytes());
