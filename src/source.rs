@@ -200,6 +200,23 @@ impl Source {
         }
     }
 
+    /// The bytes allocated to the file a process holds open as `target` (the name its
+    /// `fd` link reads, as `/memfd:java_heap (deleted)`): its resident pages, for a memfd
+    /// or tmpfs file. Looks at most 4,096 descriptors; `None` when none is it.
+    pub fn open_file_bytes(&self, pid: u32, target: &str) -> Option<u64> {
+        use std::os::unix::fs::MetadataExt;
+        let mut dir = PathBuf::new();
+        set_path(&mut dir, &self.procfs, Some(pid), "fd");
+        let entries = std::fs::read_dir(&dir).ok()?;
+        for entry in entries.flatten().take(4096) {
+            let path = entry.path();
+            if std::fs::read_link(&path).is_ok_and(|l| l.as_os_str() == target) {
+                return std::fs::metadata(&path).ok().map(|m| m.blocks() * 512);
+            }
+        }
+        None
+    }
+
     /// The process directories of `<procfs>`, sorted, and how many entries looked numeric
     /// but were not a pid as the kernel writes one (`018266`, `+90003`, out of range):
     /// read as pids they would report one process twice.

@@ -24,10 +24,20 @@ const NOT_SERVED_HERE: [(&str, &str); 2] = [
 ];
 
 /// Rows only the live host can show: the fixture's SwapFree is absurd (dropped) and a
-/// fixture has no process memory for the heap walk to read.
-const LIVE_ONLY: [&str; 7] = [
+/// fixture has no process memory for the heap walk to read, nor a JVM (the live run has
+/// one of its own).
+const LIVE_ONLY: [&str; 16] = [
     "membloat_swap_free_bytes",
     "membloat_cgroup_hoarded_bytes",
+    "membloat_cgroup_runtime_held_bytes",
+    "membloat_group_runtime_held_bytes",
+    "membloat_process_runtime_held_bytes",
+    "membloat_process_jvm_info",
+    "membloat_process_jvm_heap_committed_bytes",
+    "membloat_process_jvm_heap_used_bytes",
+    "membloat_process_jvm_heap_resident_bytes",
+    "membloat_process_jvm_metaspace_committed_bytes",
+    "membloat_process_jvm_metaspace_used_bytes",
     "membloat_process_heap_free_bytes",
     "membloat_process_heap_free_resident_bytes",
     "membloat_process_heap_reclaimable_bytes",
@@ -92,6 +102,8 @@ fn every_family_served_has_its_row_and_every_row_is_served() {
     check_served(&fixture_text, &mut served);
     let from_fixture = served.clone();
     // This host: every process deep-read, so the heap walk and the deep tier show.
+    // A JVM holding freed Java heap, for the JVM's rows.
+    let _jvm = common::repro::Repro::java("java", &["-Xms64m", "-Xmx512m"], 200, 20);
     let live = run(&[
         "--once",
         "--once.interval=1s",

@@ -28,6 +28,53 @@ fn pools(ready: &str) -> Vec<(String, u64, u64)> {
         .collect()
 }
 
+/// The heap's reserved range as `jcmd PID GC.heap_info` prints it: the lowest and highest
+/// address on its heap lines (G1: `[start, end)`; Parallel and Serial: each
+/// generation's `[start, top, end)`). `None` for ZGC, which prints none.
+fn jcmd_range(jcmd: &Path, pid: u32) -> Option<(u64, u64)> {
+    let out = Command::new(jcmd)
+        .args([&pid.to_string(), "GC.heap_info"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let addrs: Vec<u64> = text
+        .lines()
+        .take_while(|l| !l.trim_start().starts_with("Metaspace"))
+        .flat_map(|l| l.split(|c: char| c == '[' || c == ',' || c == ')' || c.is_whitespace()))
+        .filter_map(|w| u64::from_str_radix(w.strip_prefix("0x")?, 16).ok())
+        .collect();
+    Some((*addrs.iter().min()?, *addrs.iter().max()?))
+}
+
+/// Pages present in `[start, end)` of `pid`, from its pagemap, read here independently.
+fn present_bytes(pid: u32, start: u64, end: u64) -> u64 {
+    use std::os::unix::fs::FileExt;
+    let pagemap = std::fs::File::open(format!("/proc/{pid}/pagemap")).unwrap();
+    let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let mut present = 0;
+    for line in text.lines() {
+        let range = line.split_whitespace().next().unwrap();
+        let (a, b) = range.split_once('-').unwrap();
+        let (a, b) = (
+            u64::from_str_radix(a, 16).unwrap(),
+            u64::from_str_radix(b, 16).unwrap(),
+        );
+        let (from, to) = (a.max(start), b.min(end));
+        if from >= to {
+            continue;
+        }
+        let pages = ((to - from) / 4096) as usize;
+        let mut raw = vec![0u8; pages * 8];
+        pagemap.read_exact_at(&mut raw, from / 4096 * 8).unwrap();
+        present += raw
+            .chunks(8)
+            .filter(|e| u64::from_le_bytes((*e).try_into().unwrap()) >> 63 == 1)
+            .count() as u64
+            * 4096;
+    }
+    present
+}
+
 /// The JDKs here: Debian's (on PATH) and any other under /usr/lib/jvm.
 fn jdks() -> Vec<String> {
     let mut v = vec!["java".to_string()];
@@ -40,26 +87,119 @@ fn jdks() -> Vec<String> {
     v
 }
 
-/// Starts `JavaHeap.java` (fill 300 MiB, keep 20) on `java` with `gc`, reads its heap
-/// from outside, and compares it with the pools it printed.
-fn check(java: &str, gc: &str) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/JavaHeap.java");
-    let mut cmd = Command::new(java);
-    cmd.args([&format!("-XX:+Use{gc}"), "-Xms64m", "-Xmx512m"])
-        .arg(src)
-        .args(["300", "20"]);
-    let r = Repro::spawn("JavaHeap", cmd);
-    let truth = pools(&r.ready);
-    let pid = r.pid();
-    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
-    let vmas = smaps::parse(&text).unwrap().vmas;
-    let reading = heap::read(&Source::new("/proc", "/sys"), pid, &vmas, true);
-    let h = match reading.java {
-        Some(Ok(h)) => h,
-        other => panic!("{java} {gc}: {other:?}"),
-    };
+/// A JVM running `JavaHeap.java` (fill 300 MiB, keep 20) and what it printed.
+struct Jvm {
+    r: Repro,
+    java: String,
+    gc: String,
+    /// Its heap pools: (name, committed, used).
+    pools: Vec<(String, u64, u64)>,
+    /// Its heap's range as jcmd prints it (none for ZGC).
+    range: Option<(u64, u64)>,
+}
+
+impl Jvm {
+    fn start(java: &str, gc: &str, extra: &[&str]) -> Jvm {
+        let mut flags = vec!["-Xms64m", "-Xmx512m"];
+        flags.extend_from_slice(extra);
+        Jvm::start_with(java, gc, &flags, &["300", "20"])
+    }
+
+    /// With `flags` for the JVM and `args` for the program.
+    fn start_with(java: &str, gc: &str, flags: &[&str], args: &[&str]) -> Jvm {
+        let use_gc = format!("-XX:+Use{gc}");
+        let mut all = vec![use_gc.as_str()];
+        all.extend_from_slice(flags);
+        let r = Repro::java_with(java, &all, args);
+        let jcmd = match java {
+            "java" => Path::new("jcmd").to_path_buf(),
+            _ => Path::new(java).with_file_name("jcmd"),
+        };
+        let range = jcmd_range(&jcmd, r.pid());
+        let pools = pools(&r.ready);
+        let jvm = Jvm {
+            r,
+            java: java.to_string(),
+            gc: gc.to_string(),
+            pools,
+            range,
+        };
+        // G1 on JDK 25 gives back what it uncommitted a moment after the JVM counts it
+        // gone: wait until the heap's pages hold still for half a second.
+        if let Some((start, end)) = range {
+            let mut last = present_bytes(jvm.r.pid(), start, end);
+            for _ in 0..20 {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                let now = present_bytes(jvm.r.pid(), start, end);
+                if now == last {
+                    break;
+                }
+                last = now;
+            }
+        }
+        jvm
+    }
+
+    fn read(&self) -> Result<Box<jvm::JavaHeap>, jvm::Unmeasured> {
+        let pid = self.r.pid();
+        let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+        let vmas = smaps::parse(&text).unwrap().vmas;
+        let reading = heap::read(&Source::new("/proc", "/sys"), pid, &vmas, true);
+        reading.java.expect("a JVM read as a JVM")
+    }
+
+    /// The resident heap it does not use, computed here: the pages present in the range
+    /// jcmd prints (ZGC: the committed heap, all of it in its file), less the used bytes
+    /// its pools count.
+    fn held_truth(&self) -> u64 {
+        let used: u64 = self.pools.iter().map(|p| p.2).sum();
+        match self.range {
+            Some((start, end)) => present_bytes(self.r.pid(), start, end).saturating_sub(used),
+            None => self
+                .pools
+                .iter()
+                .map(|p| p.1)
+                .sum::<u64>()
+                .saturating_sub(used),
+        }
+    }
+}
+
+/// The held figure against the truth: within 5 %, and 4 MiB for what an idle JVM still
+/// allocates; and the reserved range as jcmd prints it.
+fn check_held(j: &Jvm, h: &jvm::JavaHeap) {
+    let (java, gc) = (&j.java, &j.gc);
+    if let Some((start, end)) = j.range {
+        let r = h
+            .reserved
+            .unwrap_or_else(|| panic!("{java} {gc}: no reserved range"));
+        assert_eq!(
+            (r.start, r.end),
+            (start, end),
+            "{java} {gc}: reserved range"
+        );
+    }
+    let truth = j.held_truth();
+    let held = h
+        .held_bytes()
+        .unwrap_or_else(|| panic!("{java} {gc}: no held figure"));
     eprintln!(
-        "{java} {gc}: {:?}; committed {} used {}; the JVM's pools {truth:?}",
+        "{java} {gc}: held {:.1} MiB, truth {:.1} MiB",
+        held as f64 / 1048576.0,
+        truth as f64 / 1048576.0
+    );
+    assert!(
+        held.abs_diff(truth) as f64 <= 0.05 * truth as f64 + (4 << 20) as f64,
+        "{java} {gc}: held {held} against {truth}"
+    );
+}
+
+/// Committed and used per space against the JVM's own pools.
+fn check_pools(j: &Jvm, h: &jvm::JavaHeap) {
+    let (gc, truth) = (&j.gc, &j.pools);
+    eprintln!(
+        "{} {gc}: {:?}; committed {} used {}; the JVM's pools {truth:?}",
+        j.java,
         h.collector,
         h.committed_bytes(),
         h.used_bytes(),
@@ -98,7 +238,7 @@ fn check(java: &str, gc: &str) {
         );
         return;
     }
-    for (pool, committed, used) in &truth {
+    for (pool, committed, used) in truth {
         let s = if pool.contains("Eden") {
             space(&["young", "new"], &["eden"])
         } else if pool.contains("Old") || pool.contains("Tenured") || pool == "ZHeap" {
@@ -137,7 +277,10 @@ fn check(java: &str, gc: &str) {
 fn every_collector_of_two_jdks_reads_as_the_jvm_counts_itself() {
     for java in jdks() {
         for gc in ["G1GC", "ParallelGC", "SerialGC", "ZGC"] {
-            check(&java, gc);
+            let j = Jvm::start(&java, gc, &[]);
+            let h = j.read().unwrap_or_else(|e| panic!("{java} {gc}: {e:?}"));
+            check_pools(&j, &h);
+            check_held(&j, &h);
         }
     }
 }
@@ -145,19 +288,137 @@ fn every_collector_of_two_jdks_reads_as_the_jvm_counts_itself() {
 /// A JVM that publishes no perf data gives the reason and no figure.
 #[test]
 fn without_perf_data_there_is_a_reason_and_no_figure() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/JavaHeap.java");
-    let mut cmd = tool("java");
-    cmd.args(["-XX:-UsePerfData", "-Xmx256m"])
-        .arg(src)
-        .args(["50", "10"]);
-    let r = Repro::spawn("JavaHeap", cmd);
-    let pid = r.pid();
-    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
-    let vmas = smaps::parse(&text).unwrap().vmas;
-    let reading = heap::read(&Source::new("/proc", "/sys"), pid, &vmas, true);
+    let j = Jvm::start("java", "G1GC", &["-XX:-UsePerfData"]);
+    assert_eq!(j.read().err(), Some(jvm::Unmeasured::NotPublished));
+}
+
+/// The value of the series `name{labels}` in `text`, by its exact label set.
+fn series(text: &str, name_and_labels: &str) -> Option<f64> {
+    value(text, name_and_labels)
+}
+
+/// The case users meet: a G1 JVM pinned at `-Xms1g -Xmx1g` that filled 720 MiB and dropped
+/// 700 keeps it all resident. Through the real exporter: the JVM's held heap is measured
+/// hoarding (never a "measured 0"), the runtime is told apart in its group's and its
+/// process's series, and the figure is the truth computed here within 5 %.
+#[test]
+fn a_jvm_pinned_at_xms_shows_its_held_heap_as_measured_hoarding() {
+    let j = Jvm::start_with("java", "G1GC", &["-Xms1g", "-Xmx1g"], &["720", "20"]);
+    let pid = j.r.pid();
+    let d = Daemon::start(&["--scan.interval=1s", "--collector.processes.top-k=100000"]);
+    let held_series = format!(
+        "membloat_process_runtime_held_bytes{{pid=\"{pid}\",comm=\"java\",runtime=\"jvm\"}}"
+    );
+    let mut t = String::new();
+    d.wait_until(std::time::Duration::from_secs(30), || {
+        t = d.metrics();
+        series(&t, &held_series).is_some()
+    });
+    let held = series(&t, &held_series).unwrap();
+    let truth = j.held_truth() as f64;
+    eprintln!(
+        "G1 -Xms1g: held {:.1} MiB, truth {:.1} MiB",
+        held / 1048576.0,
+        truth / 1048576.0
+    );
     assert!(
-        matches!(reading.java, Some(Err(jvm::Unmeasured::NotPublished))),
-        "{:?}",
-        reading.java
+        truth > 600.0 * 1048576.0,
+        "the JVM holds its dropped heap: {truth}"
+    );
+    assert!(
+        (held - truth).abs() <= 0.05 * truth,
+        "held {held} against {truth}"
+    );
+    let hoarded = series(
+        &t,
+        &format!(
+            "membloat_process_hoarded_bytes{{pid=\"{pid}\",comm=\"java\",method=\"measured\"}}"
+        ),
+    )
+    .expect("a measured hoarding figure");
+    assert!(hoarded >= held, "hoarded {hoarded} < held {held}");
+    let group = series(
+        &t,
+        "membloat_group_runtime_held_bytes{group=\"java\",runtime=\"jvm\"}",
+    )
+    .expect("the group's runtime share");
+    assert!(group >= held, "group {group} < process {held}");
+    let group_hoarded = series(
+        &t,
+        "membloat_group_hoarded_bytes{group=\"java\",method=\"measured\"}",
+    )
+    .unwrap();
+    assert!(group_hoarded >= hoarded);
+    assert!(t.contains(&format!(
+        "membloat_process_jvm_info{{collector=\"g1\",pid=\"{pid}\",comm=\"java\"}} 1"
+    )));
+    assert!(series(&t, "membloat_jvm_reads_total{outcome=\"measured\"}").unwrap() >= 1.0);
+}
+
+/// G1 with `-XX:G1PeriodicGCInterval` (JDK 12+) gives back what its free ratios let it
+/// while the program idles. Started keeping all it committed (`MaxHeapFreeRatio=100`), the
+/// JVM holds its dropped heap; the operator's remedy, lower ratios set at run time with
+/// `jcmd VM.set_flag`, lets the next periodic collection uncommit it, and the held figure
+/// falls with it.
+#[test]
+fn a_periodic_gc_giving_memory_back_makes_the_held_figure_fall() {
+    let j = Jvm::start_with(
+        "java",
+        "G1GC",
+        &[
+            "-Xms32m",
+            "-Xmx1g",
+            "-XX:MinHeapFreeRatio=90",
+            "-XX:MaxHeapFreeRatio=100",
+            "-XX:G1PeriodicGCInterval=2000",
+        ],
+        &["400", "20"],
+    );
+    let pid = j.r.pid();
+    // A deep read every 5 s (the default is a minute): the figure is as fresh as that.
+    let d = Daemon::start(&[
+        "--scan.interval=1s",
+        "--collector.processes.top-k=100000",
+        "--collector.processes.deep-interval=5s",
+    ]);
+    let held_series = format!(
+        "membloat_process_runtime_held_bytes{{pid=\"{pid}\",comm=\"java\",runtime=\"jvm\"}}"
+    );
+    let mut t = String::new();
+    d.wait_until(std::time::Duration::from_secs(30), || {
+        t = d.metrics();
+        series(&t, &held_series).is_some()
+    });
+    let before = series(&t, &held_series).unwrap();
+    assert!(before >= 300.0 * 1048576.0, "held before: {before}");
+    for (flag, v) in [("MinHeapFreeRatio", "10"), ("MaxHeapFreeRatio", "20")] {
+        let out = tool("jcmd")
+            .args([&pid.to_string(), "VM.set_flag", flag, v])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    let mut after = before;
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(40) && after > before / 4.0 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        after = series(&d.metrics(), &held_series).unwrap_or(after);
+    }
+    eprintln!(
+        "periodic GC: held {:.1} MiB before, {:.1} MiB after {:?}",
+        before / 1048576.0,
+        after / 1048576.0,
+        started.elapsed()
+    );
+    assert!(after <= before / 4.0, "held {after} after, {before} before");
+    // And the truth agrees, now that it has fallen.
+    let truth = j.held_truth() as f64;
+    assert!(
+        (after - truth).abs() <= 0.05 * truth + 4.0 * 1048576.0,
+        "{after} against {truth}"
     );
 }

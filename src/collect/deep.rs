@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::heap::{self, HeapReading};
+use super::processes::known::Known;
 use super::processes::Processes;
 use super::{count, pool, thread_cpu, DeepRun, ErrorCounts, ProcessSample};
 use crate::config::{Collector, DeepConfig};
@@ -117,12 +118,7 @@ pub(super) fn read(
                 match result {
                     Ok(read) => {
                         let (summary, heap, walk_cpu) = *read;
-                        run.heap_walk_cpu_seconds += walk_cpu.as_secs_f64();
-                        if let Some(walk) = &heap.walk {
-                            let outcome = walk.as_ref().err().copied();
-                            run.heap_walks
-                                .count(outcome.unwrap_or(heap::Outcome::Measured));
-                        }
+                        run.count(&heap, walk_cpu);
                         p.smaps = Some(Box::new(summary));
                         p.heap = Some(Arc::new(heap));
                     }
@@ -135,18 +131,7 @@ pub(super) fn read(
                     .and_then(|h| h.walk.as_ref())
                     .is_some_and(|w| w.as_ref().is_err_and(|o| o.is_transient()));
                 if let Some(k) = procs.known_mut(p) {
-                    // A newcomer's memory that moved since its deep read before (or its
-                    // first read, with nothing to compare) may still be growing into the
-                    // shape it will keep.
-                    let before = k.deep_read.as_deref().map(|&(_, m)| m);
-                    let moving = k.newcomer && before != Some(memory);
-                    k.deep_read = Some(Box::new((now, memory)));
-                    if transient || moving {
-                        k.unsettled = k.unsettled.saturating_add(1);
-                    } else {
-                        k.unsettled = 0;
-                        k.newcomer = false;
-                    }
+                    settle(k, now, memory, transient);
                 }
                 run.covered += 1;
             }
@@ -157,6 +142,36 @@ pub(super) fn read(
     run.duration_seconds = started.elapsed().as_secs_f64();
     run.cpu_seconds = Duration::from_nanos(spent.load(Ordering::Acquire)).as_secs_f64();
     run
+}
+
+impl DeepRun {
+    /// What one process's reading adds to the run's counts.
+    fn count(&mut self, heap: &HeapReading, walk_cpu: Duration) {
+        self.heap_walk_cpu_seconds += walk_cpu.as_secs_f64();
+        if let Some(walk) = &heap.walk {
+            let outcome = walk.as_ref().err().copied();
+            self.heap_walks
+                .count(outcome.unwrap_or(heap::Outcome::Measured));
+        }
+        if let Some(java) = &heap.java {
+            self.jvm_reads.count(heap::jvm::Outcome::of(java));
+        }
+    }
+}
+
+/// Records a deep read of `k` at `now` with its `memory`: it settled, or it is read again
+/// on the retry schedule (its walk found the heap moving, or a newcomer's memory moved
+/// since its read before, or it is a newcomer's first read, with nothing to compare).
+fn settle(k: &mut Known, now: Instant, memory: DeepMemory, transient: bool) {
+    let before = k.deep_read.as_deref().map(|&(_, m)| m);
+    let moving = k.newcomer && before != Some(memory);
+    k.deep_read = Some(Box::new((now, memory)));
+    if transient || moving {
+        k.unsettled = k.unsettled.saturating_add(1);
+    } else {
+        k.unsettled = 0;
+        k.newcomer = false;
+    }
 }
 
 /// How long a process waits for its next deep read after `unsettled` reads in a row gave

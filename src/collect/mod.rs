@@ -39,6 +39,8 @@ pub struct DeepRun {
     pub heap_walks: heap::WalkCounts,
     /// CPU time the heap walks took (part of `cpu_seconds`).
     pub heap_walk_cpu_seconds: f64,
+    /// JVMs' perf data and heaps read, by how the read ended.
+    pub jvm_reads: heap::jvm::ReadCounts,
 }
 
 /// How one collector did in a scan.

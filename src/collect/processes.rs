@@ -289,7 +289,7 @@ fn descriptor_budget(limit: Option<u64>, cap: Option<u64>) -> usize {
 
 mod context;
 mod files;
-mod known;
+pub(super) mod known;
 pub(super) mod step;
 
 use context::{ProcessRead, ReadContext};

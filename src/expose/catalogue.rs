@@ -95,6 +95,8 @@ catalogue! {
         "Heap walks of deep-read processes by outcome: measured; not_glibc (another allocator: hoarding stays suspected); inconsistent (the heap changed under two tries: tried again at the next scans, no hoarding figure meanwhile); budget (more free chunks than a walk may follow); unreadable (/proc/PID/mem or pagemap denied or gone); unsupported (glibc outside 2.27-2.42, a 32-bit process, or no arena that fits glibc's layout).";
     HEAP_PENDING_PROCESSES = membloat "heap_pending_processes", Gauge, None, [], EXPORTER, "the exporter",
         "Processes whose glibc heap can be measured but whose walks so far found it changing under the read: they show no hoarding figure (neither measured nor suspected) until a walk succeeds.";
+    JVM_READS_TOTAL = membloat "jvm_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
+        "Reads of deep-read JVMs' perf data (hsperfdata, read through the JVM's own mapping of it) by outcome: measured (figures and held heap); no_resident (figures, but the heap's range or file was not found: no held figure); not_published (no perf data: -XX:-UsePerfData, -XX:+PerfDisableSharedMem, or another JVM holds the file of the same /tmp and namespace pid); unreadable (no ptrace access); not_ready (the JVM is starting); malformed (outside HotSpot's format, or absurd figures).";
     SCAN_ERRORS_TOTAL = membloat "scan_errors", Counter, None, ["collector", "reason"], EXPORTER, "the exporter",
         "Values skipped by reason: vanished (the process exited while being read), permission_denied (the exporter may not read it), malformed (unparseable or absurd), unsupported (the kernel lacks the file), io, hidden (/proc has hidepid and the exporter lacks CAP_SYS_PTRACE: other users' processes are not listed; once per scan), timeout (a read that outlasted --collector.processes.read-timeout: a process once, when it is left behind; a system collector every scan its reader is still stuck).";
     MEMORY_TOTAL_BYTES = membloat "memory_total", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
@@ -209,6 +211,8 @@ catalogue! {
         "Highest oom_score in the group: the OOM killer picks the highest score first (/proc/PID/oom_score).";
     GROUP_HOARDED_BYTES = membloat "group_hoarded", Gauge, Bytes, ["group", "method"], PROCESSES, "/proc/PID/mem, pagemap, smaps",
         "Sum over the group of heap memory the allocator holds free, by method: measured (resident free pages of glibc's heaps that malloc_trim(0) would give back, read by the heap walk, 0 below 16 MiB) or suspected (inferred from smaps where no walk was possible). See membloat_process_hoarded_bytes.";
+    GROUP_RUNTIME_HELD_BYTES = membloat "group_runtime_held", Gauge, Bytes, ["group", "runtime"], PROCESSES, "/proc/PID/mem (hsperfdata, libjvm), pagemap",
+        "Sum over the group's measured processes of resident heap their runtime holds unused (runtime=\"jvm\": the Java heap's resident pages less what the JVM says is used); part of membloat_group_hoarded_bytes{method=\"measured\"}. Only groups with such a process.";
     GROUP_HEAP_MEASURED_PROCESSES = membloat "group_heap_measured_processes", Gauge, None, ["group"], PROCESSES, "/proc/PID/mem",
         "Processes of the group whose glibc heaps the latest heap walk measured (deep tier).";
     GROUP_HEAP_FREE_BYTES = membloat "group_heap_free", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/mem",
@@ -239,6 +243,8 @@ catalogue! {
         "Usage less inactive page cache (inactive_file on v2, total_inactive_file on v1): the working set the kubelet evicts by and kubectl top shows; near the limit, the OOM killer is near.";
     CGROUP_HOARDED_BYTES = membloat "cgroup_hoarded", Gauge, Bytes, ["cgroup"], CGROUP, "/proc/PID/mem, pagemap, cgroup (the heap walk)",
         "Freed memory the glibc allocators of the cgroup's processes hold and malloc_trim would return, measured by the heap walk and summed by memory cgroup (cgroups with some only): the share of a container's usage its allocators would give back.";
+    CGROUP_RUNTIME_HELD_BYTES = membloat "cgroup_runtime_held", Gauge, Bytes, ["cgroup", "runtime"], CGROUP, "/proc/PID/mem (hsperfdata, libjvm), pagemap, cgroup",
+        "Resident heap a managed runtime holds unused, summed by memory cgroup (runtime=\"jvm\"): the runtime's share of membloat_cgroup_hoarded_bytes. Only cgroups with such a process.";
     CGROUP_OOM_KILLS_TOTAL = membloat "cgroup_oom_kills", Counter, None, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.events, memory.oom_control",
         "Processes of the cgroup killed by the OOM killer, for the host's OOM or the cgroup's limit alike (memory.events oom_kill on v2, memory.oom_control oom_kill on v1).";
     CGROUP_LIMIT_OOMS_TOTAL = membloat "cgroup_limit_ooms", Counter, None, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.events",
@@ -285,6 +291,8 @@ catalogue! {
         "Size of the brk heap plus glibc arena heaps; Size far above Rss means the heap was trimmed (deep tier).";
     PROCESS_HOARDED_BYTES = membloat "process_hoarded", Gauge, Bytes, ["pid", "comm", "method"], PROCESSES, "/proc/PID/mem, pagemap, smaps",
         "Heap memory the allocator holds free. method=\"measured\": resident pages of glibc's free chunks that malloc_trim(0) would give back, counted from glibc's free lists (0 below 16 MiB); absent while a walkable heap is not yet measured (membloat_heap_pending_processes). method=\"suspected\" (no walk possible: other allocator, walk off, no privilege, unsupported glibc): the heap's Rss when it is >= 64 MiB and >= half of RssAnon, RSS >= 0.8 x peak, heap not trimmed and the process idle; /proc alone cannot tell free chunks from live data.";
+    PROCESS_RUNTIME_HELD_BYTES = membloat "process_runtime_held", Gauge, Bytes, ["pid", "comm", "runtime"], PROCESSES, "/proc/PID/mem (hsperfdata, libjvm), pagemap",
+        "Resident heap the process's managed runtime holds unused (runtime=\"jvm\": pages present in the Java heap's reserved range, or ZGC's heap file, less the used bytes of its spaces): its collector keeps them until it uncommits. Part of membloat_process_hoarded_bytes{method=\"measured\"} (0 there below 16 MiB).";
     PROCESS_HEAP_FREE_BYTES = membloat "process_heap_free", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
         "Free chunk bytes in the process's glibc heaps, the top chunk included, by heap (main: the brk heap; arena: other threads' heaps). Heap walk of /proc/PID/mem.";
     PROCESS_HEAP_FREE_RESIDENT_BYTES = membloat "process_heap_free_resident", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem, pagemap",
@@ -297,6 +305,18 @@ catalogue! {
         "Free chunks on glibc's free lists (fastbins, unsorted, small and large bins; mallinfo2's ordblks + smblks less the top chunks), by heap.";
     PROCESS_ALLOCATOR_INFO = membloat "process_allocator", Info, None, ["allocator", "runtime", "version", "pid", "comm"], PROCESSES, "/proc/PID/smaps, exe",
         "The process's allocator (glibc, jemalloc, tcmalloc, mimalloc, musl, go, static) and runtime (native, go, jvm, python, node; version: Go's from the binary's build info), from its mappings and executable (deep tier).";
+    PROCESS_JVM_INFO = membloat "process_jvm", Info, None, ["collector", "pid", "comm"], PROCESSES, "/proc/PID/mem (hsperfdata)",
+        "A JVM's collector (g1, parallel, serial, z, shenandoah, other), from its perf data (deep tier).";
+    PROCESS_JVM_HEAP_COMMITTED_BYTES = membloat "process_jvm_heap_committed", Gauge, Bytes, ["pid", "comm", "generation", "space"], PROCESSES, "/proc/PID/mem (hsperfdata)",
+        "Memory a JVM committed to each space of its Java heap, as its perf data names them (jstat's S0C, EC, OC...; JDK 17's G1 adds 8 bytes a space). Committed is not resident: see membloat_process_jvm_heap_resident_bytes.";
+    PROCESS_JVM_HEAP_USED_BYTES = membloat "process_jvm_heap_used", Gauge, Bytes, ["pid", "comm", "generation", "space"], PROCESSES, "/proc/PID/mem (hsperfdata)",
+        "Bytes a JVM uses in each space of its Java heap (jstat's S0U, EU, OU...).";
+    PROCESS_JVM_HEAP_RESIDENT_BYTES = membloat "process_jvm_heap_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (libjvm), pagemap, smaps",
+        "A JVM's Java heap in RAM: pages present in its reserved range (found as HotSpot's Serviceability Agent finds it, from libjvm's exported VMStructs), or the bytes allocated to ZGC's heap file.";
+    PROCESS_JVM_METASPACE_COMMITTED_BYTES = membloat "process_jvm_metaspace_committed", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (hsperfdata)",
+        "Metaspace a JVM committed (jstat's MC).";
+    PROCESS_JVM_METASPACE_USED_BYTES = membloat "process_jvm_metaspace_used", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (hsperfdata)",
+        "Metaspace a JVM uses (jstat's MU).";
     PROCESS_ARENA_HEAPS = membloat "process_arena_heaps", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/mem, smaps",
         "Heaps of glibc's non-main arenas: from glibc's ring of arenas and heap_info headers when the heap walk measured the process, else from the maps' shape (64 MiB-aligned anonymous heaps, merged neighbours counted; deep tier).";
     PROCESS_ARENA_RESERVED_BYTES = membloat "process_arena_reserved", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",

@@ -4,6 +4,7 @@ use std::fmt;
 
 use super::catalogue::*;
 use super::{u, Families, Labels, Num};
+use crate::collect::heap::jvm::Space;
 use crate::collect::heap::walk::{HeapKind, HeapTotals};
 use crate::model::derive::ProcessReport;
 use crate::model::groups::GroupStats;
@@ -57,6 +58,17 @@ pub(super) fn encode_groups(
         })
         .collect();
     f.family(&GROUP_HOARDED_BYTES, hoarded)?;
+    let held: Vec<(Labels, Num)> = groups
+        .iter()
+        .filter(|g| g.jvm_processes > 0)
+        .map(|g| {
+            (
+                vec![("group", g.name.as_str()), ("runtime", "jvm")],
+                Num::U(g.jvm_held_bytes),
+            )
+        })
+        .collect();
+    f.family(&GROUP_RUNTIME_HELD_BYTES, held)?;
     let deep: [GroupField; 8] = [
         (&GROUP_HEAP_MEASURED_PROCESSES, |g| {
             g.heap_measured_processes
@@ -90,6 +102,12 @@ enum Get {
     Hoarded,
     /// The allocator, runtime and version (an info family).
     Allocator,
+    /// The held heap of the process's runtime, labelled with the runtime (`runtime`).
+    RuntimeHeld,
+    /// A JVM's collector (an info family).
+    JvmInfo,
+    /// One sample per space of a JVM's heap (`generation`, `space`).
+    PerJvmSpace(fn(&Space) -> u64),
 }
 
 fn flag(b: Option<bool>) -> Option<Num> {
@@ -168,6 +186,7 @@ const TOP: &[(&Metric, Get)] = &[
         Get::One(|p| u(p.signals.heap_size_bytes)),
     ),
     (&PROCESS_HOARDED_BYTES, Get::Hoarded),
+    (&PROCESS_RUNTIME_HELD_BYTES, Get::RuntimeHeld),
     (&PROCESS_HEAP_FREE_BYTES, Get::PerHeap(|t| t.free_bytes)),
     (
         &PROCESS_HEAP_FREE_RESIDENT_BYTES,
@@ -180,6 +199,27 @@ const TOP: &[(&Metric, Get)] = &[
     (&PROCESS_HEAP_TOP_BYTES, Get::PerHeap(|t| t.top_bytes)),
     (&PROCESS_HEAP_FREE_CHUNKS, Get::PerHeap(|t| t.free_chunks)),
     (&PROCESS_ALLOCATOR_INFO, Get::Allocator),
+    (&PROCESS_JVM_INFO, Get::JvmInfo),
+    (
+        &PROCESS_JVM_HEAP_COMMITTED_BYTES,
+        Get::PerJvmSpace(|s| s.committed_bytes),
+    ),
+    (
+        &PROCESS_JVM_HEAP_USED_BYTES,
+        Get::PerJvmSpace(|s| s.used_bytes),
+    ),
+    (
+        &PROCESS_JVM_HEAP_RESIDENT_BYTES,
+        Get::One(|p| u(p.signals.java.as_ref()?.resident_bytes)),
+    ),
+    (
+        &PROCESS_JVM_METASPACE_COMMITTED_BYTES,
+        Get::One(|p| Some(Num::U(p.signals.java.as_ref()?.metaspace?.0))),
+    ),
+    (
+        &PROCESS_JVM_METASPACE_USED_BYTES,
+        Get::One(|p| Some(Num::U(p.signals.java.as_ref()?.metaspace?.1))),
+    ),
     (&PROCESS_ARENA_HEAPS, Get::One(|p| u(p.signals.arena_heaps))),
     (
         &PROCESS_ARENA_RESERVED_BYTES,
@@ -253,6 +293,37 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
                         .map(|k| (with(labels(i), "heap", k.as_str()), Num::U(get(h.of(k)))))
                 })
                 .collect(),
+            Get::RuntimeHeld => top
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| {
+                    let held = p.signals.runtime_held_bytes?;
+                    Some((with(labels(i), "runtime", "jvm"), Num::U(held)))
+                })
+                .collect(),
+            Get::PerJvmSpace(get) => top
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| p.signals.java.as_deref().map(|j| (i, j)))
+                .flat_map(|(i, j)| j.spaces.iter().map(move |s| (i, s)))
+                .map(|(i, s)| {
+                    let l = with(labels(i), "generation", s.generation.as_str());
+                    (with(l, "space", s.name.as_str()), Num::U(get(s)))
+                })
+                .collect(),
+            Get::JvmInfo => {
+                if top.iter().any(|p| p.signals.java.is_some()) {
+                    let mut family = f.descriptor(metric)?;
+                    for (i, p) in top.iter().enumerate() {
+                        if let Some(j) = &p.signals.java {
+                            family
+                                .encode_family(&labels(i))?
+                                .encode_info(&vec![("collector", j.collector.as_str())])?;
+                        }
+                    }
+                }
+                continue;
+            }
             Get::Allocator => {
                 // An info family, written only once a deep read has told one.
                 if top.iter().any(|p| p.identity.is_some()) {

@@ -5,7 +5,7 @@ use std::fmt;
 
 use super::catalogue::*;
 use super::{u, Families, Labels, Num};
-use crate::collect::heap::Outcome;
+use crate::collect::heap::{jvm, Outcome};
 use crate::model::derive::Snapshot;
 
 pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
@@ -74,6 +74,16 @@ pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
             &HEAP_PENDING_PROCESSES,
             Some(Num::U(s.heap_pending_processes)),
         )?;
+        let jvm_reads: Vec<(Labels, Num)> = jvm::Outcome::ALL
+            .iter()
+            .map(|o| {
+                (
+                    vec![("outcome", o.as_str())],
+                    Num::U(s.jvm_reads_total.get(*o)),
+                )
+            })
+            .collect();
+        f.family(&JVM_READS_TOTAL, jvm_reads)?;
     }
     let errors: Vec<(Labels, Num)> = s
         .errors
@@ -289,6 +299,17 @@ pub(super) fn encode_cgroups(f: &mut Families, s: &Snapshot) -> fmt::Result {
         })
         .collect();
     f.family(&CGROUP_HOARDED_BYTES, hoarded)?;
+    let held: Vec<(Labels, Num)> = cgroups
+        .iter()
+        .filter_map(|(path, _)| {
+            let bytes = s.cgroup_jvm_held_bytes.get(path)?;
+            Some((
+                vec![("cgroup", path.as_str()), ("runtime", "jvm")],
+                Num::U(*bytes),
+            ))
+        })
+        .collect();
+    f.family(&CGROUP_RUNTIME_HELD_BYTES, held)?;
     f.family(&CGROUP_OOM_KILLS_TOTAL, rows(|m| m.oom_kills))?;
     f.family(&CGROUP_LIMIT_OOMS_TOTAL, rows(|m| m.limit_ooms))
 }

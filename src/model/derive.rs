@@ -75,6 +75,8 @@ pub struct Snapshot {
     pub deep_cpu_seconds_total: f64,
     /// Heap walks since start, by how they ended.
     pub heap_walks_total: crate::collect::heap::WalkCounts,
+    /// JVM reads by outcome since start.
+    pub jvm_reads_total: crate::collect::heap::jvm::ReadCounts,
     /// Processes whose heap is walkable but not yet measured (see `Signals::hoard_pending`).
     pub heap_pending_processes: u64,
     /// CPU time of the heap walks since start.
@@ -85,6 +87,9 @@ pub struct Snapshot {
     /// Measured hoarded bytes summed by the processes' memory cgroup (those the deep tier
     /// read and whose heap it measured).
     pub cgroup_hoarded_bytes: BTreeMap<String, u64>,
+    /// Held Java heap of the measured JVMs summed by memory cgroup (part of
+    /// `cgroup_hoarded_bytes` where it is 16 MiB or more a process).
+    pub cgroup_jvm_held_bytes: BTreeMap<String, u64>,
     /// OOM kills from the kernel log since start, and the latest few with their victims;
     /// `None` when the kmsg collector is off.
     pub kills: Option<Kills>,
@@ -148,6 +153,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
     let mut states = prev.processes;
     let mut sigs = Vec::with_capacity(sample.processes.len());
     let mut cgroup_hoarded_bytes = BTreeMap::new();
+    let mut cgroup_jvm_held_bytes = BTreeMap::new();
     for p in &sample.processes {
         let (mut state, sig) = signals::step(
             states.get(&p.key()),
@@ -163,6 +169,12 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
             state.heap().and_then(|h| h.memory_cgroup.as_ref()),
         ) {
             *cgroup_hoarded_bytes.entry(cgroup.clone()).or_insert(0u64) += bytes;
+        }
+        if let (Some(held), Some(cgroup)) = (
+            sig.runtime_held_bytes,
+            state.heap().and_then(|h| h.memory_cgroup.as_ref()),
+        ) {
+            *cgroup_jvm_held_bytes.entry(cgroup.clone()).or_insert(0u64) += held;
         }
         states.insert(p.key(), state);
         sigs.push(sig);
@@ -216,6 +228,9 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
             .plus(&sample.deep.map(|d| d.heap_walks).unwrap_or_default()),
         heap_walk_cpu_seconds_total: prev.heap_walk_cpu_seconds_total
             + sample.deep.map_or(0.0, |d| d.heap_walk_cpu_seconds),
+        jvm_reads_total: prev
+            .jvm_reads_total
+            .plus(&sample.deep.map(|d| d.jvm_reads).unwrap_or_default()),
         pressure: sample.host.pressure,
         oom_kills,
         last_oom_kill_unix_seconds: system.last_oom_kill_unix_seconds,
@@ -235,12 +250,14 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         processes_scanned,
         deep_cpu_seconds_total: next.deep_cpu_seconds_total,
         heap_walks_total: next.heap_walks_total,
+        jvm_reads_total: next.jvm_reads_total,
         heap_pending_processes: sigs.iter().filter(|s| s.hoard_pending).count() as u64,
         heap_walk_cpu_seconds_total: next.heap_walk_cpu_seconds_total,
         deep: sample.deep,
         reads: sample.reads,
         own: sample.own,
         cgroup_hoarded_bytes,
+        cgroup_jvm_held_bytes,
         kills: kmsg_ran.then(|| next.kills.clone()),
         collectors: sample.collectors,
         host: sample.host,

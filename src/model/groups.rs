@@ -39,6 +39,10 @@ pub struct GroupStats {
     pub untouched_commit_bytes: u64,
     pub arena_heaps: u64,
     pub arena_reserved_bytes: u64,
+    /// JVMs whose held Java heap was measured, and its sum (part of the measured hoarded
+    /// bytes).
+    pub jvm_processes: u64,
+    pub jvm_held_bytes: u64,
 }
 
 impl GroupStats {
@@ -49,6 +53,10 @@ impl GroupStats {
             _ => &mut self.hoarded_suspected_bytes,
         };
         *by_method = by_method.saturating_add(hoarded);
+        if let Some(held) = sig.runtime_held_bytes {
+            self.jvm_processes += 1;
+            self.jvm_held_bytes = self.jvm_held_bytes.saturating_add(held);
+        }
         if let Some(h) = &sig.heap {
             self.heap_measured_processes += 1;
             self.heap_free_bytes = self.heap_free_bytes.saturating_add(h.free_bytes());

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::collect::heap::jvm::JavaHeap;
 use crate::collect::heap::runtime::{Allocator, Runtime};
 use crate::collect::heap::{HeapMeasure, HeapReading};
 use crate::collect::{ProcessSample, Reading};
@@ -167,6 +168,11 @@ pub struct Signals {
     pub hoard_pending: bool,
     /// The latest successful heap walk (boxed: only measured processes have one).
     pub heap: Option<Box<HeapMeasure>>,
+    /// A JVM's own account of its Java heap (boxed: only JVMs have one).
+    pub java: Option<Box<JavaHeap>>,
+    /// Resident heap a managed runtime holds unused (a JVM's collector keeps it until it
+    /// uncommits): part of `hoarded_bytes` when measured.
+    pub runtime_held_bytes: Option<u64>,
     /// Commit charge: Size of mappings charged to the commit limit (deep tier).
     pub commit_bytes: Option<u64>,
     /// Commit charge not backed by RAM or swap: can still become RSS, oom_score omits it.
@@ -332,6 +338,28 @@ pub fn step(
         } else {
             0
         });
+        sig.hoard_method = Some(Method::Measured);
+    }
+    if let Some(java) = heap
+        .and_then(|h| h.java.as_ref())
+        .and_then(|j| j.as_ref().ok())
+    {
+        sig.runtime_held_bytes = java.held_bytes();
+        sig.java = Some(java.clone());
+    }
+    if let (Some(held), false) = (sig.runtime_held_bytes, sig.hoard_pending) {
+        // The Java heap's held pages are measured, so the process's figure is: beside
+        // glibc's measured free pages (a suspected native figure gives way to it).
+        let native = match sig.hoard_method {
+            Some(Method::Measured) => sig.hoarded_bytes.unwrap_or(0),
+            _ => 0,
+        };
+        let held = if held >= HOARD_MIN_MEASURED_BYTES {
+            held
+        } else {
+            0
+        };
+        sig.hoarded_bytes = Some(native.saturating_add(held));
         sig.hoard_method = Some(Method::Measured);
     }
     if let Some(d) = &mut next.deep {

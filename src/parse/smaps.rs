@@ -46,8 +46,12 @@ pub enum Library {
     Mimalloc,
     /// `ld-musl-*.so.1`
     Musl,
-    /// `libjvm.so` or the `java` executable.
+    /// The `java` executable (a launcher that loads `libjvm.so`).
     Jvm,
+    /// `libjvm.so`: HotSpot itself, whose exported symbols lead to the Java heap.
+    JvmLibrary,
+    /// `/memfd:java_heap`: ZGC's Java heap, one file mapped at several addresses.
+    ZgcHeap,
     /// `libpython3.*.so` or a `python3.*` executable (often linked statically).
     Python,
     /// `libnode.so.*` or the `node` executable.
@@ -73,12 +77,16 @@ impl Library {
             Some(Library::Mimalloc)
         } else if base.starts_with("ld-musl-") || base.starts_with("libc.musl-") {
             Some(Library::Musl)
-        } else if base == "libjvm.so" || base == "java" {
+        } else if base == "libjvm.so" {
+            Some(Library::JvmLibrary)
+        } else if base == "java" {
             Some(Library::Jvm)
         } else if (base.starts_with("libpython3") && base.contains(".so")) || is_python(base) {
             Some(Library::Python)
         } else if base.starts_with("libnode.so") || base == "node" || base == "nodejs" {
             Some(Library::Node)
+        } else if base == "memfd:java_heap" {
+            Some(Library::ZgcHeap)
         } else if is_perf_data(name) {
             Some(Library::JvmPerfData)
         } else {

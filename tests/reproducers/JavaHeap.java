@@ -1,7 +1,8 @@
 // A JVM that fills its Java heap, drops what it filled and collects, so its collector keeps
 // committed heap it no longer uses; then it prints what the JVM itself says of its memory
 // pools (MemoryPoolMXBean: committed and used per heap pool and for metaspace) and idles.
-// usage: java JavaHeap.java FILL_MIB KEEP_MIB
+// usage: java JavaHeap.java FILL_MIB KEEP_MIB [nogc]
+// (nogc: drop without System.gc(), leaving the collector to find the garbage itself)
 // Prints "ready" and one NAME:TYPE:COMMITTED:USED:MAX per pool (spaces as _) on
 // one line, then sleeps.
 import java.lang.management.ManagementFactory;
@@ -22,7 +23,7 @@ public class JavaHeap {
             if (i < keep * 4) kept.add(b); else dropped.add(b);
         }
         dropped = null;
-        System.gc();
+        if (args.length < 3 || !args[2].equals("nogc")) System.gc();
         StringBuilder line = new StringBuilder("ready");
         for (MemoryPoolMXBean p : ManagementFactory.getMemoryPoolMXBeans()) {
             var u = p.getUsage();

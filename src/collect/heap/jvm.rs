@@ -10,6 +10,8 @@
 //! counters are never taken for its own. `-XX:-UsePerfData` and `-XX:+PerfDisableSharedMem`
 //! publish nothing either.
 
+pub mod reserved;
+
 use super::walk::Target;
 use crate::parse::hsperfdata::{self, PerfData};
 use crate::parse::smaps::{Library, Vma};
@@ -85,6 +87,12 @@ pub struct JavaHeap {
     pub spaces: Vec<Space>,
     /// Metaspace committed and used (`sun.gc.metaspace.*`: jstat's MC and MU).
     pub metaspace: Option<(u64, u64)>,
+    /// The heap's reserved range (`reserved`), when found.
+    pub reserved: Option<reserved::Reserved>,
+    /// The heap's own memory in RAM: its pages present in the reserved range, or the
+    /// bytes allocated to ZGC's heap file (mapped at several addresses, counted once).
+    /// `None` when neither could be read: then there is no held figure.
+    pub resident_bytes: Option<u64>,
 }
 
 impl JavaHeap {
@@ -94,6 +102,12 @@ impl JavaHeap {
 
     pub fn used_bytes(&self) -> u64 {
         self.spaces.iter().map(|s| s.used_bytes).sum()
+    }
+
+    /// Resident heap the JVM does not use: its collector keeps it until it uncommits, and
+    /// no other program can have it. The used bytes are taken as resident.
+    pub fn held_bytes(&self) -> Option<u64> {
+        Some(self.resident_bytes?.saturating_sub(self.used_bytes()))
     }
 }
 
@@ -122,12 +136,80 @@ impl Unmeasured {
     }
 }
 
+/// How a JVM's read ended: its figures and held heap, its figures without the held heap
+/// (its heap's range or file could not be found), or why there are none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Measured,
+    NoResident,
+    Unmeasured(Unmeasured),
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 6] = [
+        Outcome::Measured,
+        Outcome::NoResident,
+        Outcome::Unmeasured(Unmeasured::NotPublished),
+        Outcome::Unmeasured(Unmeasured::Unreadable),
+        Outcome::Unmeasured(Unmeasured::NotReady),
+        Outcome::Unmeasured(Unmeasured::Malformed),
+    ];
+
+    pub fn of(read: &Result<Box<JavaHeap>, Unmeasured>) -> Outcome {
+        match read {
+            Ok(h) if h.resident_bytes.is_some() => Outcome::Measured,
+            Ok(_) => Outcome::NoResident,
+            Err(u) => Outcome::Unmeasured(*u),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Measured => "measured",
+            Outcome::NoResident => "no_resident",
+            Outcome::Unmeasured(u) => u.as_str(),
+        }
+    }
+
+    fn index(self) -> usize {
+        Outcome::ALL.iter().position(|&o| o == self).unwrap_or(0)
+    }
+}
+
+/// JVM reads by outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadCounts([u64; Outcome::ALL.len()]);
+
+impl ReadCounts {
+    pub fn count(&mut self, outcome: Outcome) {
+        self.0[outcome.index()] += 1;
+    }
+
+    pub fn get(&self, outcome: Outcome) -> u64 {
+        self.0[outcome.index()]
+    }
+
+    /// These counts plus `other`'s (running totals across scans).
+    pub fn plus(mut self, other: &ReadCounts) -> ReadCounts {
+        for (sum, n) in self.0.iter_mut().zip(other.0) {
+            *sum = sum.saturating_add(n);
+        }
+        self
+    }
+}
+
 const MAX_GENERATIONS: usize = 4;
 const MAX_SPACES: usize = 8;
 const MAX_COLLECTORS: usize = 4;
 
-/// Reads the perf data of the JVM whose mappings are `vmas`, through `target` (its memory).
-pub fn read<T: Target>(target: &mut T, vmas: &[Vma]) -> Result<JavaHeap, Unmeasured> {
+/// Reads the perf data of the JVM whose mappings are `vmas`, through `target` (its memory),
+/// and what of its heap is resident: pages present in its reserved range, or for ZGC's
+/// heap file `heap_file_bytes()` (its allocated bytes).
+pub fn read<T: Target>(
+    target: &mut T,
+    vmas: &[Vma],
+    heap_file_bytes: impl FnOnce() -> Option<u64>,
+) -> Result<JavaHeap, Unmeasured> {
     let file = vmas
         .iter()
         .find(|v| v.library == Some(Library::JvmPerfData))
@@ -140,11 +222,33 @@ pub fn read<T: Target>(target: &mut T, vmas: &[Vma]) -> Result<JavaHeap, Unmeasu
     target
         .read(file.start, &mut bytes)
         .map_err(|_| Unmeasured::Unreadable)?;
-    match hsperfdata::parse(&bytes) {
-        Ok(p) => interpret(&p),
-        Err(ParseError::NotReady(_)) => Err(Unmeasured::NotReady),
-        Err(_) => Err(Unmeasured::Malformed),
+    let mut heap = match hsperfdata::parse(&bytes) {
+        Ok(p) => interpret(&p)?,
+        Err(ParseError::NotReady(_)) => return Err(Unmeasured::NotReady),
+        Err(_) => return Err(Unmeasured::Malformed),
+    };
+    if vmas.iter().any(|v| v.library == Some(Library::ZgcHeap)) {
+        heap.resident_bytes = heap_file_bytes();
+    } else {
+        heap.reserved = reserved::find(target, vmas);
+        heap.resident_bytes = heap.reserved.and_then(|r| resident_in(target, vmas, r));
     }
+    Ok(heap)
+}
+
+/// Resident bytes of the mappings in `r`: a mapping wholly inside counts its `Rss`; one the
+/// kernel merged with a neighbour outside is counted from pagemap over the part inside.
+fn resident_in<T: Target>(t: &mut T, vmas: &[Vma], r: reserved::Reserved) -> Option<u64> {
+    let mut sum = 0u64;
+    for v in vmas.iter().filter(|v| v.end > r.start && v.start < r.end) {
+        sum += if v.start >= r.start && v.end <= r.end {
+            v.rss_bytes
+        } else {
+            t.resident_bytes(v.start.max(r.start), v.end.min(r.end))
+                .ok()?
+        };
+    }
+    Some(sum)
 }
 
 /// The heap's spaces, metaspace and collector from a JVM's counters. Every space must
@@ -167,6 +271,7 @@ pub fn interpret(p: &PerfData) -> Result<JavaHeap, Unmeasured> {
             .ok_or(Unmeasured::Malformed)?;
         let generation = p
             .text(&format!("sun.gc.generation.{g}.name"))
+            .filter(|n| is_label(n))
             .ok_or(Unmeasured::Malformed)?;
         for s in 0..count {
             let key = |f: &str| format!("sun.gc.generation.{g}.space.{s}.{f}");
@@ -174,6 +279,7 @@ pub fn interpret(p: &PerfData) -> Result<JavaHeap, Unmeasured> {
                 generation: generation.to_string(),
                 name: p
                     .text(&key("name"))
+                    .filter(|n| is_label(n))
                     .ok_or(Unmeasured::Malformed)?
                     .to_string(),
                 committed_bytes: bytes(&key("capacity"))?,
@@ -203,7 +309,18 @@ pub fn interpret(p: &PerfData) -> Result<JavaHeap, Unmeasured> {
         collector: Collector::of(p),
         spaces,
         metaspace,
+        reserved: None,
+        resident_bytes: None,
     })
+}
+
+/// A generation's or space's name becomes a label value: HotSpot's are short words
+/// (`young`, `eden`, `s0`, `old`, `space`); the program the JVM runs can write the file.
+fn is_label(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 #[cfg(test)]

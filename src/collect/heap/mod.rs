@@ -334,7 +334,10 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
         None => Err(Outcome::Unreadable),
     };
     let java = java.then(|| match &mut target {
-        Some(target) => jvm::read(target, vmas).map(Box::new),
+        Some(target) => jvm::read(target, vmas, || {
+            source.open_file_bytes(pid, "/memfd:java_heap (deleted)")
+        })
+        .map(Box::new),
         None => Err(jvm::Unmeasured::Unreadable),
     });
     HeapReading {

@@ -88,7 +88,7 @@ pub fn identify(libs: Libraries, go: Option<String>) -> Identity {
     };
     let runtime = if go.is_some() {
         Runtime::Go
-    } else if libs.has(Library::Jvm) {
+    } else if libs.has(Library::Jvm) || libs.has(Library::JvmLibrary) {
         Runtime::Jvm
     } else if libs.has(Library::Python) {
         Runtime::Python

@@ -93,6 +93,12 @@ fn absurd_figures_make_the_file_malformed_not_a_figure() {
         "used > max"
     );
     assert_eq!(with(used, Text("x".into())), Err(Unmeasured::Malformed));
+    let name = "sun.gc.generation.1.space.0.name";
+    assert_eq!(
+        with(name, Text("a\"} 1\nevil 9".into())),
+        Err(Unmeasured::Malformed)
+    );
+    assert_eq!(with(name, Text(String::new())), Err(Unmeasured::Malformed));
     let spaces = "sun.gc.generation.1.spaces";
     assert_eq!(with(spaces, Long(1000)), Err(Unmeasured::Malformed));
     assert_eq!(

@@ -1,0 +1,312 @@
+//! Where a HotSpot JVM's Java heap lies, read from the running JVM the way HotSpot's
+//! Serviceability Agent reads it, without attaching.
+//!
+//! `libjvm.so` exports in its dynamic symbol table `gHotSpotVMStructs`, a table of rows
+//! (type name, field name, type string, static or not, offset, static address), and the
+//! layout of a row (`gHotSpotVMStructEntry*Offset`, `gHotSpotVMStructEntryArrayStride`);
+//! HotSpot fills these at start (they live in `.bss`), so they are read from the JVM's
+//! memory, not its file. The symbols are found through the loaded library's own
+//! `PT_DYNAMIC` and GNU hash table. The rows lead from the static `Universe::_collectedHeap`
+//! to the heap object, and its `CollectedHeap::_reserved` region (`MemRegion`: `_start`,
+//! `_word_size`): the range `jcmd PID GC.heap_info` prints. Every read is bounded and every
+//! count capped; anything that does not fit gives no range, never a guessed one.
+
+use std::collections::HashMap;
+
+use super::super::walk::Target;
+use crate::parse::smaps::{Library, Vma};
+
+/// The Java heap's reserved address range: `[start, end)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reserved {
+    pub start: u64,
+    pub end: u64,
+}
+
+/// Rows read at most: JDK 17's table has about 2,700.
+const MAX_ROWS: usize = 20_000;
+/// Rows read at once.
+const ROWS_AT_ONCE: usize = 512;
+/// Bytes of a name read: every name looked for is shorter.
+const NAME_BYTES: usize = 32;
+
+fn u32_at(b: &[u8], i: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?))
+}
+
+fn u64_at(b: &[u8], i: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?))
+}
+
+fn read_vec<T: Target>(t: &mut T, at: u64, len: usize) -> Option<Vec<u8>> {
+    let mut b = vec![0u8; len];
+    t.read(at, &mut b).ok()?;
+    Some(b)
+}
+
+fn read_u64<T: Target>(t: &mut T, at: u64) -> Option<u64> {
+    u64_at(&read_vec(t, at, 8)?, 0)
+}
+
+/// glibc's GNU symbol hash (`dl_new_hash`).
+pub fn gnu_hash(name: &[u8]) -> u32 {
+    name.iter()
+        .fold(5381u32, |h, &c| h.wrapping_mul(33).wrapping_add(c as u32))
+}
+
+/// The loaded `libjvm.so`'s dynamic symbols, as its own dynamic section lays them out.
+struct Symbols {
+    base: u64,
+    symtab: u64,
+    strtab: u64,
+    strsz: u64,
+    nbuckets: u32,
+    symoffset: u32,
+    buckets: Vec<u8>,
+    chains: u64,
+}
+
+impl Symbols {
+    fn of<T: Target>(t: &mut T, base: u64) -> Option<Symbols> {
+        let eh = read_vec(t, base, 64)?;
+        // ELF64, little-endian, a shared object.
+        if &eh[..4] != b"\x7fELF" || eh[4] != 2 || eh[5] != 1 || eh[16] != 3 {
+            return None;
+        }
+        let phoff = u64_at(&eh, 0x20)?;
+        let phentsize = u16::from_le_bytes([eh[0x36], eh[0x37]]) as usize;
+        let phnum = u16::from_le_bytes([eh[0x38], eh[0x39]]) as usize;
+        if phentsize != 56 || phnum > 64 {
+            return None;
+        }
+        let ph = read_vec(t, base.checked_add(phoff)?, phentsize * phnum)?;
+        let dynamic = ph
+            .chunks(56)
+            .find(|p| u32_at(p, 0) == Some(2))
+            .and_then(|p| Some((u64_at(p, 0x10)?, u64_at(p, 0x28)?)))?;
+        let len = usize::try_from(dynamic.1).ok()?.min(64 << 10) / 16 * 16;
+        let dyns = read_vec(t, base.checked_add(dynamic.0)?, len)?;
+        let mut tags: HashMap<u64, u64> = HashMap::new();
+        for d in dyns.chunks(16) {
+            let (tag, val) = (u64_at(d, 0)?, u64_at(d, 8)?);
+            if tag == 0 {
+                break;
+            }
+            tags.entry(tag).or_insert(val);
+        }
+        // glibc's loader turns these into addresses in place; other loaders leave them
+        // relative to the base.
+        let addr = |tag| {
+            let v = *tags.get(&tag)?;
+            Some(if v < base { base.checked_add(v)? } else { v })
+        };
+        let (symtab, strtab, gnu) = (addr(6)?, addr(5)?, addr(0x6fff_fef5)?);
+        let strsz = *tags.get(&10)?;
+        let head = read_vec(t, gnu, 16)?;
+        let (nbuckets, symoffset, bloom) =
+            (u32_at(&head, 0)?, u32_at(&head, 4)?, u32_at(&head, 8)?);
+        if nbuckets == 0 || nbuckets > 1 << 20 || bloom > 1 << 20 {
+            return None;
+        }
+        let buckets_at = gnu + 16 + u64::from(bloom) * 8;
+        let buckets = read_vec(t, buckets_at, nbuckets as usize * 4)?;
+        Some(Symbols {
+            base,
+            symtab,
+            strtab,
+            strsz,
+            nbuckets,
+            symoffset,
+            buckets,
+            chains: buckets_at + u64::from(nbuckets) * 4,
+        })
+    }
+
+    /// The address of the defined symbol `name`.
+    fn find<T: Target>(&self, t: &mut T, name: &str) -> Option<u64> {
+        let h = gnu_hash(name.as_bytes());
+        let first = u32_at(&self.buckets, (h % self.nbuckets) as usize * 4)?;
+        if first < self.symoffset {
+            return None;
+        }
+        // A chain ends at its entry with the low bit set; 4,096 entries at most.
+        for i in (first..).take(4096) {
+            let chain = u32::from_le_bytes(
+                read_vec(t, self.chains + u64::from(i - self.symoffset) * 4, 4)?
+                    .try_into()
+                    .ok()?,
+            );
+            if chain | 1 == h | 1 {
+                let sym = read_vec(t, self.symtab + u64::from(i) * 24, 24)?;
+                let st_name = u64::from(u32_at(&sym, 0)?);
+                let value = u64_at(&sym, 8)?;
+                if st_name < self.strsz && value != 0 {
+                    let got = read_vec(t, self.strtab + st_name, name.len() + 1)?;
+                    if got.strip_suffix(b"\0") == Some(name.as_bytes()) {
+                        return self.base.checked_add(value);
+                    }
+                }
+            }
+            if chain & 1 == 1 {
+                return None;
+            }
+        }
+        None
+    }
+}
+
+/// One row of `gHotSpotVMStructs`.
+struct Row {
+    type_name: u64,
+    field_name: u64,
+    is_static: bool,
+    offset: u64,
+    address: u64,
+}
+
+/// The heap's reserved range of the JVM whose mappings are `vmas`, through `t` (its
+/// memory); `None` when `libjvm.so` is not mapped or anything read does not fit.
+pub fn find<T: Target>(t: &mut T, vmas: &[Vma]) -> Option<Reserved> {
+    let lib = vmas
+        .iter()
+        .find(|v| v.library == Some(Library::JvmLibrary))?
+        .file_id?;
+    let base = vmas
+        .iter()
+        .filter(|v| v.file_id == Some(lib))
+        .map(|v| v.start)
+        .min()?;
+    let syms = Symbols::of(t, base)?;
+    let mut value = |name: &str| {
+        let at = syms.find(t, name)?;
+        read_u64(t, at)
+    };
+    let table = value("gHotSpotVMStructs")?;
+    let stride = value("gHotSpotVMStructEntryArrayStride")?;
+    let at = [
+        "gHotSpotVMStructEntryTypeNameOffset",
+        "gHotSpotVMStructEntryFieldNameOffset",
+        "gHotSpotVMStructEntryIsStaticOffset",
+        "gHotSpotVMStructEntryOffsetOffset",
+        "gHotSpotVMStructEntryAddressOffset",
+    ]
+    .map(|n| value(n).and_then(|v| usize::try_from(v).ok()));
+    let [Some(type_at), Some(field_at), Some(static_at), Some(offset_at), Some(address_at)] = at
+    else {
+        return None;
+    };
+    let stride = usize::try_from(stride)
+        .ok()
+        .filter(|&s| (8..=256).contains(&s))?;
+    if [type_at, field_at, offset_at, address_at]
+        .iter()
+        .any(|&o| o + 8 > stride)
+        || static_at + 4 > stride
+    {
+        return None;
+    }
+    let mut rows = Vec::new();
+    'table: while rows.len() < MAX_ROWS {
+        let chunk = read_vec(
+            t,
+            table + (rows.len() * stride) as u64,
+            ROWS_AT_ONCE * stride,
+        )?;
+        for r in chunk.chunks(stride) {
+            let row = Row {
+                type_name: u64_at(r, type_at)?,
+                field_name: u64_at(r, field_at)?,
+                is_static: u32_at(r, static_at)? != 0,
+                offset: u64_at(r, offset_at)?,
+                address: u64_at(r, address_at)?,
+            };
+            if row.type_name == 0 {
+                break 'table;
+            }
+            rows.push(row);
+        }
+    }
+    // Names are string literals, shared between the rows of one type: each read once.
+    let mut names: HashMap<u64, Vec<u8>> = HashMap::new();
+    let mut wanted: Vec<u64> = rows.iter().map(|r| r.type_name).collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    read_names(t, &wanted, &mut names)?;
+    let types = ["Universe", "CollectedHeap", "MemRegion"];
+    let ours: Vec<&Row> = rows
+        .iter()
+        .filter(|r| types.iter().any(|ty| is(&names, r.type_name, ty)))
+        .collect();
+    let mut fields: Vec<u64> = ours.iter().map(|r| r.field_name).collect();
+    fields.sort_unstable();
+    fields.dedup();
+    read_names(t, &fields, &mut names)?;
+    let row = |ty: &str, field: &str| {
+        ours.iter()
+            .find(|r| is(&names, r.type_name, ty) && is(&names, r.field_name, field))
+    };
+    let heap_static = row("Universe", "_collectedHeap")
+        .filter(|r| r.is_static)?
+        .address;
+    let reserved = row("CollectedHeap", "_reserved")
+        .filter(|r| !r.is_static)?
+        .offset;
+    let start_at = row("MemRegion", "_start")?.offset;
+    let words_at = row("MemRegion", "_word_size")?.offset;
+    let heap = read_u64(t, heap_static).filter(|&h| h != 0)?;
+    let region = heap.checked_add(reserved)?;
+    let start = read_u64(t, region.checked_add(start_at)?)?;
+    let words = read_u64(t, region.checked_add(words_at)?)?;
+    let end = start.checked_add(words.checked_mul(8)?)?;
+    (start != 0 && end > start).then_some(Reserved { start, end })
+}
+
+/// Reads the first `NAME_BYTES` of each name at `ptrs` not read yet, in batches.
+fn read_names<T: Target>(t: &mut T, ptrs: &[u64], names: &mut HashMap<u64, Vec<u8>>) -> Option<()> {
+    let todo: Vec<u64> = ptrs
+        .iter()
+        .copied()
+        .filter(|p| !names.contains_key(p) && *p != 0)
+        .collect();
+    for batch in todo.chunks(512) {
+        let at: Vec<(u64, usize)> = batch.iter().map(|&p| (p, NAME_BYTES)).collect();
+        let mut out = vec![0u8; batch.len() * NAME_BYTES];
+        if t.read_many(&at, &mut out).is_err() {
+            // A name near the end of a mapping: read those one by one, to their NUL.
+            for &p in batch {
+                let mut b = vec![0u8; NAME_BYTES];
+                let n = (1..=NAME_BYTES)
+                    .rev()
+                    .find(|&n| t.read(p, &mut b[..n]).is_ok())?;
+                b.truncate(n);
+                names.insert(p, b);
+            }
+            continue;
+        }
+        for (i, &p) in batch.iter().enumerate() {
+            names.insert(p, out[i * NAME_BYTES..(i + 1) * NAME_BYTES].to_vec());
+        }
+    }
+    Some(())
+}
+
+/// Whether the name at `ptr` is `want` (its bytes, then a NUL).
+fn is(names: &HashMap<u64, Vec<u8>>, ptr: u64, want: &str) -> bool {
+    names.get(&ptr).is_some_and(|b| {
+        b.len() > want.len() && b.starts_with(want.as_bytes()) && b[want.len()] == 0
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gnu_hash;
+
+    #[test]
+    fn gnu_hash_is_glibcs() {
+        // Values from the ELF gABI's GNU hash examples (dl_new_hash).
+        assert_eq!(gnu_hash(b""), 0x0000_1505);
+        assert_eq!(gnu_hash(b"printf"), 0x156b_2bb8);
+        assert_eq!(gnu_hash(b"exit"), 0x7c96_7e3f);
+        assert_eq!(gnu_hash(b"syscall"), 0xbac2_12a0);
+    }
+}
