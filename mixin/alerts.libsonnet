@@ -197,7 +197,17 @@
           // back (heap walk). A fact, so a warning.
           {
             alert: 'MembloatAllocatorHoarding',
-            expr: 'max by (job, instance, comm) (membloat_process_hoarded_bytes{method="measured"}) > %(hoardedMiB)d * 1024 * 1024' % c,
+            // A JVM's held Java heap (16 MiB or more) is part of its measured figure but
+            // not glibc's: MembloatJavaHeapHeld tells it with its collector's remedy.
+            expr: |||
+              max by (job, instance, comm) (
+                (
+                  membloat_process_hoarded_bytes{method="measured"}
+                  - ignoring (method, runtime) (membloat_process_runtime_held_bytes >= 16 * 1024 * 1024)
+                )
+                or ignoring (method) membloat_process_hoarded_bytes{method="measured"}
+              ) > %(hoardedMiB)d * 1024 * 1024
+            ||| % c,
             'for': '1h',
             labels: {
               severity: 'warning',
@@ -206,6 +216,26 @@
               summary: '{{ $labels.comm }} on {{ $labels.instance }} has held {{ $value | humanize1024 }}B of freed heap for an hour (measured).',
               description: "Measured from glibc's heap: the allocator holds this much freed memory in resident pages that malloc_trim(0) would give back to the kernel. The program does not use it.",
               runbook_url: '%s#membloatallocatorhoarding' % c.runbookURLBase,
+            },
+          },
+          // Measured: a JVM's collector keeps committed heap resident that the program no
+          // longer uses (G1 never below -Xms); the collector names the remedy.
+          {
+            alert: 'MembloatJavaHeapHeld',
+            expr: |||
+              max by (job, instance, comm, collector) (
+                membloat_process_runtime_held_bytes{runtime="jvm"}
+                * on (job, instance, pid, comm) group_left (collector) membloat_process_jvm_info
+              ) > %(hoardedMiB)d * 1024 * 1024
+            ||| % c,
+            'for': '1h',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: 'The JVM {{ $labels.comm }} on {{ $labels.instance }} has held {{ $value | humanize1024 }}B of Java heap it does not use for an hour (measured, {{ $labels.collector }}).',
+              description: "Measured from the JVM's own perf data and its heap's resident pages: its {{ $labels.collector }} collector keeps this much committed heap in RAM that holds no live objects. G1: -XX:G1PeriodicGCInterval and lower heap free ratios; Parallel and Serial: lower MinHeapFreeRatio/MaxHeapFreeRatio; ZGC: a shorter ZUncommitDelay; and an -Xms below -Xmx, since no collector gives back below -Xms.",
+              runbook_url: '%s#membloatjavaheapheld' % c.runbookURLBase,
             },
           },
           // Suspected: the heap walk could not read this process (another allocator, no

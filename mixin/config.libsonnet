@@ -22,7 +22,7 @@
     oomVictimRank: 3,  // ...one of the first N in the OOM killer's order
     oomVictimShare: 0.30,  // ...holding this share of RAM and swap
     regrowthMiB: 256,  // MembloatKhugepagedRegrowth
-    hoardedMiB: 512,  // MembloatAllocatorHoarding, MembloatAllocatorHoardingSuspected
+    hoardedMiB: 512,  // MembloatAllocatorHoarding, MembloatAllocatorHoardingSuspected, MembloatJavaHeapHeld
     containerNearLimitRatio: 0.9,  // MembloatContainerNearLimitHoarding: working set / limit
     hiddenTHPRatio: 0.05,  // MembloatHiddenTHPMemoryLarge: share of RAM
     swapThrashPagesPerSecond: 256,  // MembloatSwapThrashing, each way

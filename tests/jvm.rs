@@ -353,6 +353,36 @@ fn a_jvm_pinned_at_xms_shows_its_held_heap_as_measured_hoarding() {
         "membloat_process_jvm_info{{collector=\"g1\",pid=\"{pid}\",comm=\"java\"}} 1"
     )));
     assert!(series(&t, "membloat_jvm_reads_total{outcome=\"measured\"}").unwrap() >= 1.0);
+    // explain names the case with G1's remedy.
+    let out = Command::new(bin())
+        .args([
+            "explain",
+            "--explain.interval=500ms",
+            "--format",
+            "json",
+            "--pid",
+        ])
+        .arg(pid.to_string())
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "java_heap")
+        .unwrap_or_else(|| panic!("no java_heap finding: {doc:#}"));
+    let bytes = f["bytes"].as_f64().unwrap();
+    assert!(
+        (bytes - truth).abs() <= 0.05 * truth,
+        "explain {bytes} against {truth}"
+    );
+    assert_eq!(f["certainty"], "measured");
+    let remedy = f["remedy"].as_str().unwrap();
+    assert!(
+        remedy.contains("G1PeriodicGCInterval") && remedy.contains("-Xms"),
+        "{remedy}"
+    );
 }
 
 /// G1 with `-XX:G1PeriodicGCInterval` (JDK 12+) gives back what its free ratios let it

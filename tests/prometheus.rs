@@ -3,7 +3,8 @@
 //! query and every recording rule is run through its HTTP API with the dashboard
 //! variables substituted, and each must parse and return at least one series.
 //!
-//! A hoarding and an arena reproducer run meanwhile so the deep-tier series exist.
+//! A hoarding and an arena reproducer and a JVM holding freed heap run meanwhile so the
+//! deep-tier series exist.
 
 mod common;
 
@@ -22,6 +23,7 @@ fn every_dashboard_query_and_recording_rule_returns_data_from_a_real_prometheus(
     let rules = rules_file();
     let _hoard = Repro::start("hoard", &["3", "1", "0"], &[]);
     let _arenas = Repro::start("arenas", &[], &[]);
+    let _jvm = Repro::java("java", &["-Xms512m", "-Xmx512m"], 300, 20);
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("exporter.log");
     let exporter = Daemon::start_logged(
@@ -44,6 +46,7 @@ fn every_dashboard_query_and_recording_rule_returns_data_from_a_real_prometheus(
         ready(r#"count_over_time(membloat_scans_total{job="membloat"}[1m]) >= 8"#)
             && ready("membloat_process_hoarded_bytes > 0")
             && ready("instance:membloat_hoarded_bytes:sum > 0")
+            && ready("membloat_group_runtime_held_bytes > 0")
             && ready("instance:membloat_swap_in_pages:rate5m")
     });
 

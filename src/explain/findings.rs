@@ -122,7 +122,32 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
                 cost: cost.map(str::to_string),
             })
         };
-    if let Some(hoarded) = sig.hoarded_bytes.filter(|&b| b > 0) {
+    // A JVM's held Java heap is its own finding, with its collector's remedy; the rest of
+    // the measured figure is glibc's.
+    let java_held = sig
+        .runtime_held_bytes
+        .filter(|&b| b >= signals::HOARD_MIN_MEASURED_BYTES && !sig.hoard_pending);
+    if let (Some(held), Some(j)) = (java_held, sig.java.as_deref()) {
+        let evidence = format!(
+            "the Java heap ({} collector) holds {} in RAM it does not use: {} resident, {} used, {} committed (its perf data)",
+            j.collector.as_str(),
+            size(held),
+            size(j.resident_bytes.unwrap_or(0)),
+            size(j.used_bytes()),
+            size(j.committed_bytes()),
+        );
+        push(
+            "java_heap",
+            held,
+            "measured",
+            evidence,
+            remedy::java_heap(j.collector),
+        );
+    }
+    let native = sig
+        .hoarded_bytes
+        .map(|h| h.saturating_sub(java_held.unwrap_or(0)));
+    if let Some(hoarded) = native.filter(|&b| b > 0) {
         let (certainty, evidence) = match (sig.hoard_method, sig.heap.as_deref()) {
             (Some(Method::Measured), Some(h)) => (
                 "measured",

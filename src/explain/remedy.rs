@@ -1,6 +1,7 @@
 //! The exact remedy for each finding, by the process's allocator and runtime, with its cost
 //! where it has one.
 
+use crate::collect::heap::jvm::Collector;
 use crate::collect::heap::runtime::{Allocator, Runtime};
 
 /// What to change, and what the change costs where it costs something.
@@ -20,6 +21,22 @@ pub fn hoarding(allocator: Option<Allocator>, runtime: Runtime) -> Remedy {
         (_, Runtime::Go) => (format!("{TUNABLES} for the C (cgo) side; the Go heap is not glibc's"), Some(COST)),
         _ => (format!("call malloc_trim(0) after bursts, or start it with {TUNABLES}"), Some(COST)),
     }
+}
+
+/// The exact remedy for a Java heap the collector keeps committed and resident.
+pub fn java_heap(collector: Collector) -> Remedy {
+    const XMS: &str = "and an -Xms below -Xmx where the container's memory matters (no collector gives back below -Xms)";
+    let what = match collector {
+        Collector::G1 => format!("-XX:G1PeriodicGCInterval=60000 (JDK 12+: G1 gives unused heap back while the program idles), lower -XX:MaxHeapFreeRatio/-XX:MinHeapFreeRatio (at run time too: jcmd PID VM.set_flag MaxHeapFreeRatio 30), {XMS}"),
+        Collector::Parallel | Collector::Serial => format!("lower -XX:MaxHeapFreeRatio/-XX:MinHeapFreeRatio (e.g. 30/10; the heap shrinks at a full GC), {XMS}"),
+        Collector::Z => format!("-XX:+ZUncommit (the default) with a shorter -XX:ZUncommitDelay (default 300 s), {XMS}"),
+        Collector::Shenandoah => format!("a shorter -XX:ShenandoahUncommitDelay (default 5 minutes), {XMS}"),
+        Collector::Other => format!("the collector's uncommit settings, {XMS}"),
+    };
+    (
+        what,
+        Some("more frequent collections, and the heap regrows (page faults, zeroing) at the next burst"),
+    )
 }
 
 pub fn arenas(runtime: Runtime) -> Remedy {
