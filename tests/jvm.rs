@@ -1,10 +1,13 @@
-//! A real JVM's heap as the exporter reads it from outside (its perf data, through its
-//! memory), against the JVM's own `MemoryPoolMXBean`s printed by the same JVM: every
-//! collector of Debian's JDK 17 and of the JDK 25 beside it. Reading another process's
-//! memory needs ptrace access: CI runs as root.
+//! A real JVM's heap as the exporter reads it from outside (its perf data and heap range,
+//! through its memory), against the JVM's own `MemoryPoolMXBean`s printed by the same JVM
+//! and the pages present in the range `jcmd GC.heap_info` prints: every collector of
+//! JDK 11, 17 (Debian's), 21 and 25 (`tests/common/java.rs`), with a growable heap, `-Xms`
+//! equal to `-Xmx`, and `-XX:+AlwaysPreTouch`. Reading another process's memory needs
+//! ptrace access: CI runs as root.
 
 mod common;
 
+use common::java::{jdks, Jdk};
 use common::repro::Repro;
 use common::*;
 use membloat_exporter::collect::heap::{self, jvm};
@@ -75,21 +78,10 @@ fn present_bytes(pid: u32, start: u64, end: u64) -> u64 {
     present
 }
 
-/// The JDKs here: Debian's (on PATH) and any other under /usr/lib/jvm.
-fn jdks() -> Vec<String> {
-    let mut v = vec!["java".to_string()];
-    let other = "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java";
-    if Path::new(other).exists() {
-        v.push(other.to_string());
-    } else {
-        skipped("tests/jvm.rs: JDK 25 (temurin-25-jdk-amd64) is not on this machine");
-    }
-    v
-}
-
 /// A JVM running `JavaHeap.java` (fill 300 MiB, keep 20) and what it printed.
 struct Jvm {
     r: Repro,
+    /// What it is, for messages: JDK, collector, flags.
     java: String,
     gc: String,
     /// Its heap pools: (name, committed, used).
@@ -99,22 +91,19 @@ struct Jvm {
 }
 
 impl Jvm {
-    fn start(java: &str, gc: &str, extra: &[&str]) -> Jvm {
+    fn start(jdk: &Jdk, gc: &str, extra: &[&str]) -> Jvm {
         let mut flags = vec!["-Xms64m", "-Xmx512m"];
         flags.extend_from_slice(extra);
-        Jvm::start_with(java, gc, &flags, &["300", "20"])
+        Jvm::start_with(jdk, gc, &flags, &["300", "20"])
     }
 
     /// With `flags` for the JVM and `args` for the program.
-    fn start_with(java: &str, gc: &str, flags: &[&str], args: &[&str]) -> Jvm {
-        let use_gc = format!("-XX:+Use{gc}");
-        let mut all = vec![use_gc.as_str()];
+    fn start_with(jdk: &Jdk, gc: &str, flags: &[&str], args: &[&str]) -> Jvm {
+        let mut all = jdk.gc_flags(gc).expect("a collector this JDK has");
         all.extend_from_slice(flags);
-        let r = Repro::java_with(java, &all, args);
-        let jcmd = match java {
-            "java" => Path::new("jcmd").to_path_buf(),
-            _ => Path::new(java).with_file_name("jcmd"),
-        };
+        let r = Repro::java_with(&jdk.java, &all, args);
+        let java = format!("JDK {} {}", jdk.feature, flags.join(" "));
+        let jcmd = jdk.jcmd();
         let range = jcmd_range(&jcmd, r.pid());
         let pools = pools(&r.ready);
         let jvm = Jvm {
@@ -148,6 +137,32 @@ impl Jvm {
         reading.java.expect("a JVM read as a JVM")
     }
 
+    /// Wall time of one read of its perf data and heap (`jvm::read`), the fastest of five.
+    fn read_cost(&self) -> std::time::Duration {
+        let pid = self.r.pid();
+        let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+        let vmas = smaps::parse(&text).unwrap().vmas;
+        let source = Source::new("/proc", "/sys");
+        let mut target = heap::memory::ProcessMemory::new(
+            pid,
+            source.open_pid(pid, "mem").unwrap(),
+            source.open_pid(pid, "pagemap").unwrap(),
+            heap::page_size(),
+            true,
+        );
+        (0..5)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                let r = jvm::read(&mut target, &vmas, || {
+                    source.open_file_bytes(pid, "/memfd:java_heap (deleted)")
+                });
+                assert!(r.is_ok());
+                t.elapsed()
+            })
+            .min()
+            .unwrap()
+    }
+
     /// The resident heap it does not use, computed here: the pages present in the range
     /// jcmd prints (ZGC: the committed heap, all of it in its file), less the used bytes
     /// its pools count.
@@ -167,7 +182,7 @@ impl Jvm {
 
 /// The held figure against the truth: within 5 %, and 4 MiB for what an idle JVM still
 /// allocates; and the reserved range as jcmd prints it.
-fn check_held(j: &Jvm, h: &jvm::JavaHeap) {
+fn check_held(j: &Jvm, h: &jvm::JavaHeap) -> (u64, u64) {
     let (java, gc) = (&j.java, &j.gc);
     if let Some((start, end)) = j.range {
         let r = h
@@ -192,6 +207,7 @@ fn check_held(j: &Jvm, h: &jvm::JavaHeap) {
         held.abs_diff(truth) as f64 <= 0.05 * truth as f64 + (4 << 20) as f64,
         "{java} {gc}: held {held} against {truth}"
     );
+    (held, truth)
 }
 
 /// Committed and used per space against the JVM's own pools.
@@ -273,22 +289,55 @@ fn check_pools(j: &Jvm, h: &jvm::JavaHeap) {
     }
 }
 
+/// The heap shapes every collector runs with: growable, pinned at -Xms, pre-touched.
+const SHAPES: [&[&str]; 3] = [
+    &["-Xms64m", "-Xmx512m"],
+    &["-Xms512m", "-Xmx512m"],
+    &["-Xms64m", "-Xmx512m", "-XX:+AlwaysPreTouch"],
+];
+
 #[test]
-fn every_collector_of_two_jdks_reads_as_the_jvm_counts_itself() {
-    for java in jdks() {
-        for gc in ["G1GC", "ParallelGC", "SerialGC", "ZGC"] {
-            let j = Jvm::start(&java, gc, &[]);
-            let h = j.read().unwrap_or_else(|e| panic!("{java} {gc}: {e:?}"));
-            check_pools(&j, &h);
-            check_held(&j, &h);
+fn every_collector_of_four_jdks_reads_as_the_jvm_counts_itself() {
+    let mut table = Vec::new();
+    for jdk in jdks() {
+        for gc in ["g1", "parallel", "serial", "z", "zgen"] {
+            if jdk.gc_flags(gc).is_none() {
+                continue;
+            }
+            for shape in SHAPES {
+                let j = Jvm::start_with(jdk, gc, shape, &["300", "20"]);
+                let h = j
+                    .read()
+                    .unwrap_or_else(|e| panic!("{} {gc}: {e:?}", j.java));
+                check_pools(&j, &h);
+                let (held, truth) = check_held(&j, &h);
+                let cost = j.read_cost();
+                table.push(format!(
+                    "| {} | {gc} | {} | {:.1} / {:.1} | {:.1} | {:.1} | {:.2} ms |",
+                    jdk.feature,
+                    shape.join(" "),
+                    mib(h.committed_bytes()),
+                    mib(h.used_bytes()),
+                    mib(truth),
+                    mib(held),
+                    cost.as_secs_f64() * 1000.0
+                ));
+            }
         }
     }
+    eprintln!(
+        "| JDK | collector | flags | committed / used (MiB) | truth held | exporter held | read |\n|---|---|---|---|---|---|---|\n{}",
+        table.join("\n")
+    );
 }
 
-/// A JVM that publishes no perf data gives the reason and no figure.
+fn mib(b: u64) -> f64 {
+    b as f64 / 1048576.0
+}
+
 #[test]
 fn without_perf_data_there_is_a_reason_and_no_figure() {
-    let j = Jvm::start("java", "G1GC", &["-XX:-UsePerfData"]);
+    let j = Jvm::start(&jdks()[0], "g1", &["-XX:-UsePerfData"]);
     assert_eq!(j.read().err(), Some(jvm::Unmeasured::NotPublished));
 }
 
@@ -303,7 +352,7 @@ fn series(text: &str, name_and_labels: &str) -> Option<f64> {
 /// process's series, and the figure is the truth computed here within 5 %.
 #[test]
 fn a_jvm_pinned_at_xms_shows_its_held_heap_as_measured_hoarding() {
-    let j = Jvm::start_with("java", "G1GC", &["-Xms1g", "-Xmx1g"], &["720", "20"]);
+    let j = Jvm::start_with(&jdks()[0], "g1", &["-Xms1g", "-Xmx1g"], &["720", "20"]);
     let pid = j.r.pid();
     let d = Daemon::start(&["--scan.interval=1s", "--collector.processes.top-k=100000"]);
     let held_series = format!(
@@ -393,8 +442,8 @@ fn a_jvm_pinned_at_xms_shows_its_held_heap_as_measured_hoarding() {
 #[test]
 fn a_periodic_gc_giving_memory_back_makes_the_held_figure_fall() {
     let j = Jvm::start_with(
-        "java",
-        "G1GC",
+        &jdks()[0],
+        "g1",
         &[
             "-Xms32m",
             "-Xmx1g",

@@ -5,6 +5,7 @@
 pub mod cgroup;
 pub mod dashboards;
 pub mod glibc;
+pub mod java;
 pub mod kmsg;
 pub mod prometheus;
 pub mod repro;
@@ -228,6 +229,20 @@ pub fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)]) ->
 
 /// The external checkers are installed by `scripts/test.sh`; a missing one is a failure
 /// with the reason, not a silent skip.
+/// The path of `name` on PATH (it must be there).
+pub fn which(name: &str) -> std::path::PathBuf {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {name}"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{name} is not installed: run ./scripts/test.sh, which installs it"
+    );
+    std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
 pub fn tool(name: &str) -> Command {
     let found = Command::new("sh")
         .arg("-c")

@@ -83,18 +83,26 @@ impl Repro {
     }
 
     /// A Python reproducer from tests/reproducers, run by python3.
-    /// `tests/reproducers/JavaHeap.java` run by `java` (its source launcher) with
-    /// `jvm_args`: it fills `fill` MiB, keeps `keep`, collects, prints "ready" and its
+    /// `tests/reproducers/JavaHeap.java` (compiled once: `java::classes`) run by `java`
+    /// with `jvm_args`: it fills `fill` MiB, keeps `keep`, collects, prints "ready" and its
     /// heap pools, and idles.
-    pub fn java(java: &str, jvm_args: &[&str], fill: u32, keep: u32) -> Repro {
+    pub fn java(
+        java: impl AsRef<std::ffi::OsStr>,
+        jvm_args: &[&str],
+        fill: u32,
+        keep: u32,
+    ) -> Repro {
         Repro::java_with(java, jvm_args, &[&fill.to_string(), &keep.to_string()])
     }
 
-    /// `JavaHeap.java` with its own arguments as given (`FILL KEEP [nogc]`).
-    pub fn java_with(java: &str, jvm_args: &[&str], args: &[&str]) -> Repro {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/JavaHeap.java");
+    /// `JavaHeap` with its own arguments as given (`FILL KEEP [nogc]`).
+    pub fn java_with(java: impl AsRef<std::ffi::OsStr>, jvm_args: &[&str], args: &[&str]) -> Repro {
         let mut cmd = Command::new(java);
-        cmd.args(jvm_args).arg(src).args(args);
+        cmd.args(jvm_args)
+            .arg("-cp")
+            .arg(super::java::classes())
+            .arg("JavaHeap")
+            .args(args);
         Repro::spawn("JavaHeap", cmd)
     }
 

@@ -48,6 +48,15 @@ fn read_u64<T: Target>(t: &mut T, at: u64) -> Option<u64> {
     u64_at(&read_vec(t, at, 8)?, 0)
 }
 
+/// The System V ELF symbol hash (`DT_HASH`), which older builds carry alone.
+pub fn sysv_hash(name: &[u8]) -> u32 {
+    name.iter().fold(0u32, |h, &c| {
+        let h = (h << 4).wrapping_add(c as u32);
+        let g = h & 0xf000_0000;
+        (h ^ (g >> 24)) & !g
+    })
+}
+
 /// glibc's GNU symbol hash (`dl_new_hash`).
 pub fn gnu_hash(name: &[u8]) -> u32 {
     name.iter()
@@ -60,10 +69,23 @@ struct Symbols {
     symtab: u64,
     strtab: u64,
     strsz: u64,
-    nbuckets: u32,
-    symoffset: u32,
-    buckets: Vec<u8>,
-    chains: u64,
+    hash: Hash,
+}
+
+/// How the symbols are found by name: the GNU hash table (`DT_GNU_HASH`, what current
+/// toolchains emit), else the System V one (`DT_HASH`: JDK 11's builds carry only that).
+enum Hash {
+    Gnu {
+        nbuckets: u32,
+        symoffset: u32,
+        buckets: Vec<u8>,
+        chains: u64,
+    },
+    Sysv {
+        nbuckets: u32,
+        buckets: Vec<u8>,
+        chains: u64,
+    },
 }
 
 impl Symbols {
@@ -100,58 +122,113 @@ impl Symbols {
             let v = *tags.get(&tag)?;
             Some(if v < base { base.checked_add(v)? } else { v })
         };
-        let (symtab, strtab, gnu) = (addr(6)?, addr(5)?, addr(0x6fff_fef5)?);
+        let (symtab, strtab) = (addr(6)?, addr(5)?);
         let strsz = *tags.get(&10)?;
-        let head = read_vec(t, gnu, 16)?;
-        let (nbuckets, symoffset, bloom) =
-            (u32_at(&head, 0)?, u32_at(&head, 4)?, u32_at(&head, 8)?);
-        if nbuckets == 0 || nbuckets > 1 << 20 || bloom > 1 << 20 {
-            return None;
-        }
-        let buckets_at = gnu + 16 + u64::from(bloom) * 8;
-        let buckets = read_vec(t, buckets_at, nbuckets as usize * 4)?;
+        let hash = match (addr(0x6fff_fef5), addr(4)) {
+            (Some(gnu), _) => {
+                let head = read_vec(t, gnu, 16)?;
+                let (nbuckets, symoffset, bloom) =
+                    (u32_at(&head, 0)?, u32_at(&head, 4)?, u32_at(&head, 8)?);
+                if nbuckets == 0 || nbuckets > 1 << 20 || bloom > 1 << 20 {
+                    return None;
+                }
+                let buckets_at = gnu + 16 + u64::from(bloom) * 8;
+                Hash::Gnu {
+                    nbuckets,
+                    symoffset,
+                    buckets: read_vec(t, buckets_at, nbuckets as usize * 4)?,
+                    chains: buckets_at + u64::from(nbuckets) * 4,
+                }
+            }
+            (None, Some(sysv)) => {
+                let head = read_vec(t, sysv, 8)?;
+                let nbuckets = u32_at(&head, 0)?;
+                if nbuckets == 0 || nbuckets > 1 << 20 {
+                    return None;
+                }
+                Hash::Sysv {
+                    nbuckets,
+                    buckets: read_vec(t, sysv + 8, nbuckets as usize * 4)?,
+                    chains: sysv + 8 + u64::from(nbuckets) * 4,
+                }
+            }
+            (None, None) => return None,
+        };
         Some(Symbols {
             base,
             symtab,
             strtab,
             strsz,
-            nbuckets,
-            symoffset,
-            buckets,
-            chains: buckets_at + u64::from(nbuckets) * 4,
+            hash,
         })
     }
 
-    /// The address of the defined symbol `name`.
-    fn find<T: Target>(&self, t: &mut T, name: &str) -> Option<u64> {
-        let h = gnu_hash(name.as_bytes());
-        let first = u32_at(&self.buckets, (h % self.nbuckets) as usize * 4)?;
-        if first < self.symoffset {
+    /// The address of symbol `i` when it is the defined symbol `name`.
+    fn is<T: Target>(&self, t: &mut T, i: u32, name: &str) -> Option<u64> {
+        let sym = read_vec(t, self.symtab + u64::from(i) * 24, 24)?;
+        let st_name = u64::from(u32_at(&sym, 0)?);
+        let value = u64_at(&sym, 8)?;
+        if st_name >= self.strsz || value == 0 {
             return None;
         }
-        // A chain ends at its entry with the low bit set; 4,096 entries at most.
-        for i in (first..).take(4096) {
-            let chain = u32::from_le_bytes(
-                read_vec(t, self.chains + u64::from(i - self.symoffset) * 4, 4)?
-                    .try_into()
-                    .ok()?,
-            );
-            if chain | 1 == h | 1 {
-                let sym = read_vec(t, self.symtab + u64::from(i) * 24, 24)?;
-                let st_name = u64::from(u32_at(&sym, 0)?);
-                let value = u64_at(&sym, 8)?;
-                if st_name < self.strsz && value != 0 {
-                    let got = read_vec(t, self.strtab + st_name, name.len() + 1)?;
-                    if got.strip_suffix(b"\0") == Some(name.as_bytes()) {
-                        return self.base.checked_add(value);
+        let got = read_vec(t, self.strtab + st_name, name.len() + 1)?;
+        (got.strip_suffix(b"\0") == Some(name.as_bytes()))
+            .then(|| self.base.checked_add(value))
+            .flatten()
+    }
+
+    fn u32_of<T: Target>(t: &mut T, at: u64) -> Option<u32> {
+        u32::from_le_bytes(read_vec(t, at, 4)?.try_into().ok()?).into()
+    }
+
+    /// The address of the defined symbol `name`. A chain is followed for 4,096 entries
+    /// at most.
+    fn find<T: Target>(&self, t: &mut T, name: &str) -> Option<u64> {
+        match &self.hash {
+            Hash::Gnu {
+                nbuckets,
+                symoffset,
+                buckets,
+                chains,
+            } => {
+                let h = gnu_hash(name.as_bytes());
+                let first = u32_at(buckets, (h % nbuckets) as usize * 4)?;
+                if first < *symoffset {
+                    return None;
+                }
+                // A chain ends at its entry with the low bit set.
+                for i in (first..).take(4096) {
+                    let chain = Symbols::u32_of(t, chains + u64::from(i - symoffset) * 4)?;
+                    if chain | 1 == h | 1 {
+                        if let Some(at) = self.is(t, i, name) {
+                            return Some(at);
+                        }
+                    }
+                    if chain & 1 == 1 {
+                        return None;
                     }
                 }
+                None
             }
-            if chain & 1 == 1 {
-                return None;
+            Hash::Sysv {
+                nbuckets,
+                buckets,
+                chains,
+            } => {
+                let h = sysv_hash(name.as_bytes());
+                let mut i = u32_at(buckets, (h % nbuckets) as usize * 4)?;
+                for _ in 0..4096 {
+                    if i == 0 {
+                        return None;
+                    }
+                    if let Some(at) = self.is(t, i, name) {
+                        return Some(at);
+                    }
+                    i = Symbols::u32_of(t, chains + u64::from(i) * 4)?;
+                }
+                None
             }
         }
-        None
     }
 }
 
@@ -300,6 +377,16 @@ fn is(names: &HashMap<u64, Vec<u8>>, ptr: u64, want: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::gnu_hash;
+
+    #[test]
+    fn sysv_hash_is_the_gabis() {
+        // The gABI algorithm; that it finds real symbols is tests/jvm.rs (JDK 11 has only
+        // this table).
+        assert_eq!(super::sysv_hash(b""), 0);
+        assert_eq!(super::sysv_hash(b"printf"), 0x0779_05a6);
+        assert_eq!(super::sysv_hash(b"exit"), 0x0006_cf04);
+        assert_eq!(super::sysv_hash(b"syscall"), 0x0b09_985c);
+    }
 
     #[test]
     fn gnu_hash_is_glibcs() {
