@@ -26,7 +26,8 @@ const NOT_SERVED_HERE: [(&str, &str); 2] = [
 /// Rows only the live host can show: the fixture's SwapFree is absurd (dropped) and a
 /// fixture has no process memory for the heap walk to read, nor a JVM (the live run has
 /// one of its own).
-const LIVE_ONLY: [&str; 16] = [
+const LIVE_ONLY: [&str; 17] = [
+    "membloat_process_jvm_unmeasured",
     "membloat_swap_free_bytes",
     "membloat_cgroup_hoarded_bytes",
     "membloat_cgroup_runtime_held_bytes",
@@ -104,6 +105,8 @@ fn every_family_served_has_its_row_and_every_row_is_served() {
     // This host: every process deep-read, so the heap walk and the deep tier show.
     // A JVM holding freed Java heap, for the JVM's rows.
     let _jvm = common::repro::Repro::java("java", &["-Xms64m", "-Xmx512m"], 200, 20);
+    let _unpublished =
+        common::repro::Repro::java("java", &["-XX:-UsePerfData", "-Xmx256m"], 100, 10);
     let live = run(&[
         "--once",
         "--once.interval=1s",

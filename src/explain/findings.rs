@@ -144,6 +144,10 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             remedy::java_heap(j.collector),
         );
     }
+    if let Some(why) = sig.jvm_unmeasured {
+        let (evidence, fix) = remedy::java_unmeasured(why);
+        push("java_heap_unmeasured", 0, "observed", evidence, fix);
+    }
     let native = sig
         .hoarded_bytes
         .map(|h| h.saturating_sub(java_held.unwrap_or(0)));

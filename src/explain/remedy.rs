@@ -1,7 +1,7 @@
 //! The exact remedy for each finding, by the process's allocator and runtime, with its cost
 //! where it has one.
 
-use crate::collect::heap::jvm::Collector;
+use crate::collect::heap::jvm::{Collector, Outcome, Unmeasured};
 use crate::collect::heap::runtime::{Allocator, Runtime};
 
 /// What to change, and what the change costs where it costs something.
@@ -37,6 +37,29 @@ pub fn java_heap(collector: Collector) -> Remedy {
         what,
         Some("more frequent collections, and the heap regrows (page faults, zeroing) at the next burst"),
     )
+}
+
+/// Why a JVM's Java heap was not measured, and what would let it be.
+pub fn java_unmeasured(why: Outcome) -> (String, Remedy) {
+    let (evidence, fix) = match why {
+        Outcome::Unmeasured(Unmeasured::NotPublished) => (
+            "the JVM publishes no perf data, so its Java heap cannot be measured from outside",
+            "drop -XX:-UsePerfData and -XX:+PerfDisableSharedMem, and give JVMs that share a /tmp and a namespace pid a /tmp each (the one that loses the perf-data file publishes nothing)",
+        ),
+        Outcome::Unmeasured(Unmeasured::Unreadable) => (
+            "the JVM's memory could not be read, so its Java heap was not measured",
+            "grant the exporter CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (see the README's Privileges)",
+        ),
+        Outcome::NoResident => (
+            "the JVM's counters were read, but not where its heap lies, so its resident heap was not counted",
+            "tell the exporter's maintainers the JDK and collector: libjvm's VMStructs did not lead to the heap",
+        ),
+        _ => (
+            "the JVM's perf data could not be read (it is starting, or its file is not HotSpot's)",
+            "wait for the next deep read",
+        ),
+    };
+    (evidence.into(), (fix.into(), None))
 }
 
 pub fn arenas(runtime: Runtime) -> Remedy {

@@ -317,6 +317,8 @@ catalogue! {
         "Metaspace a JVM committed (jstat's MC).";
     PROCESS_JVM_METASPACE_USED_BYTES = membloat "process_jvm_metaspace_used", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (hsperfdata)",
         "Metaspace a JVM uses (jstat's MU).";
+    PROCESS_JVM_UNMEASURED = membloat "process_jvm_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/mem (hsperfdata, libjvm)",
+        "1 for a JVM whose held Java heap could not be measured, by reason (as membloat_jvm_reads_total's outcomes): not_published (-XX:-UsePerfData, -XX:+PerfDisableSharedMem, or another JVM holds its perf-data file), no_resident (its heap's range or file was not found), unreadable, not_ready, malformed. Such a JVM has no measured hoarding figure.";
     PROCESS_ARENA_HEAPS = membloat "process_arena_heaps", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/mem, smaps",
         "Heaps of glibc's non-main arenas: from glibc's ring of arenas and heap_info headers when the heap walk measured the process, else from the maps' shape (64 MiB-aligned anonymous heaps, merged neighbours counted; deep tier).";
     PROCESS_ARENA_RESERVED_BYTES = membloat "process_arena_reserved", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",

@@ -108,6 +108,8 @@ enum Get {
     JvmInfo,
     /// One sample per space of a JVM's heap (`generation`, `space`).
     PerJvmSpace(fn(&Space) -> u64),
+    /// 1 with why a JVM's heap was not measured (`reason`).
+    JvmUnmeasured,
 }
 
 fn flag(b: Option<bool>) -> Option<Num> {
@@ -220,6 +222,7 @@ const TOP: &[(&Metric, Get)] = &[
         &PROCESS_JVM_METASPACE_USED_BYTES,
         Get::One(|p| Some(Num::U(p.signals.java.as_ref()?.metaspace?.1))),
     ),
+    (&PROCESS_JVM_UNMEASURED, Get::JvmUnmeasured),
     (&PROCESS_ARENA_HEAPS, Get::One(|p| u(p.signals.arena_heaps))),
     (
         &PROCESS_ARENA_RESERVED_BYTES,
@@ -309,6 +312,14 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
                 .map(|(i, s)| {
                     let l = with(labels(i), "generation", s.generation.as_str());
                     (with(l, "space", s.name.as_str()), Num::U(get(s)))
+                })
+                .collect(),
+            Get::JvmUnmeasured => top
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| {
+                    let why = p.signals.jvm_unmeasured?.as_str();
+                    Some((with(labels(i), "reason", why), Num::U(1)))
                 })
                 .collect(),
             Get::JvmInfo => {

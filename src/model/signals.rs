@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::collect::heap::jvm::JavaHeap;
+use crate::collect::heap::jvm::{self, JavaHeap};
 use crate::collect::heap::runtime::{Allocator, Runtime};
 use crate::collect::heap::{HeapMeasure, HeapReading};
 use crate::collect::{ProcessSample, Reading};
@@ -173,6 +173,8 @@ pub struct Signals {
     /// Resident heap a managed runtime holds unused (a JVM's collector keeps it until it
     /// uncommits): part of `hoarded_bytes` when measured.
     pub runtime_held_bytes: Option<u64>,
+    /// Why a JVM's held heap has no figure (then neither has its measured hoarding).
+    pub jvm_unmeasured: Option<jvm::Outcome>,
     /// Commit charge: Size of mappings charged to the commit limit (deep tier).
     pub commit_bytes: Option<u64>,
     /// Commit charge not backed by RAM or swap: can still become RSS, oom_score omits it.
@@ -340,12 +342,21 @@ pub fn step(
         });
         sig.hoard_method = Some(Method::Measured);
     }
-    if let Some(java) = heap
-        .and_then(|h| h.java.as_ref())
-        .and_then(|j| j.as_ref().ok())
-    {
+    if let Some(Ok(java)) = heap.and_then(|h| h.java.as_ref()) {
         sig.runtime_held_bytes = java.held_bytes();
         sig.java = Some(java.clone());
+    }
+    if let Some(read) = heap.and_then(|h| h.java.as_ref()) {
+        let outcome = jvm::Outcome::of(read);
+        if outcome != jvm::Outcome::Measured {
+            // A JVM whose Java heap could not be measured has no measured figure: glibc's
+            // alone would be a "measured" figure that leaves out the largest holder.
+            sig.jvm_unmeasured = Some(outcome);
+            if sig.hoard_method == Some(Method::Measured) {
+                sig.hoarded_bytes = None;
+                sig.hoard_method = None;
+            }
+        }
     }
     if let (Some(held), false) = (sig.runtime_held_bytes, sig.hoard_pending) {
         // The Java heap's held pages are measured, so the process's figure is: beside
