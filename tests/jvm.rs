@@ -363,6 +363,27 @@ fn without_perf_data_there_is_a_reason_and_no_figure() {
     assert!(!t.contains(&format!(
         "membloat_process_runtime_held_bytes{{pid=\"{pid}\""
     )));
+    let f = explained(pid, "java_heap_unmeasured");
+    assert!(f["remedy"].as_str().unwrap().contains("UsePerfData"), "{f}");
+}
+
+/// The series of the held Java heap of the JVM `pid`.
+fn held_series(pid: u32) -> String {
+    format!("membloat_process_runtime_held_bytes{{pid=\"{pid}\",comm=\"java\",runtime=\"jvm\"}}")
+}
+
+/// The exposition once `held` (a JVM's held-heap series) is in it.
+fn first_held(d: &Daemon, held: &str) -> String {
+    let mut t = String::new();
+    d.wait_until(std::time::Duration::from_secs(30), || {
+        t = d.metrics();
+        series(&t, held).is_some()
+    });
+    t
+}
+
+/// `explain --format json --pid PID`'s finding of `kind`.
+fn explained(pid: u32, kind: &str) -> serde_json::Value {
     let out = Command::new(bin())
         .args([
             "explain",
@@ -375,13 +396,13 @@ fn without_perf_data_there_is_a_reason_and_no_figure() {
         .output()
         .unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let f = doc["findings"]
+    let found = doc["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["kind"] == "java_heap_unmeasured")
-        .unwrap_or_else(|| panic!("no java_heap_unmeasured finding: {doc:#}"));
-    assert!(f["remedy"].as_str().unwrap().contains("UsePerfData"), "{f}");
+        .find(|f| f["kind"] == kind)
+        .cloned();
+    found.unwrap_or_else(|| panic!("no {kind} finding: {doc:#}"))
 }
 
 /// The value of the series `name{labels}` in `text`, by its exact label set.
@@ -398,14 +419,8 @@ fn a_jvm_pinned_at_xms_shows_its_held_heap_as_measured_hoarding() {
     let j = Jvm::start_with(&jdks()[0], "g1", &["-Xms1g", "-Xmx1g"], &["720", "20"]);
     let pid = j.r.pid();
     let d = Daemon::start(&["--scan.interval=1s", "--collector.processes.top-k=100000"]);
-    let held_series = format!(
-        "membloat_process_runtime_held_bytes{{pid=\"{pid}\",comm=\"java\",runtime=\"jvm\"}}"
-    );
-    let mut t = String::new();
-    d.wait_until(std::time::Duration::from_secs(30), || {
-        t = d.metrics();
-        series(&t, &held_series).is_some()
-    });
+    let held_series = held_series(pid);
+    let t = first_held(&d, &held_series);
     let held = series(&t, &held_series).unwrap();
     let truth = j.held_truth() as f64;
     eprintln!(
@@ -446,24 +461,7 @@ fn a_jvm_pinned_at_xms_shows_its_held_heap_as_measured_hoarding() {
     )));
     assert!(series(&t, "membloat_jvm_reads_total{outcome=\"measured\"}").unwrap() >= 1.0);
     // explain names the case with G1's remedy.
-    let out = Command::new(bin())
-        .args([
-            "explain",
-            "--explain.interval=500ms",
-            "--format",
-            "json",
-            "--pid",
-        ])
-        .arg(pid.to_string())
-        .output()
-        .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let f = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["kind"] == "java_heap")
-        .unwrap_or_else(|| panic!("no java_heap finding: {doc:#}"));
+    let f = explained(pid, "java_heap");
     let bytes = f["bytes"].as_f64().unwrap();
     assert!(
         (bytes - truth).abs() <= 0.05 * truth,
@@ -503,14 +501,8 @@ fn a_periodic_gc_giving_memory_back_makes_the_held_figure_fall() {
         "--collector.processes.top-k=100000",
         "--collector.processes.deep-interval=5s",
     ]);
-    let held_series = format!(
-        "membloat_process_runtime_held_bytes{{pid=\"{pid}\",comm=\"java\",runtime=\"jvm\"}}"
-    );
-    let mut t = String::new();
-    d.wait_until(std::time::Duration::from_secs(30), || {
-        t = d.metrics();
-        series(&t, &held_series).is_some()
-    });
+    let held_series = held_series(pid);
+    let t = first_held(&d, &held_series);
     let before = series(&t, &held_series).unwrap();
     assert!(before >= 300.0 * 1048576.0, "held before: {before}");
     for (flag, v) in [("MinHeapFreeRatio", "10"), ("MaxHeapFreeRatio", "20")] {
