@@ -26,7 +26,8 @@ const NOT_SERVED_HERE: [(&str, &str); 2] = [
 /// Rows only the live host can show: the fixture's SwapFree is absurd (dropped) and a
 /// fixture has no process memory for the heap walk to read, nor a JVM (the live run has
 /// one of its own).
-const LIVE_ONLY: [&str; 17] = [
+const LIVE_ONLY: [&str; 18] = [
+    "membloat_process_jvm_heap_max_bytes",
     "membloat_process_jvm_unmeasured",
     "membloat_swap_free_bytes",
     "membloat_cgroup_hoarded_bytes",

@@ -3,8 +3,8 @@
 //! the usage and the working set of that cgroup, and they agree with what the process
 //! itself holds (its `RssAnon`, a counter of its own) and with the limit. And the alert: a
 //! real Prometheus on the real exporter holds MembloatContainerNearLimitHoarding pending
-//! for a cgroup at 95 % of its limit whose process hoards, with the hoarded share, and
-//! nothing for one at 95 % that does not.
+//! for a cgroup at 95 % of its limit whose processes hoard (glibc, and a JVM's held Java
+//! heap), with the hoarded share, and nothing for one at 95 % that does not.
 
 mod common;
 
@@ -105,6 +105,16 @@ fn a_container_near_its_limit_that_hoards_holds_the_alert_and_one_that_does_not_
     let (hoarding, sized) = (a.label(), b.label());
     // a: glibc keeps about a gigabyte of freed heap (tests/reproducers/hoard.c).
     let hoard = a.spawn("hoard", &format!("{} 3 1 0", build("hoard").display()));
+    // And a JVM pinned at -Xms512m that dropped 280 MiB: its held Java heap is the
+    // runtimes' share of the container's hoarding.
+    let jvm = a.spawn(
+        "JavaHeap",
+        &format!(
+            "{} -XX:+UseG1GC -Xms512m -Xmx512m -cp {} JavaHeap 300 20",
+            common::java::jdks()[0].java.display(),
+            common::java::classes().display()
+        ),
+    );
     // b: 200 MiB of live data, nothing freed.
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(format!(
@@ -173,11 +183,12 @@ fn a_container_near_its_limit_that_hoards_holds_the_alert_and_one_that_does_not_
             .filter_map(|s| s["metric"]["cgroup"].as_str())
             .collect();
         assert!(cgroups.contains(&hoarding.as_str()), "{q}: {cgroups:?}");
-        // The hoarded bytes are the hoarding cgroup's alone.
+        // The hoarded bytes, and the runtimes' share of them, are the hoarding cgroup's
+        // alone.
         if i < 2 {
             assert!(cgroups.contains(&sized.as_str()), "{q}: {cgroups:?}");
         }
     }
-    assert_eq!(queries.len(), 3);
-    drop((hoard, live));
+    assert_eq!(queries.len(), 4);
+    drop((hoard, jvm, live));
 }

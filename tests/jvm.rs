@@ -311,6 +311,7 @@ fn every_collector_of_four_jdks_reads_as_the_jvm_counts_itself() {
                     .unwrap_or_else(|e| panic!("{} {gc}: {e:?}", j.java));
                 check_pools(&j, &h);
                 let (held, truth) = check_held(&j, &h);
+                assert_eq!(h.max_bytes(), Some(512 << 20), "{} {gc}: -Xmx512m", j.java);
                 let cost = j.read_cost();
                 table.push(format!(
                     "| {} | {gc} | {} | {:.1} / {:.1} | {:.1} | {:.1} | {:.2} ms |",

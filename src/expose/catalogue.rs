@@ -311,6 +311,8 @@ catalogue! {
         "Memory a JVM committed to each space of its Java heap, as its perf data names them (jstat's S0C, EC, OC...; JDK 17's G1 adds 8 bytes a space). Committed is not resident: see membloat_process_jvm_heap_resident_bytes.";
     PROCESS_JVM_HEAP_USED_BYTES = membloat "process_jvm_heap_used", Gauge, Bytes, ["pid", "comm", "generation", "space"], PROCESSES, "/proc/PID/mem (hsperfdata)",
         "Bytes a JVM uses in each space of its Java heap (jstat's S0U, EU, OU...).";
+    PROCESS_JVM_HEAP_MAX_BYTES = membloat "process_jvm_heap_max", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (libjvm, hsperfdata)",
+        "The most a JVM's Java heap may grow to (-Xmx): the size of its reserved range (ZGC: its one space's maximum).";
     PROCESS_JVM_HEAP_RESIDENT_BYTES = membloat "process_jvm_heap_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (libjvm), pagemap, smaps",
         "A JVM's Java heap in RAM: pages present in its reserved range (found as HotSpot's Serviceability Agent finds it, from libjvm's exported VMStructs), or the bytes allocated to ZGC's heap file.";
     PROCESS_JVM_METASPACE_COMMITTED_BYTES = membloat "process_jvm_metaspace_committed", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (hsperfdata)",

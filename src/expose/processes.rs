@@ -211,6 +211,10 @@ const TOP: &[(&Metric, Get)] = &[
         Get::PerJvmSpace(|s| s.used_bytes),
     ),
     (
+        &PROCESS_JVM_HEAP_MAX_BYTES,
+        Get::One(|p| u(p.signals.java.as_ref()?.max_bytes())),
+    ),
+    (
         &PROCESS_JVM_HEAP_RESIDENT_BYTES,
         Get::One(|p| u(p.signals.java.as_ref()?.resident_bytes)),
     ),

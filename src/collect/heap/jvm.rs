@@ -104,6 +104,18 @@ impl JavaHeap {
         self.spaces.iter().map(|s| s.used_bytes).sum()
     }
 
+    /// The most the heap may grow to (`-Xmx`): its reserved range, or for ZGC (no range
+    /// to find; one space, or one per generation, each as large as the heap) the largest
+    /// space maximum. The spaces' maxima do not add up to it (G1 gives each the whole
+    /// heap's; Parallel's survivors overlap eden).
+    pub fn max_bytes(&self) -> Option<u64> {
+        match self.reserved {
+            Some(r) => Some(r.end - r.start),
+            None if self.collector == Collector::Z => self.spaces.iter().map(|s| s.max_bytes).max(),
+            None => None,
+        }
+    }
+
     /// Resident heap the JVM does not use: its collector keeps it until it uncommits, and
     /// no other program can have it. The used bytes are taken as resident.
     pub fn held_bytes(&self) -> Option<u64> {
@@ -228,6 +240,8 @@ pub fn read<T: Target>(
         Err(_) => return Err(Unmeasured::Malformed),
     };
     if vmas.iter().any(|v| v.library == Some(Library::ZgcHeap)) {
+        // Only ZGC maps its heap from a file; JDK 11's names its collectors otherwise.
+        heap.collector = Collector::Z;
         heap.resident_bytes = heap_file_bytes();
     } else {
         heap.reserved = reserved::find(target, vmas);
