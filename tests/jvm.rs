@@ -600,9 +600,13 @@ impl Drop for Contained {
 #[test]
 #[ignore = "needs root (namespaces, another user)"]
 fn a_jvm_in_its_own_namespaces_with_its_own_tmp_and_user_is_measured() {
+    // The program is opened before the tmpfs hides /tmp (a checkout may lie under it) and
+    // copied into the JVM's own /tmp, as an image would ship it.
     let c = Contained::start(
-        "mount -t tmpfs tmpfs /tmp && exec setpriv --reuid=65534 --regid=65534 --clear-groups \
-         \"$JAVA\" -XX:+UseG1GC -Xms512m -Xmx512m -cp \"$CLASSES\" JavaHeap 300 20",
+        "exec 3< \"$CLASSES/JavaHeap.class\" && mount -t tmpfs tmpfs /tmp && mkdir /tmp/app \
+         && cat <&3 > /tmp/app/JavaHeap.class && chmod -R a+rX /tmp/app \
+         && exec setpriv --reuid=65534 --regid=65534 --clear-groups \
+         \"$JAVA\" -XX:+UseG1GC -Xms512m -Xmx512m -cp /tmp/app JavaHeap 300 20",
     );
     let maps = std::fs::read_to_string(format!("/proc/{}/maps", c.pid())).unwrap();
     assert!(
