@@ -1,6 +1,8 @@
 //! A HotSpot JVM's own account of its Java heap, read from outside: the perf data it
 //! publishes for `jstat` (`parse::hsperfdata`), committed and used per heap space and for
-//! metaspace, and its collector.
+//! metaspace, and its collector; and what of the heap is in RAM (its reserved range's
+//! present pages, found by `reserved`, or ZGC's heap file), so the resident heap it does
+//! not use: the held heap, measured.
 //!
 //! The data is read from the JVM's own mapping of its perf-data file (`rw-s`, named
 //! `/tmp/hsperfdata_<user>/<pid>` in its mount namespace), through its memory like the heap
