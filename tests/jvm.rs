@@ -247,8 +247,14 @@ fn check_pools(j: &Jvm, h: &jvm::JavaHeap) {
         let committed: u64 = truth.iter().map(|p| p.1).sum();
         let used: u64 = truth.iter().map(|p| p.2).sum();
         assert_eq!(h.committed_bytes(), committed, "{gc} committed");
+        // The old generation's used bytes stay; the young one's may be collected away.
+        let old: u64 = truth
+            .iter()
+            .filter(|p| p.0.contains("Old"))
+            .map(|p| p.2)
+            .sum();
         assert!(
-            h.used_bytes().abs_diff(used) <= 4 << 20,
+            h.used_bytes() <= committed && h.used_bytes() + (4 << 20) >= old,
             "{gc} used {}",
             h.used_bytes()
         );
@@ -274,10 +280,18 @@ fn check_pools(j: &Jvm, h: &jvm::JavaHeap) {
             panic!("{gc}: pool {pool} not known");
         };
         assert_eq!(s.committed_bytes, committed + pad, "{gc} {pool} committed");
-        // Nothing is collected while the JVM idles; where new objects land (eden, or ZGC's
-        // one space, in 2 MiB pages) still takes the few allocations an idle JVM makes (its
-        // compiler and service threads), and ZGC finishes its cycle: up to 4 MiB here.
-        if pool.contains("Eden") || pool == "ZHeap" {
+        // The old generation holds still while the JVM idles. Where new objects land it
+        // does not: the few allocations an idle JVM makes (its compiler and service
+        // threads) fill eden, and a young collection may empty it between the JVM's print
+        // and the read (seen: 4.1 MiB printed, 0 read); ZGC's one space moves in 2 MiB
+        // pages as its cycles finish (up to 4 MiB here).
+        if pool.contains("Eden") {
+            assert!(
+                s.used_bytes <= s.committed_bytes,
+                "{gc} {pool} used {}",
+                s.used_bytes
+            );
+        } else if pool == "ZHeap" {
             assert!(
                 s.used_bytes.abs_diff(*used) <= 4 << 20,
                 "{gc} {pool} used {}",
