@@ -245,7 +245,6 @@ fn check_pools(j: &Jvm, h: &jvm::JavaHeap) {
     // are the counters' totals.
     if truth.iter().all(|p| p.0.starts_with("ZGC_")) {
         let committed: u64 = truth.iter().map(|p| p.1).sum();
-        let used: u64 = truth.iter().map(|p| p.2).sum();
         assert_eq!(h.committed_bytes(), committed, "{gc} committed");
         // The old generation's used bytes stay; the young one's may be collected away.
         let old: u64 = truth
