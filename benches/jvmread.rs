@@ -84,13 +84,8 @@ fn bench(c: &mut Criterion) {
         let pid = child.0.id();
         let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
         let vmas = smaps::parse(&text).expect("smaps of a live JVM").vmas;
-        let mut target = heap::memory::ProcessMemory::new(
-            pid,
-            source.open_pid(pid, "mem").unwrap(),
-            source.open_pid(pid, "pagemap").unwrap(),
-            heap::page_size(),
-            true,
-        );
+        let mut target =
+            heap::memory::ProcessMemory::open(&source, pid).expect("ptrace access to the JVM");
         let file = || source.open_file_bytes(pid, "/memfd:java_heap (deleted)");
         let first = jvm::read(&mut target, &vmas, file).expect("the JVM is read");
         assert!(

@@ -143,13 +143,8 @@ impl Jvm {
         let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
         let vmas = smaps::parse(&text).unwrap().vmas;
         let source = Source::new("/proc", "/sys");
-        let mut target = heap::memory::ProcessMemory::new(
-            pid,
-            source.open_pid(pid, "mem").unwrap(),
-            source.open_pid(pid, "pagemap").unwrap(),
-            heap::page_size(),
-            true,
-        );
+        let mut target =
+            heap::memory::ProcessMemory::open(&source, pid).expect("ptrace access to the JVM");
         (0..5)
             .map(|_| {
                 let t = std::time::Instant::now();

@@ -28,6 +28,20 @@ const PRESENT: u64 = 1 << 63;
 const IOV_MAX: usize = 1024;
 
 impl ProcessMemory {
+    /// Opens the memory and pagemap of process `pid` under `source`'s procfs; `None` when
+    /// either cannot be opened (no ptrace access, or the process is gone).
+    pub fn open(source: &crate::source::Source, pid: u32) -> Option<ProcessMemory> {
+        let mem = source.open_pid(pid, "mem").ok()?;
+        let pagemap = source.open_pid(pid, "pagemap").ok()?;
+        Some(ProcessMemory::new(
+            pid,
+            mem,
+            pagemap,
+            super::page_size(),
+            source.pids_are_ours(),
+        ))
+    }
+
     /// `vm_readv`: `pid` is a pid of the exporter's own namespace, so `process_vm_readv`
     /// reaches the same process as `mem`.
     pub fn new(

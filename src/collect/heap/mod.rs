@@ -313,18 +313,9 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
     // perf data.
     let glibc = identity.allocator == runtime::Allocator::Glibc;
     let java = identity.runtime == runtime::Runtime::Jvm;
-    let opened =
-        (glibc || java).then(|| (source.open_pid(pid, "mem"), source.open_pid(pid, "pagemap")));
-    let mut target = match opened {
-        Some((Ok(mem), Ok(pagemap))) => Some(ProcessMemory::new(
-            pid,
-            mem,
-            pagemap,
-            page_size(),
-            source.pids_are_ours(),
-        )),
-        _ => None,
-    };
+    let mut target = (glibc || java)
+        .then(|| ProcessMemory::open(source, pid))
+        .flatten();
     let outcome = match &mut target {
         _ if !glibc => Err(Outcome::NotGlibc),
         Some(target) => {
