@@ -66,6 +66,36 @@
             record: 'instance:membloat_arena_reserved_bytes:sum',
             expr: 'sum without (group) (membloat_group_arena_reserved_bytes)',
           },
+          // Per host and runtime (runtime="jvm"): the part of the measured hoarded bytes a
+          // managed runtime's heap holds.
+          {
+            record: 'instance:membloat_runtime_held_bytes:sum',
+            expr: 'sum without (group) (membloat_group_runtime_held_bytes)',
+          },
+          // Per container with a limit: its working set as a share of the limit (0-1;
+          // the kubelet evicts and the OOM killer strikes near 1).
+          {
+            record: 'instance_cgroup:membloat_working_set_limit:ratio',
+            expr: 'membloat_cgroup_working_set_bytes / membloat_cgroup_memory_limit_bytes',
+          },
+          // Per container: the share of its memory usage that its processes' allocators
+          // and runtimes hold free (measured), which a trim or a tunable gives back.
+          {
+            record: 'instance_cgroup:membloat_hoarded_usage:ratio',
+            expr: 'membloat_cgroup_hoarded_bytes / membloat_cgroup_memory_usage_bytes',
+          },
+          // Containers whose processes the OOM killer killed in the last hour (only those:
+          // a node's other containers record nothing). A counter first seen within the hour
+          // counts whole: increase() cannot see the kills of a series born after them.
+          {
+            record: 'instance_cgroup:membloat_cgroup_oom_kills:increase1h',
+            expr: |||
+              (
+                (membloat_cgroup_oom_kills_total unless membloat_cgroup_oom_kills_total offset 1h)
+                or increase(membloat_cgroup_oom_kills_total[1h])
+              ) > 0
+            |||,
+          },
         ],
       },
       {
@@ -86,6 +116,44 @@
           {
             record: 'job:membloat_arena_reserved_bytes:sum',
             expr: 'sum by (%(clusterLabel)s, job) (instance:membloat_arena_reserved_bytes:sum)' % c,
+          },
+          // Where the fleet's freed memory is held: per group (and method), per group and
+          // runtime, and per runtime. runtime="glibc" is the measured hoarding that no
+          // managed runtime holds: glibc's free heap pages, which malloc_trim gives back.
+          {
+            record: 'job_group:membloat_hoarded_bytes:sum',
+            expr: 'sum by (%(clusterLabel)s, job, group, method) (membloat_group_hoarded_bytes)' % c,
+          },
+          {
+            record: 'job_group:membloat_runtime_held_bytes:sum',
+            expr: 'sum by (%(clusterLabel)s, job, group, runtime) (membloat_group_runtime_held_bytes)' % c,
+          },
+          {
+            record: 'job_runtime:membloat_hoarded_bytes:sum',
+            expr: |||
+              sum by (%(clusterLabel)s, job, runtime) (instance:membloat_runtime_held_bytes:sum)
+              or
+              label_replace(
+                sum by (%(clusterLabel)s, job) (instance:membloat_hoarded_bytes:sum{method="measured"})
+                - on (%(clusterLabel)s, job) (
+                  sum by (%(clusterLabel)s, job) (instance:membloat_runtime_held_bytes:sum)
+                  or 0 * sum by (%(clusterLabel)s, job) (instance:membloat_hoarded_bytes:sum{method="measured"})
+                ),
+                "runtime", "glibc", "", ""
+              )
+            ||| % c,
+          },
+          // OOM kills in the last hour by group, from the kernel log (the kmsg collector).
+          // Its counters are born at a group's first kill, at 1: a series first seen within
+          // the hour counts whole, which increase() alone would miss.
+          {
+            record: 'job_group:membloat_oom_kills:increase1h',
+            expr: |||
+              sum by (%(clusterLabel)s, job, group) (
+                (membloat_oom_kills_total unless membloat_oom_kills_total offset 1h)
+                or increase(membloat_oom_kills_total[1h])
+              )
+            ||| % c,
           },
           // Hosts that could lose released memory to khugepaged, and hosts refusing allocations.
           {

@@ -97,8 +97,33 @@ fn has_matcher(vs: &VectorSelector, label: &str, value: &str) -> bool {
         .any(|m| m.name == label && m.value == value && matches!(m.op, MatchOp::Re(_)))
 }
 
+/// Which dashboard a query is on: one host's (an `instance` variable) or the fleet's (a
+/// `node` variable, with "All" nodes by default).
+#[derive(Clone, Copy, PartialEq)]
+enum Scope {
+    Host,
+    Fleet,
+}
+
+impl Scope {
+    fn of(d: &Value) -> Scope {
+        if d["uid"] == "membloat-fleet" {
+            Scope::Fleet
+        } else {
+            Scope::Host
+        }
+    }
+}
+
+/// Series recorded per cluster and job (`job:`, `job_group:`, `job_runtime:`): they carry
+/// no instance label for a node variable to narrow.
+fn per_job(name: &str) -> bool {
+    name.split_once(':')
+        .is_some_and(|(level, _)| level == "job" || level.starts_with("job_"))
+}
+
 /// Every problem the lint finds in one query.
-fn lint_expr(expr: &str) -> Vec<String> {
+fn lint_expr(expr: &str, scope: Scope) -> Vec<String> {
     let ast = match parse(expr) {
         Ok(ast) => ast,
         Err(e) => return vec![format!("does not parse: {e}")],
@@ -106,11 +131,15 @@ fn lint_expr(expr: &str) -> Vec<String> {
     let mut problems = Vec::new();
     selectors(&ast, &mut |vs, call| {
         let name = vs.name.clone().unwrap_or_default();
-        for (label, var) in [
-            ("cluster", "$cluster"),
-            ("job", "$job"),
-            ("instance", "$instance"),
-        ] {
+        let node = match scope {
+            Scope::Host => Some(("instance", "$instance")),
+            Scope::Fleet if per_job(&name) => None,
+            Scope::Fleet => Some(("instance", "$node")),
+        };
+        for (label, var) in [("cluster", "$cluster"), ("job", "$job")]
+            .into_iter()
+            .chain(node)
+        {
             if !has_matcher(vs, label, var) {
                 problems.push(format!("{name}: no {label}=~\"{var}\" matcher"));
             }
@@ -151,10 +180,15 @@ fn lint(d: &Value) -> Vec<String> {
             say("needs exactly one `datasource` variable of type datasource for Prometheus".into())
         }
     }
+    let scope = Scope::of(d);
+    let node = match scope {
+        Scope::Host => ("instance", "Instance", false, ".+"),
+        Scope::Fleet => ("node", "Node", true, ".+"),
+    };
     for (name, label, all, all_value) in [
         ("cluster", "Cluster", true, ".*"),
         ("job", "Job", true, ".+"),
-        ("instance", "Instance", false, ".+"),
+        node,
     ] {
         match vars.iter().find(|v| v["name"] == name) {
             None => say(format!("no `{name}` variable")),
@@ -238,7 +272,7 @@ fn lint(d: &Value) -> Vec<String> {
             }
         }
         for e in exprs(p) {
-            for problem in lint_expr(&e) {
+            for problem in lint_expr(&e, scope) {
                 say(format!("panel {pt:?}: {problem} in {e}"));
             }
         }
@@ -388,6 +422,50 @@ fn the_lint_rejects_each_broken_rule() {
     );
 }
 
+/// On the fleet dashboard, a node's series must follow the node variable; series recorded
+/// per cluster and job have no node to follow, and "All" nodes is the default.
+#[test]
+fn the_lint_holds_the_fleet_to_its_node_variable() {
+    let fleet = dashboards::load("membloat-fleet.json");
+    assert!(lint(&fleet).is_empty());
+    let seln = r#"cluster=~"$cluster",job=~"$job",instance=~"$node""#;
+    let selj = r#"cluster=~"$cluster",job=~"$job""#;
+    for good in [
+        format!("topk(20, membloat_cgroup_hoarded_bytes{{{seln}}})"),
+        format!("sum by (group) (job_group:membloat_hoarded_bytes:sum{{{selj}}})"),
+        format!("sum(job:membloat_vmstat_oom_kill:increase1h{{{selj}}})"),
+    ] {
+        assert!(lint_expr(&good, Scope::Fleet).is_empty(), "{good}");
+    }
+    for bad in [
+        // A node's series that ignores the node variable.
+        format!("topk(20, membloat_cgroup_hoarded_bytes{{{selj}}})"),
+        format!("sum(instance:membloat_hoarded_bytes:sum{{{selj}}})"),
+        // The host dashboards' variable, which the fleet dashboard does not have.
+        r#"membloat_memory_free_bytes{cluster=~"$cluster",job=~"$job",instance=~"$instance"}"#
+            .to_string(),
+        // A recorded per-job series still needs the cluster and job.
+        "sum by (group) (job_group:membloat_hoarded_bytes:sum)".to_string(),
+    ] {
+        assert!(!lint_expr(&bad, Scope::Fleet).is_empty(), "passed: {bad}");
+    }
+    let var = |d: &Value, name: &str| {
+        d["templating"]["list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|v| v["name"] == name)
+            .unwrap()
+    };
+    let mut one_node = fleet.clone();
+    let i = var(&one_node, "node");
+    one_node["templating"]["list"][i]["includeAll"] = json!(false);
+    assert!(
+        !lint(&one_node).is_empty(),
+        "a fleet opening on one node passed"
+    );
+}
+
 /// The committed JSON is what the mixin renders (./mixin/render.sh).
 #[test]
 fn committed_json_matches_the_jsonnet_source() {
@@ -488,7 +566,8 @@ fn alert_thresholds_and_oom_kills_show_on_the_dashboards() {
             .unwrap_or_else(|| panic!("{file}: no OOM kill annotation"));
         let expr = oom["expr"].as_str().unwrap();
         assert!(expr.contains("membloat_vmstat_oom_kill_total"), "{expr}");
-        assert!(lint_expr(expr).is_empty(), "{file}: {:?}", lint_expr(expr));
+        let problems = lint_expr(expr, Scope::of(&d));
+        assert!(problems.is_empty(), "{file}: {problems:?}");
         assert_eq!(oom["datasource"]["uid"], "${datasource}");
     }
 }

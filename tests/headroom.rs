@@ -173,22 +173,79 @@ fn a_container_near_its_limit_that_hoards_holds_the_alert_and_one_that_does_not_
         (stated / 100.0 - share).abs() < 0.05,
         "stated {stated} %, measured {share}: {summary}"
     );
-    // The dashboards' headroom panel: every query returns both cgroups, least headroom
-    // first.
-    let queries = dashboards::queries_of(&dashboards::NEEDS_A_LIMITED_CGROUP, &instance);
-    for (i, (_, q)) in queries.iter().enumerate() {
+    let own_share = of("membloat_cgroup_hoarded_bytes") / of("membloat_cgroup_memory_usage_bytes");
+    container_panels_and_rules(&prom, &instance, &hoarding, &sized, own_share);
+    drop((hoard, jvm, live));
+}
+
+/// The dashboards' container panels and the fleet's per-container rules, beside a
+/// hoarding and a sized cgroup with limits; `own_share` is the hoarding one's hoarded
+/// bytes over its usage as the exporter serves them.
+fn container_panels_and_rules(
+    prom: &Prometheus,
+    instance: &str,
+    hoarding: &str,
+    sized: &str,
+    own_share: f64,
+) {
+    prom.wait_until(
+        Duration::from_secs(30),
+        "the per-container rules recorded",
+        |p| {
+            ["instance_cgroup:membloat_hoarded_usage:ratio"]
+                .iter()
+                .chain(&dashboards::RULES_NEEDING_A_LIMITED_CGROUP)
+                .all(|rule| {
+                    p.query(&format!("{rule}{{cgroup=\"{hoarding}\"}}"))
+                        .is_ok_and(|r| !r.is_empty())
+                })
+        },
+    );
+    // Every query of the panels returns the hoarding cgroup. The limit, the working set
+    // and its share of the limit are the sized one's too; hoarded bytes, their share of
+    // usage and the runtimes' share are the hoarding cgroup's alone.
+    let queries = dashboards::queries_of(&dashboards::NEEDS_A_LIMITED_CGROUP, instance);
+    let mut nth = std::collections::BTreeMap::<&str, usize>::new();
+    for (title, q) in &queries {
+        let i = nth.entry(title.as_str()).or_default();
         let r = prom.query(q).unwrap_or_else(|e| panic!("{q}: {e}"));
         let cgroups: Vec<&str> = r
             .iter()
             .filter_map(|s| s["metric"]["cgroup"].as_str())
             .collect();
-        assert!(cgroups.contains(&hoarding.as_str()), "{q}: {cgroups:?}");
-        // The hoarded bytes, and the runtimes' share of them, are the hoarding cgroup's
-        // alone.
-        if i < 2 {
-            assert!(cgroups.contains(&sized.as_str()), "{q}: {cgroups:?}");
+        assert!(cgroups.contains(&hoarding), "{q}: {cgroups:?}");
+        let both = match title.as_str() {
+            "Containers by headroom" => *i < 2,
+            "Containers nearest their limits" => *i != 1,
+            _ => false,
+        };
+        assert_eq!(
+            cgroups.contains(&sized),
+            both,
+            "{title} #{i}: {q}: {cgroups:?}"
+        );
+        *i += 1;
+    }
+    assert_eq!(queries.len(), 10, "{queries:?}");
+    // The fleet's per-container rules: the working set's share of the limit for both, and
+    // the hoarded share of usage as the exporter's own figures give it.
+    let recorded = |rule: &str, cgroup: &str| -> Option<f64> {
+        prom.query(&format!("{rule}{{cgroup=\"{cgroup}\"}}"))
+            .ok()?
+            .first()?["value"][1]
+            .as_str()?
+            .parse()
+            .ok()
+    };
+    for rule in dashboards::RULES_NEEDING_A_LIMITED_CGROUP {
+        for cgroup in [hoarding, sized] {
+            let share = recorded(rule, cgroup).unwrap_or_else(|| panic!("{rule} {cgroup}"));
+            assert!(share > 0.5 && share <= 1.0, "{rule} {cgroup}: {share}");
         }
     }
-    assert_eq!(queries.len(), 4);
-    drop((hoard, jvm, live));
+    let share = recorded("instance_cgroup:membloat_hoarded_usage:ratio", hoarding).unwrap();
+    assert!(
+        (share - own_share).abs() < 0.1,
+        "recorded {share}, exporter {own_share}"
+    );
 }

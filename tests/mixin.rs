@@ -36,6 +36,7 @@ fn the_plain_files_are_the_mixin_rendered() {
     for f in [
         "deploy/prometheus/membloat.rules.yml",
         "deploy/kubernetes/prometheusrule.yaml",
+        "grafana/membloat-fleet.json",
         "grafana/membloat-host.json",
         "grafana/membloat-thp.json",
         "grafana/membloat-processes.json",

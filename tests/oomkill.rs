@@ -213,7 +213,24 @@ fn a_real_kill_is_named_with_what_was_measured_of_its_victim() {
             assert_eq!(r[0]["metric"]["pid"], pid.to_string(), "{title}: {r:?}");
         }
     }
-    assert_eq!(queries.len(), 4, "{queries:?}");
+    assert_eq!(queries.len(), 7, "{queries:?}");
+    // The fleet's kill rules record the kill: the container's and the group's.
+    for rule in dashboards::RULES_NEEDING_AN_OOM_KILL {
+        let r = prom.query(rule).unwrap_or_else(|e| panic!("{rule}: {e}"));
+        let kills: f64 = r
+            .first()
+            .and_then(|s| s["value"][1].as_str())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{rule}: nothing recorded: {r:?}"));
+        assert!(kills >= 1.0, "{rule}: {r:?}");
+    }
+    let container = prom
+        .query(&format!(
+            "instance_cgroup:membloat_cgroup_oom_kills:increase1h{{cgroup=\"{}\"}}",
+            cg.label()
+        ))
+        .unwrap();
+    assert_eq!(container.len(), 1, "{container:?}");
     drop(prom);
     drop(exporter);
 

@@ -111,6 +111,13 @@ fn every_dashboard_query_and_recording_rule_returns_data_from_a_real_prometheus(
 
     for rule in common::rules() {
         let expr = rule["expr"].as_str().unwrap();
+        // Asked where their data is made: after a real kill, beside limited cgroups.
+        if rule["record"].as_str().is_some_and(|r| {
+            dashboards::RULES_NEEDING_AN_OOM_KILL.contains(&r)
+                || dashboards::RULES_NEEDING_A_LIMITED_CGROUP.contains(&r)
+        }) {
+            continue;
+        }
         ran += 1;
         let result = prom.query(expr);
         match (rule["record"].as_str(), result) {

@@ -8,8 +8,13 @@ function(config)
   // `cluster` is the external label a fleet's Prometheus servers add; on a single cluster
   // the series have none, and `.*` (All) matches that.
   local sel = '%s=~"$cluster",job=~"$job",instance=~"$instance"' % config.clusterLabel;
+  // The fleet dashboard's matchers: SELN for series of one node (the `node` variable
+  // picks nodes by their instance label), SELJ for series recorded per cluster and job.
+  local selj = '%s=~"$cluster",job=~"$job"' % config.clusterLabel;
+  local seln = selj + ',instance=~"$node"';
 
-  local expand(expr) = std.strReplace(expr, 'SEL', sel);
+  local expand(expr) =
+    std.strReplace(std.strReplace(std.strReplace(expr, 'SELN', seln), 'SELJ', selj), 'SEL', sel);
 
   local target(t, i) = {
     datasource: ds,
@@ -31,6 +36,7 @@ function(config)
   {
     // The matchers every query carries, for queries written outside `SEL`.
     sel:: sel,
+    selj:: selj,
 
     // A query variable over a label of series that match `selector`.
     // `all=false` offers no "All" option, so the default is one value (the first), not every
@@ -56,7 +62,8 @@ function(config)
 
     // Lines over time. `qs` is a list of [expr, legend] pairs.
     // `thresholds` are [value, colour] steps drawn as dashed lines: the alert thresholds.
-    timeseries(title, description, unit, qs, w=12, h=8, stack=false, bars=false, min=null, thresholds=[])::
+    // `hostLink`: each line links to the host dashboard of its node.
+    timeseries(title, description, unit, qs, w=12, h=8, stack=false, bars=false, min=null, thresholds=[], hostLink=false)::
       common(title, description, unit, qs) {
         type: 'timeseries',
         w:: w,
@@ -72,6 +79,7 @@ function(config)
               thresholdsStyle: { mode: if thresholds == [] then 'off' else 'dashed' },
             },
             [if min != null then 'min']: min,
+            [if hostLink then 'links']: [$.hostLink('${__field.labels.instance}')],
             thresholds: {
               mode: 'absolute',
               steps: [{ color: 'green', value: null }] + [{ value: t[0], color: t[1] } for t in thresholds],
@@ -112,7 +120,9 @@ function(config)
 
     // Latest values as a table: one row per series, one column per query, joined on labels.
     // `overrides` are [column, unit] pairs for columns that differ from `unit`.
-    table(title, description, unit, qs, w=24, h=8, overrides=[])::
+    // `hostLink`: the instance column links to that node's host dashboard.
+    // `desc`: rows by the first query's value, largest first (false: smallest first).
+    table(title, description, unit, qs, w=24, h=8, overrides=[], hostLink=false, desc=true)::
       common(title, description, unit, qs) {
         type: 'table',
         w:: w,
@@ -125,14 +135,24 @@ function(config)
               properties: [{ id: 'unit', value: o[1] }],
             }
             for o in overrides
-          ],
+          ] + (if hostLink then [{
+                 matcher: { id: 'byName', options: 'instance' },
+                 properties: [{ id: 'links', value: [$.hostLink('${__value.raw}')] }],
+               }] else []),
         },
         transformations: [
           { id: 'merge', options: {} },
           { id: 'organize', options: { excludeByName: { Time: true, __name__: true, job: true } } },
         ],
-        options: { showHeader: true, sortBy: [{ displayName: 'Value #A', desc: true }] },
+        options: { showHeader: true, sortBy: [{ displayName: 'Value #A', desc: desc }] },
       },
+
+    // A link to the host dashboard of the node `instance` names (a Grafana expression),
+    // keeping the cluster, job and time range.
+    hostLink(instance):: {
+      title: 'Host memory and OOM risk of ' + instance,
+      url: '/d/membloat-host/membloat-host?${cluster:queryparam}&${job:queryparam}&var-instance=%s&${__url_time_range}' % instance,
+    },
 
     // Value mappings for 0/1 gauges and enumerations.
     valueText(pairs):: [{
@@ -168,7 +188,9 @@ function(config)
         else acc + [p];
       std.foldl(nest, placed, []),
 
-    dashboard(uid, title, description, panels, extraVars=[]):: {
+    // `fleet`: the fleet's variables (cluster, job, node, with "All" nodes by default)
+    // instead of one host's (cluster, job, instance).
+    dashboard(uid, title, description, panels, extraVars=[], fleet=false):: {
       uid: uid,
       title: title,
       description: description,
@@ -188,7 +210,7 @@ function(config)
           enable: true,
           hide: false,
           iconColor: 'red',
-          expr: expand('increase(membloat_vmstat_oom_kill_total{SEL}[$__rate_interval]) > 0'),
+          expr: expand('increase(membloat_vmstat_oom_kill_total{%s}[$__rate_interval]) > 0' % (if fleet then 'SELN' else 'SEL')),
           step: '60s',
           titleFormat: 'OOM kill',
           textFormat: '{{instance}}: the OOM killer killed a process',
@@ -211,8 +233,10 @@ function(config)
           },
           $.labelVar('cluster', config.clusterLabel, 'membloat_build_info', allValue='.*'),
           $.labelVar('job', 'job', 'membloat_build_info{%s=~"$cluster"}' % config.clusterLabel),
-          $.labelVar('instance', 'instance', 'membloat_build_info{%s=~"$cluster",job=~"$job"}' % config.clusterLabel, all=false),
-        ] + extraVars,
+        ] + (
+          if fleet then [$.labelVar('node', 'instance', 'membloat_build_info{%s}' % selj)]
+          else [$.labelVar('instance', 'instance', 'membloat_build_info{%s=~"$cluster",job=~"$job"}' % config.clusterLabel, all=false)]
+        ) + extraVars,
       },
       panels: $.layout(panels),
     },

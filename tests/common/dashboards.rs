@@ -4,7 +4,8 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-pub const FILES: [&str; 3] = [
+pub const FILES: [&str; 4] = [
+    "membloat-fleet.json",
     "membloat-host.json",
     "membloat-thp.json",
     "membloat-processes.json",
@@ -12,14 +13,33 @@ pub const FILES: [&str; 3] = [
 
 /// Panels with nothing to draw until the kernel OOM-kills a process: their queries are
 /// asked of a real Prometheus after a real kill by tests/oomkill.rs.
-pub const NEEDS_AN_OOM_KILL: [&str; 2] = [
+pub const NEEDS_AN_OOM_KILL: [&str; 5] = [
     "Latest OOM kill",
     "Latest victim's memory: at the kill, and measured before",
+    "OOM kills by group",
+    "Containers with OOM kills",
+    "Latest OOM victims",
 ];
 
 /// Panels with nothing to draw on a host without a memory cgroup that has a limit: their
 /// queries are asked of a real Prometheus by tests/headroom.rs, which makes such cgroups.
-pub const NEEDS_A_LIMITED_CGROUP: [&str; 1] = ["Containers by headroom"];
+pub const NEEDS_A_LIMITED_CGROUP: [&str; 3] = [
+    "Containers by headroom",
+    "Containers holding the most",
+    "Containers nearest their limits",
+];
+
+/// Recording rules that record nothing until the kernel OOM-kills a process in a memory
+/// cgroup (tests/oomkill.rs checks them after a real kill).
+pub const RULES_NEEDING_AN_OOM_KILL: [&str; 2] = [
+    "instance_cgroup:membloat_cgroup_oom_kills:increase1h",
+    "job_group:membloat_oom_kills:increase1h",
+];
+
+/// Recording rules that record nothing on a host without a memory cgroup that has a limit
+/// (tests/headroom.rs checks them beside such cgroups).
+pub const RULES_NEEDING_A_LIMITED_CGROUP: [&str; 1] =
+    ["instance_cgroup:membloat_working_set_limit:ratio"];
 
 pub fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("grafana")
@@ -90,13 +110,14 @@ pub fn label_values(query: &str) -> Option<(String, String)> {
 }
 
 /// Grafana's variables for one instance of job `membloat` (cluster `test`, as relabelling
-/// adds it) and 1 s scrapes.
-pub fn vars(instance: &str) -> [(&'static str, &str); 8] {
+/// adds it; the fleet dashboard's `node` is that instance) and 1 s scrapes.
+pub fn vars(instance: &str) -> [(&'static str, &str); 9] {
     [
         ("datasource", "prometheus"),
         ("cluster", "test"),
         ("job", "membloat"),
         ("instance", instance),
+        ("node", instance),
         ("group", ".+"),
         ("__rate_interval", "10s"),
         ("__range", "1m"),
