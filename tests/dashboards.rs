@@ -466,6 +466,61 @@ fn the_lint_holds_the_fleet_to_its_node_variable() {
     );
 }
 
+/// The fleet dashboard's links lead down to a shipped dashboard, with the node of the row
+/// or line they are on: every table that lists nodes or containers, and every time series
+/// with a line per node.
+#[test]
+fn the_fleet_links_down_to_the_host_dashboard() {
+    let uids: BTreeSet<String> = dashboards::FILES
+        .iter()
+        .map(|f| dashboards::load(f)["uid"].as_str().unwrap().to_string())
+        .collect();
+    let fleet = dashboards::load("membloat-fleet.json");
+    let mut linked = 0;
+    for p in data_panels(&fleet) {
+        let mut links: Vec<&Value> = Vec::new();
+        links.extend(
+            p["fieldConfig"]["defaults"]["links"]
+                .as_array()
+                .into_iter()
+                .flatten(),
+        );
+        for o in p["fieldConfig"]["overrides"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            for prop in o["properties"].as_array().unwrap() {
+                if prop["id"] == "links" {
+                    links.extend(prop["value"].as_array().unwrap());
+                }
+            }
+        }
+        let by_node = exprs(p)
+            .iter()
+            .any(|e| !e.contains("sum(") || e.contains("topk"))
+            && (p["type"] == "table" || p["targets"][0]["legendFormat"] == "{{instance}}");
+        assert_eq!(
+            !links.is_empty(),
+            by_node,
+            "{}: links {links:?}",
+            p["title"]
+        );
+        for l in links {
+            let url = l["url"].as_str().unwrap();
+            let uid = url
+                .strip_prefix("/d/")
+                .and_then(|u| u.split('/').next())
+                .unwrap_or("");
+            assert!(uids.contains(uid), "{}: {url}", p["title"]);
+            assert!(url.contains("var-instance=$"), "{}: {url}", p["title"]);
+            assert!(url.contains("${__url_time_range}"), "{url}");
+            linked += 1;
+        }
+    }
+    assert!(linked >= 8, "{linked} links");
+}
+
 /// The committed JSON is what the mixin renders (./mixin/render.sh).
 #[test]
 fn committed_json_matches_the_jsonnet_source() {
