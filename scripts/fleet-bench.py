@@ -667,6 +667,11 @@ def main():
         # window then holds the same samples for the rule and for the raw form, and
         # increase() extrapolates them alike.
         at = end - STEP // 2
+        # What the rules add: recorded series per node (they keep `instance`) and per
+        # cluster and job (they do not).
+        count = lambda q: float(prom.get("/api/v1/query", query=q, time=at)["data"]["result"][0]["value"][1])  # noqa: E731
+        info["recorded_per_node"] = round(count('count({__name__=~"instance[a-z_]*:.+"})') / a.nodes, 1)
+        info["recorded_per_job"] = round(count('count({__name__=~"job[a-z_]*:.+"})') / clusters, 1)
         report["fleet"] = bench(prom, a.runs, at, "instant", [(ti, e) for ti, e, _ in queries])
         report["fleet_raw"] = bench(prom, a.runs, at, "instant",
                                     [(ti, raw(e, defs)) for ti, e, _ in queries])
@@ -744,7 +749,8 @@ def print_report(r, a):
           f"({i['series_per_node']} per node), largest text file {i['text_bytes_max'] / 1e9:.2f} GB, "
           f"raw blocks {i['raw_seconds']} s, {i['rule_levels']} rule levels {i['rules_seconds']} s, "
           f"TSDB {i['tsdb_bytes'] / 1e6:.0f} MB, Prometheus RSS {i['prometheus']['rss_bytes'] / 1e6:.0f} MB "
-          f"(peak {i['prometheus']['peak_rss_bytes'] / 1e6:.0f} MB)")
+          f"(peak {i['prometheus']['peak_rss_bytes'] / 1e6:.0f} MB); the rules record "
+          f"{i['recorded_per_node']} series per node and {i['recorded_per_job']} per cluster and job")
     if "range_set" in r:
         s = r["range_set"]
         print(f"range set: {s['nodes']} nodes x {s['hours']} h, {s['series']} series, "

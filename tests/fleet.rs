@@ -63,5 +63,17 @@ fn the_fleet_dashboard_answers_from_rules_what_raw_series_answer_at_100_nodes() 
         (500.0..1000.0).contains(&per_node),
         "{per_node} series per node"
     );
+    // The rules stay within the budget of docs/fleet.md: a few per cent more per node, and
+    // per cluster and job a few series per group name, not per node.
+    let recorded = set["recorded_per_node"].as_f64().unwrap();
+    assert!(
+        recorded > 5.0 && recorded < 0.1 * per_node,
+        "{recorded} recorded series per node"
+    );
+    let per_job = set["recorded_per_job"].as_f64().unwrap();
+    assert!(
+        per_job > 10.0 && per_job < 500.0,
+        "{per_job} per cluster and job"
+    );
     assert!(r["failures"].as_array().unwrap().is_empty());
 }
