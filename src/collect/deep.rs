@@ -27,7 +27,7 @@ enum DeepRead {
 }
 
 /// A process worth a deep read: enough anonymous memory, or address space not backed by
-/// RAM, or named by `--collector.processes.deep-focus`.
+/// RAM, or one `explain --pid` names (`DeepConfig::focus`).
 fn is_candidate(deep: &DeepConfig, p: &ProcessSample) -> bool {
     let st = &p.status;
     let anon = st.rss_anon_bytes.unwrap_or(0);

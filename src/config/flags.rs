@@ -32,7 +32,7 @@ pub(super) fn command() -> Command {
             .help("Time a client has to send request headers"))
         .arg(Arg::new("web.config.file").long("web.config.file").value_name("FILE")
             .value_parser(value_parser!(PathBuf))
-            .help("Web configuration (exporter-toolkit format) enabling TLS and basic auth; read at start"))
+            .help("Web configuration (exporter-toolkit format) enabling TLS and basic auth; re-read on SIGHUP and when it or a TLS file it names changes"))
         .arg(Arg::new("path.procfs").long("path.procfs").value_name("PATH")
             .default_value("/proc").value_parser(value_parser!(PathBuf))
             .help("procfs mountpoint"))
