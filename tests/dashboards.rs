@@ -280,6 +280,14 @@ fn lint(d: &Value) -> Vec<String> {
     problems
 }
 
+/// Where variable `name` is in a dashboard's templating list.
+fn var(d: &Value, name: &str) -> usize {
+    variables(d)
+        .iter()
+        .position(|v| v["name"] == name)
+        .unwrap_or_else(|| panic!("no variable {name}"))
+}
+
 #[test]
 fn shipped_dashboards_pass_the_lint() {
     let mut problems = Vec::new();
@@ -385,27 +393,19 @@ fn the_lint_rejects_each_broken_rule() {
         assert!(!problems.is_empty(), "the lint let {what:?} pass");
     }
 
-    let var = |d: &mut Value, name: &str| -> usize {
-        d["templating"]["list"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .position(|v| v["name"] == name)
-            .unwrap()
-    };
     let mut single = good.clone();
-    let i = var(&mut single, "job");
+    let i = var(&single, "job");
     single["templating"]["list"][i]["multi"] = json!(false);
     assert!(!lint(&single).is_empty(), "single-select job passed");
     let mut all_hosts = good.clone();
-    let i = var(&mut all_hosts, "instance");
+    let i = var(&all_hosts, "instance");
     all_hosts["templating"]["list"][i]["includeAll"] = json!(true);
     assert!(
         !lint(&all_hosts).is_empty(),
         "instance defaulting to All passed"
     );
     let mut no_cluster = good.clone();
-    let i = var(&mut no_cluster, "cluster");
+    let i = var(&no_cluster, "cluster");
     no_cluster["templating"]["list"]
         .as_array_mut()
         .unwrap()
@@ -449,14 +449,6 @@ fn the_lint_holds_the_fleet_to_its_node_variable() {
     ] {
         assert!(!lint_expr(&bad, Scope::Fleet).is_empty(), "passed: {bad}");
     }
-    let var = |d: &Value, name: &str| {
-        d["templating"]["list"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .position(|v| v["name"] == name)
-            .unwrap()
-    };
     let mut one_node = fleet.clone();
     let i = var(&one_node, "node");
     one_node["templating"]["list"][i]["includeAll"] = json!(false);
