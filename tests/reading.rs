@@ -167,6 +167,21 @@ impl Drop for Sleepers {
     }
 }
 
+/// Spawns a program the test has just copied. A child another test's thread forks while
+/// the copy is open for writing holds that descriptor until it execs, and meanwhile the
+/// kernel refuses to run the file (ETXTBSY): try again for up to 5 s.
+fn spawn_copied(cmd: &mut std::process::Command) -> std::process::Child {
+    for _ in 0..500 {
+        match cmd.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other.unwrap(),
+        }
+    }
+    panic!("{cmd:?}: text file busy for 5 s");
+}
+
 /// A process that runs without touching its memory has `stat` alone read every scan
 /// while its CPU time moves; once it stops, it is seen idle at the next scans and its CPU
 /// time stays put (nothing but its kept `statm` is read).
@@ -175,10 +190,9 @@ fn a_process_with_still_memory_is_followed_by_its_cpu_time_and_seen_idle_when_it
     let dir = tempfile::tempdir().unwrap();
     let shell = dir.path().join("spinner");
     std::fs::copy("/bin/sh", &shell).unwrap();
-    let spinner = Sleepers(vec![std::process::Command::new(&shell)
-        .args(["-c", "while :; do :; done"])
-        .spawn()
-        .unwrap()]);
+    let spinner = Sleepers(vec![spawn_copied(
+        std::process::Command::new(&shell).args(["-c", "while :; do :; done"]),
+    )]);
     let pid = spinner.0[0].id();
     let d = Daemon::start(NO_REFRESH);
     let cpu = format!("membloat_process_cpu_seconds_total{{pid=\"{pid}\",comm=\"spinner\"}}");
