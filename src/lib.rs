@@ -3,8 +3,9 @@
 //!
 //! Data flows one way: [`config`] -> [`source`] (the only I/O) -> [`parse`] (pure) ->
 //! [`units`] (a system collector in one file) -> [`collect`] -> [`model`] (pure) -> [`expose`] and [`explain`] -> [`serve`], driven by
-//! [`daemon`]. Each room uses only the ones before it (docs/architecture.md; enforced by
-//! tests/layers.rs).
+//! [`daemon`]. Each room above layer 0 uses only its own layer and the ones below it;
+//! the rooms of layer 0 (config, log, source, parse, family, units) use one another
+//! (docs/architecture.md; enforced by tests/layers.rs).
 
 pub mod collect;
 pub mod config;

@@ -1,7 +1,8 @@
-//! Every metric name the exporter serves lives in this module, so the catalogue can be read
-//! in one place: the families of the system collectors and the exporter itself
-//! (`system.rs`), of groups and top processes (`processes.rs`); the text format 0.0.4
-//! rewritten from OpenMetrics (`text.rs`). Encoding reads only a [`Snapshot`]; it never
+//! The exposition. The catalogue (`catalogue.rs`) names every family of the built-in
+//! collectors and the exporter itself; a unit in `units/` names its own in its file. Here:
+//! the families of the system collectors and the exporter itself (`system.rs`), of groups
+//! and top processes (`processes.rs`); the text format 0.0.4 rewritten from OpenMetrics
+//! (`text.rs`). Encoding reads only a [`Snapshot`]; it never
 //! touches `/proc`.
 
 pub mod catalogue;
