@@ -203,6 +203,13 @@ fn a_real_kill_is_named_with_what_was_measured_of_its_victim() {
             .is_empty(),
         "a container's kill at its own limit is not the host running out"
     );
+    // The recording groups run on their own ticks, apart from the alerts' group: wait for
+    // the kill rules to have recorded before the panels that read them are asked.
+    prom.wait_until(Duration::from_secs(30), "the kill rules recorded", |p| {
+        dashboards::RULES_NEEDING_AN_OOM_KILL
+            .iter()
+            .all(|rule| p.query(rule).is_ok_and(|r| !r.is_empty()))
+    });
     // Every query of the dashboards' kill panels returns the kill.
     let queries = dashboards::queries_of(&dashboards::NEEDS_AN_OOM_KILL, &instance);
     for (title, q) in &queries {
