@@ -97,7 +97,7 @@ fn sample(scan: u64) -> Sample {
         },
         processes,
         collectors: vec![CollectorRun {
-            name: membloat_exporter::config::Collector::Processes,
+            name: membloat_exporter::family::Collector::Processes,
             success: true,
             duration_seconds: 0.1,
         }],

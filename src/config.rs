@@ -5,16 +5,9 @@ use std::time::Duration;
 
 use clap::ArgMatches;
 
-mod collector;
-pub use collector::{Collector, Collectors};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LogLevel {
-    Error,
-    Warn,
-    Info,
-    Debug,
-}
+use crate::family::Collector;
+use crate::log::LogLevel;
+use crate::units::Collectors;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GroupBy {

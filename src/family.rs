@@ -1,8 +1,6 @@
 //! What a metric family is, apart from any encoder: its catalogue row (name, type, unit,
 //! labels, section, source and help) and, for a collector unit (`units`), its samples.
 
-use crate::config::Collector;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Gauge,
@@ -38,6 +36,60 @@ impl Unit {
             Unit::Seconds => "seconds",
             Unit::Ratio => "ratio",
         }
+    }
+}
+
+/// A collector, switched by `--collector.NAME` / `--no-collector.NAME`; its name is the
+/// `collector` label of the self metrics and the key of the error counts (ordered by name,
+/// so series come out in the same order as always). The built-in ones are variants; a
+/// collector unit (`units`) is `Unit(its name)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Collector {
+    Meminfo,
+    Vmstat,
+    Sysctl,
+    Thp,
+    Pressure,
+    Processes,
+    Cgroup,
+    /// A collector unit, by its name (`units::ALL`).
+    Unit(&'static str),
+}
+
+impl Collector {
+    pub const ALL: [Collector; 7] = [
+        Collector::Meminfo,
+        Collector::Vmstat,
+        Collector::Sysctl,
+        Collector::Thp,
+        Collector::Pressure,
+        Collector::Processes,
+        Collector::Cgroup,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Collector::Meminfo => "meminfo",
+            Collector::Vmstat => "vmstat",
+            Collector::Sysctl => "sysctl",
+            Collector::Thp => "thp",
+            Collector::Pressure => "pressure",
+            Collector::Processes => "processes",
+            Collector::Cgroup => "cgroup",
+            Collector::Unit(name) => name,
+        }
+    }
+}
+
+impl Ord for Collector {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for Collector {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 

@@ -1,10 +1,11 @@
 //! membloat_exporter: a Prometheus exporter that finds memory bloat on Linux hosts and
 //! warns before the OOM killer strikes.
 //!
-//! Data flows one way: [`config`] -> [`source`] (the only I/O) -> [`parse`] (pure) ->
-//! [`units`] (a system collector in one file) -> [`collect`] -> [`model`] (pure) -> [`expose`] and [`explain`] -> [`serve`], driven by
-//! [`daemon`]. Each room above layer 0 uses only its own layer and the ones below it;
-//! the rooms of layer 0 (config, log, source, parse, family, units) use one another
+//! Data flows one way, from the foundations up: [`log`], [`parse`] (pure) and [`family`]
+//! (what a metric family and a collector are) -> [`source`] (the only I/O) -> [`units`] (a
+//! system collector in one file) -> [`config`] -> [`collect`] -> [`model`] (pure) ->
+//! [`expose`] and [`explain`] -> [`serve`] -> [`daemon`]. Each room uses only the rooms
+//! below it, and no module of a room uses, through its siblings, one that uses it back
 //! (docs/architecture.md; enforced by tests/layers.rs).
 
 pub mod collect;

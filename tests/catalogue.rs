@@ -6,8 +6,8 @@
 mod common;
 
 use common::*;
-use membloat_exporter::config::Collector;
 use membloat_exporter::expose::catalogue::{all, Kind, Metric, Section, Unit};
+use membloat_exporter::family::Collector;
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -18,7 +18,7 @@ static PANIC: Mutex<Option<String>> = Mutex::new(None);
 
 #[test]
 fn every_target_passes_its_corpus_and_past_findings() {
-    membloat_exporter::log::set_level(membloat_exporter::config::LogLevel::Error);
+    membloat_exporter::log::set_level(membloat_exporter::log::LogLevel::Error);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
     // A panic on a reader thread is a failure too: the hook sees every thread's.
     let default = std::panic::take_hook();

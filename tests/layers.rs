@@ -6,16 +6,22 @@
 
 use std::path::{Path, PathBuf};
 
-/// The rooms from the bottom up. A room may use its own layer and any lower one; the rooms
-/// of one layer do not use each other, except the foundations, which are small and flat,
-/// and the top, which puts the program together (`main` runs `daemon`).
-const LAYERS: [&[&str]; 6] = [
-    &["config", "log", "source", "parse", "family", "units"],
+/// The rooms from the bottom up. A room may use any lower layer; the rooms of one layer do
+/// not use each other, except at the top, which puts the program together (`main` runs
+/// `daemon`). The foundations are layers of their own: the log, the pure parsers and the
+/// family rows use nothing; `source` (all I/O) uses the log and the parsers; a unit reads
+/// through `source`; the flags know the units' names.
+const LAYERS: [&[&str]; 10] = [
+    &["log", "parse", "family"],
+    &["source"],
+    &["units"],
+    &["config"],
     &["collect"],
     &["model"],
     &["explain", "expose"],
     &["serve"],
-    &["daemon", "main", "lib"],
+    &["daemon"],
+    &["main", "lib"],
 ];
 
 fn layer(room: &str) -> Option<usize> {
@@ -179,7 +185,7 @@ fn violations(src: &Path) -> (Vec<String>, usize) {
             let theirs = layer(&target);
             let ok = match theirs {
                 None => false,
-                Some(t) => t < mine || (t == mine && (mine == 0 || mine == LAYERS.len() - 1)),
+                Some(t) => t < mine || (t == mine && mine == LAYERS.len() - 1),
             };
             if !ok {
                 found.push(format!(
@@ -190,6 +196,148 @@ fn violations(src: &Path) -> (Vec<String>, usize) {
         }
     }
     (found, checked)
+}
+
+/// The paths of a `use` tree or a path written in code, from its first segment:
+/// `a::b::{c, d::{e, self}}` -> `[a, b, c]`, `[a, b, d, e]`, `[a, b, d]`.
+fn tree(text: &str) -> Vec<Vec<String>> {
+    let text = text.trim_start();
+    if let Some(rest) = text.strip_prefix('{') {
+        let mut out = Vec::new();
+        let (mut depth, mut start) = (0, 0);
+        for (i, c) in rest.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    out.extend(tree(&rest[start..i]));
+                    break;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    out.extend(tree(&rest[start..i]));
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        return out;
+    }
+    let head = ident(text);
+    if head.is_empty() {
+        return vec![vec![]];
+    }
+    match text[head.len()..].strip_prefix("::") {
+        Some(rest) => tree(rest)
+            .into_iter()
+            .map(|mut p| {
+                if head != "self" {
+                    p.insert(0, head.to_string());
+                }
+                p
+            })
+            .collect(),
+        None if head == "self" => vec![vec![]],
+        None => vec![vec![head.to_string()]],
+    }
+}
+
+/// Which module uses which, among modules of one parent: an edge from each module to each
+/// sibling a path in it names (its own submodules' paths count as its own), with the file
+/// and line of the first such path. A child naming its parent or a parent its child is
+/// the tree itself, not an edge. A `tests` module is left out: built only for `cargo
+/// test`, it uses its module from outside, as an integration test does, and may take
+/// fixtures from a sibling that uses the module it tests.
+type Graph =
+    std::collections::BTreeMap<Vec<String>, std::collections::BTreeMap<Vec<String>, String>>;
+
+fn module_graph(src: &Path) -> Graph {
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    files.sort();
+    let modules: std::collections::BTreeSet<Vec<String>> =
+        files.iter().map(|f| module(f, src)).collect();
+    let mut graph = Graph::new();
+    for file in &files {
+        let here = module(file, src);
+        if here.iter().any(|m| m == "tests") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        let line_of = |at: usize| text[..at].matches('\n').count() + 1;
+        let mut found: Vec<(usize, Vec<String>)> = Vec::new();
+        let mut at = 0;
+        while let Some(i) = text[at..].find(['c', 's', 'm']) {
+            let start = at + i;
+            at = start + 1;
+            let before = text[..start].chars().last();
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let rest = &text[start..];
+            let (base, after) = if let Some(r) = rest.strip_prefix("crate::") {
+                (Vec::new(), r)
+            } else if let Some(r) = rest.strip_prefix("membloat_exporter::") {
+                (Vec::new(), r)
+            } else if rest.starts_with("super::") {
+                let mut r = rest;
+                let mut base = here.clone();
+                while let Some(next) = r.strip_prefix("super::") {
+                    base.pop();
+                    r = next;
+                }
+                (base, r)
+            } else if let Some(r) = rest.strip_prefix("self::") {
+                (here.clone(), r)
+            } else {
+                continue;
+            };
+            for path in tree(after) {
+                let full: Vec<String> = base.iter().cloned().chain(path).collect();
+                // The module it names: the longest prefix that is a module file.
+                let target = (0..=full.len())
+                    .rev()
+                    .map(|n| full[..n].to_vec())
+                    .find(|m| modules.contains(m))
+                    .unwrap_or_default();
+                found.push((line_of(start), target));
+            }
+        }
+        for (line, target) in found {
+            let common = here.iter().zip(&target).take_while(|(a, b)| a == b).count();
+            if common == here.len() || common == target.len() {
+                continue;
+            }
+            let (from, to) = (here[..=common].to_vec(), target[..=common].to_vec());
+            let at = format!("{}:{line}", file.strip_prefix(src).unwrap().display());
+            graph.entry(from).or_default().entry(to).or_insert(at);
+        }
+    }
+    graph
+}
+
+/// Every edge that lies on a cycle: `a -> b (file:line)` where `a` is reachable from `b`.
+fn cycles(graph: &Graph) -> Vec<String> {
+    let reach = |from: &Vec<String>| {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut stack = vec![from.clone()];
+        while let Some(m) = stack.pop() {
+            for next in graph.get(&m).into_iter().flat_map(|e| e.keys()) {
+                if seen.insert(next.clone()) {
+                    stack.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut out = Vec::new();
+    for (a, edges) in graph {
+        for (b, at) in edges {
+            if reach(b).contains(a) {
+                out.push(format!("{} -> {} ({at})", a.join("::"), b.join("::")));
+            }
+        }
+    }
+    out
 }
 
 fn src() -> PathBuf {
@@ -244,11 +392,11 @@ fn planted_upward_imports_are_caught_in_every_form() {
     );
     let (found, _) = violations(&copy);
     let want = [
-        "model/state.rs:1: model (layer 2) uses serve",
-        "model/groups.rs:1: model (layer 2) uses expose",
-        "model/derive/tests.rs:1: model (layer 2) uses serve",
-        "collect/own.rs:1: collect (layer 1) uses model",
-        "collect/heap/walk.rs:1: collect (layer 1) uses explain",
+        "model/state.rs:1: model (layer 5) uses serve",
+        "model/groups.rs:1: model (layer 5) uses expose",
+        "model/derive/tests.rs:1: model (layer 5) uses serve",
+        "collect/own.rs:1: collect (layer 4) uses model",
+        "collect/heap/walk.rs:1: collect (layer 4) uses explain",
     ];
     for w in want {
         assert!(
@@ -258,6 +406,117 @@ fn planted_upward_imports_are_caught_in_every_form() {
         );
     }
     assert_eq!(found.len(), want.len(), "{}", found.join("\n"));
+}
+
+/// No module of `src` uses, through its siblings, one that uses it back: each room reads
+/// from the bottom up inside too.
+#[test]
+fn no_module_is_part_of_an_import_cycle() {
+    let graph = module_graph(&src());
+    let edges: usize = graph.values().map(|e| e.len()).sum();
+    assert!(edges > 50, "only {edges} edges seen: is the scan right?");
+    let found = cycles(&graph);
+    assert!(found.is_empty(), "import cycles:\n{}", found.join("\n"));
+}
+
+/// The cycle finder itself: the cycles this tree once had, planted again, are found.
+#[test]
+fn planted_cycles_are_found() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(std::process::Command::new("cp")
+        .arg("-a")
+        .arg(src())
+        .arg(dir.path())
+        .status()
+        .unwrap()
+        .success());
+    let copy = dir.path().join("src");
+    let plant = |file: &str, line: &str| {
+        let path = copy.join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{line}\n{text}")).unwrap();
+    };
+    // collect: deep -> processes (already), processes::known -> deep (planted).
+    plant("collect/processes/known.rs", "use crate::collect::deep::X;");
+    // heap: arenas -> walk (already), walk -> arenas (planted, in a group).
+    plant("collect/heap/walk.rs", "use super::{arenas::Y, glibc};");
+    // model: kills -> signals (already), signals -> kills (planted, as an inline path).
+    plant("model/signals.rs", "fn f() -> super::kills::Z { todo!() }");
+    let found = cycles(&module_graph(&copy));
+    for want in [
+        "collect::processes -> collect::deep (collect/processes/known.rs:1)",
+        "collect::deep -> collect::processes (",
+        "collect::heap::walk -> collect::heap::arenas (collect/heap/walk.rs:1)",
+        "collect::heap::arenas -> collect::heap::walk (",
+        "model::signals -> model::kills (model/signals.rs:1)",
+        "model::kills -> model::signals (",
+        // The longer loop through groups: kills -> groups -> signals -> kills.
+        "model::kills -> model::groups (",
+        "model::groups -> model::signals (",
+    ] {
+        assert!(
+            found.iter().any(|f| f.starts_with(want)),
+            "not found: {want}\nfound:\n{}",
+            found.join("\n")
+        );
+    }
+    assert_eq!(found.len(), 8, "{}", found.join("\n"));
+    assert_eq!(
+        tree("a::b::{c, d::{e, self}}"),
+        [
+            vec!["a", "b", "c"],
+            vec!["a", "b", "d", "e"],
+            vec!["a", "b", "d"]
+        ]
+    );
+}
+
+/// A copy of the real tree with `line` planted at the top of `file`, and what the checker
+/// says of it.
+fn planted(file: &str, line: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(std::process::Command::new("cp")
+        .arg("-a")
+        .arg(src())
+        .arg(dir.path())
+        .status()
+        .unwrap()
+        .success());
+    let path = dir.path().join("src").join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{line}\n{text}")).unwrap();
+    violations(&dir.path().join("src")).0
+}
+
+/// The foundations hold each other to their order too: between any two of them, an
+/// import that does not point down is caught, in one layer as across layers.
+#[test]
+fn an_upward_or_sideways_import_between_foundations_is_caught() {
+    // A file of each foundation room.
+    let files = [
+        ("log", "log/mod.rs"),
+        ("parse", "parse/meminfo.rs"),
+        ("family", "family.rs"),
+        ("source", "source/kept.rs"),
+        ("units", "units/buddyinfo.rs"),
+        ("config", "config/flags.rs"),
+    ];
+    let mut tried = 0;
+    for (from, file) in files {
+        for (to, _) in files {
+            let (a, b) = (layer(from).unwrap(), layer(to).unwrap());
+            if from == to || b < a {
+                continue;
+            }
+            tried += 1;
+            let found = planted(file, &format!("use crate::{to}::X;"));
+            let want = format!("{file}:1: {from} (layer {a}) uses {to} (layer Some({b}))");
+            assert_eq!(found, [want], "{from} -> {to}");
+        }
+    }
+    // log, parse and family use one another in neither direction (6), and each of the
+    // six foundations points up at every foundation above it (3 + 3 + 3 + 2 + 1).
+    assert_eq!(tried, 18);
 }
 
 #[test]

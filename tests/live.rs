@@ -93,7 +93,7 @@ fn metrics_negotiate_openmetrics_and_text_and_both_parse_strictly() {
     let collectors = openmetrics_parse(&om.body, "membloat_scrape_collector_success", "collector");
     assert_eq!(
         collectors.lines().count(),
-        membloat_exporter::config::Collector::all().count(),
+        membloat_exporter::family::Collector::all().count(),
         "{collectors}"
     );
 

@@ -262,7 +262,7 @@ fn usage() -> ExitCode {
 
 fn main() -> ExitCode {
     // The pipeline target warns about every tree it is handed; only errors matter here.
-    membloat_exporter::log::set_level(membloat_exporter::config::LogLevel::Error);
+    membloat_exporter::log::set_level(membloat_exporter::log::LogLevel::Error);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = args.first() else {
         return usage();

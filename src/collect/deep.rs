@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::heap::{self, HeapReading};
-use super::processes::known::Known;
+use super::processes::known::{DeepMemory, Known};
 use super::processes::Processes;
 use super::{count, pool, thread_cpu, DeepRun, ErrorCounts, ProcessSample};
-use crate::config::{Collector, DeepConfig};
+use crate::config::DeepConfig;
+use crate::family::Collector;
 use crate::parse::cgroup;
 use crate::parse::smaps::{self, SmapsSummary};
 use crate::parse::status::Status;
@@ -191,9 +192,6 @@ fn retry_wait(unsettled: u8, interval: Duration) -> Duration {
     let wait = Duration::from_millis(500) * ((1u32 << doublings) - 1);
     wait.min(interval)
 }
-
-/// What a deep read depends on: address space and resident, anonymous and swapped memory.
-pub(super) type DeepMemory = [Option<u64>; 4];
 
 fn deep_memory(st: &Status) -> DeepMemory {
     [

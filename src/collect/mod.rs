@@ -17,10 +17,12 @@ pub use settings::{HugepageSize, Khugepaged, Sysctl, Thp};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::{Collector, Collectors, DeepConfig, GroupBy, ReadConfig};
+use crate::config::{DeepConfig, GroupBy, ReadConfig};
+use crate::family::Collector;
 use crate::parse::memory_stat::MemoryStat;
 use crate::parse::{meminfo::Meminfo, pressure::Pressure, vmstat::Vmstat};
 use crate::source::{Reason, Source};
+use crate::units::Collectors;
 use matcher::Matchers;
 use processes::Processes;
 

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use super::pool::Pool;
 use super::{count, pool, ErrorCounts, Grouping, ProcessSample, ReadStats};
-use crate::config::{Collector, ReadConfig};
+use crate::config::ReadConfig;
+use crate::family::Collector;
 use crate::parse::loadavg;
 use crate::source::{Buffer, Buffers, Descriptors, Reason, Source};
 

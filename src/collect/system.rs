@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use super::pool::Pool;
 use super::{count, outcome, pool, CollectorRun, ErrorCounts, Sample, Sysctl, Thp};
-use crate::config::{Collector, Collectors};
+use crate::family::Collector;
 use crate::parse::{meminfo::Meminfo, memory_stat::MemoryStat, pressure::Pressure, vmstat::Vmstat};
 use crate::source::{Buffer, Buffers, Reason, Source};
+use crate::units::Collectors;
 use crate::units::{self, Collect, Output, Reader};
 
 /// One system collector's read, as a pool item (pool items are never 0).

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use clap::{value_parser, Arg, ArgAction, Command};
 
-use super::{parse_duration, parse_size, positive_duration, Collector};
+use super::{parse_duration, parse_size, positive_duration};
+use crate::family::Collector;
 
 #[allow(
     clippy::too_many_lines,

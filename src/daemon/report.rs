@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 
 use crate::collect::heap::Outcome;
 use crate::collect::Sample;
-use crate::config::{Collector, LogLevel};
+use crate::family::Collector;
+use crate::log::LogLevel;
 use crate::source::{own, Reason};
 
 #[derive(Default)]

@@ -211,7 +211,7 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
         denied_reads: s
             .errors
             .get(&(
-                crate::config::Collector::Processes,
+                crate::family::Collector::Processes,
                 crate::source::Reason::Denied,
             ))
             .copied()

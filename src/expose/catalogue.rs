@@ -12,7 +12,7 @@ pub use crate::family::{Kind, Metric, Section, Unit};
 
 mod s {
     use super::Section::{self, Exporter, Of};
-    use crate::config::Collector;
+    use crate::family::Collector;
     pub const EXPORTER: Section = Exporter;
     pub const MEMINFO: Section = Of(Collector::Meminfo);
     pub const SYSCTL: Section = Of(Collector::Sysctl);

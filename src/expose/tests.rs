@@ -48,11 +48,11 @@ fn hostile_process_name_cannot_inject_a_series() {
         }],
         top: vec![p],
         collectors: vec![CollectorRun {
-            name: crate::config::Collector::Processes,
+            name: crate::family::Collector::Processes,
             success: true,
             duration_seconds: 0.0,
         }],
-        errors: [((crate::config::Collector::Processes, Reason::Denied), 2)]
+        errors: [((crate::family::Collector::Processes, Reason::Denied), 2)]
             .into_iter()
             .collect(),
         ..Snapshot::default()

@@ -8,7 +8,14 @@ pub mod rfc3339;
 use std::fmt::Display;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-pub use crate::config::LogLevel;
+/// How much the log says: each level includes the ones before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
 
 static LEVEL: AtomicU8 = AtomicU8::new(LogLevel::Info as u8);
 static JSON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -107,9 +114,9 @@ pub fn write(level: LogLevel, msg: &str, fields: &[(&str, &dyn Display)]) {
 #[macro_export]
 macro_rules! log {
     ($level:ident, $msg:expr $(, $key:ident = $value:expr)* $(,)?) => {
-        if $crate::log::enabled($crate::config::LogLevel::$level) {
+        if $crate::log::enabled($crate::log::LogLevel::$level) {
             $crate::log::write(
-                $crate::config::LogLevel::$level,
+                $crate::log::LogLevel::$level,
                 &$msg,
                 &[$((stringify!($key), &$value as &dyn ::std::fmt::Display)),*],
             )

@@ -8,7 +8,7 @@ use crate::collect::heap::runtime::Identity;
 use crate::collect::{
     CollectorRun, DeepRun, ErrorCounts, Host, ProcessSample, ReadStats, Sample, Sysctl, Thp,
 };
-use crate::config::Collector;
+use crate::family::Collector;
 use crate::model::groups::{groups, GroupStats};
 use crate::model::kills::{Kills, Known};
 use crate::model::signals::{self, Method, ProcState, Signals};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::collect::heap::runtime::Identity;
 use crate::model::groups::OTHER_GROUP;
-use crate::model::signals::{Method, ProcState};
+use crate::model::signals::{Method, ProcState, Seen};
 use crate::parse::kmsg::OomKill;
 
 /// Kills kept for `/explain` and `explain`.
@@ -16,19 +16,6 @@ pub const RECENT_KILLS: usize = 10;
 /// The group of a victim the exporter never saw (it started and died between two scans,
 /// or `explain` read a kill from before it ran).
 pub const UNKNOWN_GROUP: &str = "unknown";
-
-/// What the exporter last knew of a process beyond its state's own figures (RssAnon and
-/// the regrown bytes): made from the state of the victim, so a kill can say what it was.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Seen {
-    pub group: Option<Arc<str>>,
-    pub rss_bytes: Option<u64>,
-    pub swap_bytes: Option<u64>,
-    pub hoarded_bytes: Option<u64>,
-    pub hoard_method: Option<Method>,
-    pub arena_reserved_bytes: Option<u64>,
-    pub untouched_commit_bytes: Option<u64>,
-}
 
 /// One kill and what was known of its victim.
 #[derive(Debug, Clone, PartialEq)]

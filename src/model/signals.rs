@@ -9,7 +9,6 @@ use crate::collect::heap::jvm::{self, JavaHeap};
 use crate::collect::heap::runtime::{Allocator, Runtime};
 use crate::collect::heap::{HeapMeasure, HeapReading};
 use crate::collect::{ProcessSample, Reading};
-use crate::model::kills::Seen;
 use crate::parse::smaps::SmapsSummary;
 
 /// Heap memory below this is never suspected of hoarding (no heap walk).
@@ -54,6 +53,19 @@ pub const UNTOUCHED_COMMIT_MIN_BYTES: u64 = 1 << 30;
 pub const ARENAS_PER_CPU: u64 = 8;
 
 /// How a hoarding figure was reached: the `method` label.
+/// What the exporter last knew of a process beyond its state's own figures (RssAnon and
+/// the regrown bytes): made from the state of the victim, so a kill can say what it was.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Seen {
+    pub group: Option<Arc<str>>,
+    pub rss_bytes: Option<u64>,
+    pub swap_bytes: Option<u64>,
+    pub hoarded_bytes: Option<u64>,
+    pub hoard_method: Option<Method>,
+    pub arena_reserved_bytes: Option<u64>,
+    pub untouched_commit_bytes: Option<u64>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Method {
     /// Free chunks read from glibc's heap: what the allocator really holds.

@@ -1,5 +1,5 @@
 //! What the model remembers between scans. The daemon owns one [`State`] and threads it
-//! through [`derive`](crate::model::derive::derive); a published `Snapshot` never carries
+//! through the model's `derive`; a published `Snapshot` never carries
 //! it, so what scrapes read and what the next scan needs are apart.
 
 use std::collections::HashMap;

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 
-use crate::config::Collector;
 use crate::explain;
 use crate::expose;
+use crate::family::Collector;
 use crate::model::derive::Snapshot;
 
 /// The latest scan, encoded once in both formats, so a scrape only copies bytes; each

@@ -3,7 +3,7 @@
 //! little of it in such blocks makes THP faults compact memory (stalls) or fall back to
 //! small pages (`thp_fault_fallback`), and khugepaged collapse fail.
 
-use crate::config::Collector;
+use crate::family::Collector;
 use crate::family::{Family, Metric, Section, Value};
 use crate::parse::ParseError;
 use crate::source::Reason;

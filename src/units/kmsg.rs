@@ -7,7 +7,7 @@
 //! on. What it reads is the kills themselves: the model joins each with what the last scans
 //! measured of its victim, and the exposition encodes the join with these rows.
 
-use crate::config::Collector;
+use crate::family::Collector;
 use crate::family::{Metric, Section};
 use crate::parse::kmsg::Assembler;
 use crate::source::{KernelLog, ReadError, Reason};

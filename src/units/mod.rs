@@ -9,7 +9,7 @@
 //! joins with the rest of the scan (the OOM kills). Adding one is its file and its name in
 //! the `register!` line.
 
-use crate::family::{Family, Metric};
+use crate::family::{Collector, Family, Metric};
 use crate::parse::kmsg::OomKill;
 use crate::source::{Buffer, Reason, Source};
 
@@ -89,10 +89,79 @@ pub fn named(name: &str) -> Option<&'static Unit> {
     ALL.iter().copied().find(|u| u.name == name)
 }
 
+/// The collectors' list and descriptions, which the units complete.
+impl Collector {
+    /// What it collects, for `--help`.
+    pub fn what(self) -> &'static str {
+        match self {
+            Collector::Meminfo => "memory, commit and swap from /proc/meminfo",
+            Collector::Vmstat => "THP, compaction, swap and OOM-kill counters from /proc/vmstat",
+            Collector::Sysctl => "overcommit, panic_on_oom and swappiness from /proc/sys/vm",
+            Collector::Thp => {
+                "THP, khugepaged and per-size huge page settings and counters from /sys"
+            }
+            Collector::Pressure => "memory stall time from /proc/pressure/memory",
+            Collector::Processes => "per-process memory, grouped, plus the top-K processes",
+            Collector::Cgroup => {
+                "anonymous and huge page memory per memory cgroup (container) from memory.stat"
+            }
+            Collector::Unit(name) => named(name).map_or("", |u| u.what),
+        }
+    }
+
+    /// Every collector, in the order of the exposition: the built-in ones, then the units.
+    pub fn all() -> impl Iterator<Item = Collector> {
+        Collector::ALL
+            .into_iter()
+            .chain(ALL.iter().map(|u| Collector::Unit(u.name)))
+    }
+
+    /// Its place in [`Collector::all`].
+    pub fn position(self) -> usize {
+        Collector::all()
+            .position(|c| c == self)
+            .unwrap_or(usize::MAX)
+    }
+}
+
+/// The enabled collectors, by their place in [`Collector::all`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Collectors(u64);
+
+impl Collectors {
+    pub fn none() -> Self {
+        Collectors(0)
+    }
+
+    pub fn only(list: &[Collector]) -> Self {
+        let mut c = Collectors::none();
+        for &one in list {
+            c.set(one, true);
+        }
+        c
+    }
+
+    pub fn set(&mut self, c: Collector, on: bool) {
+        let Some(bit) = Self::bit(c) else { return };
+        if on {
+            self.0 |= bit;
+        } else {
+            self.0 &= !bit;
+        }
+    }
+
+    pub fn enabled(self, c: Collector) -> bool {
+        Self::bit(c).is_some_and(|bit| self.0 & bit != 0)
+    }
+
+    fn bit(c: Collector) -> Option<u64> {
+        1u64.checked_shl(u32::try_from(c.position()).ok()?)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Collector;
     use crate::family::Section;
 
     #[test]

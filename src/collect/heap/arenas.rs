@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use super::glibc::{
     self, Arena, HeapInfo, Layout, FLAGS, HEAP_MAX, MALLOC_STATE_BYTES, NONCONTIGUOUS,
 };
-use super::walk::{Fault, Target};
+use super::walk::{Fault, Heap, Target};
 
 /// What the mappings say, sorted by address: used only to bound and check reads.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -26,16 +26,6 @@ pub struct Bounds {
     pub anon_rw: Vec<(u64, u64)>,
     /// libc's read-write data, where `main_arena` lives.
     pub libc_data: Vec<(u64, u64)>,
-}
-
-/// One heap of an arena: where its chunks start and end (the top chunk or the fence posts
-/// end it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Heap {
-    /// The heap's start: its `heap_info`, or the brk heap's first byte.
-    pub start: u64,
-    pub first_chunk: u64,
-    pub end: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

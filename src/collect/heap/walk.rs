@@ -16,6 +16,18 @@
 //! chunk's size must equal the next chunk's `prev_size`; and the chain must end exactly at
 //! the heap's end. Any doubt makes the heap "inconsistent", never a number.
 
+use super::glibc::{ALIGN, FLAGS, IS_MMAPPED, MIN_CHUNK, NON_MAIN_ARENA, PREV_INUSE, SIZE_SZ};
+
+/// One heap of an arena: where its chunks start and end (the top chunk or the fence posts
+/// end it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Heap {
+    /// The heap's start: its `heap_info`, or the brk heap's first byte.
+    pub start: u64,
+    pub first_chunk: u64,
+    pub end: u64,
+}
+
 /// What the walks read: the target's memory and which of its pages are resident.
 pub trait Target {
     /// Fills `buf` from the target's address `addr`; any short or failed read is an error.
@@ -137,9 +149,6 @@ pub fn count_free<T: Target>(
     }
     Ok(())
 }
-
-use super::arenas::Heap;
-use super::glibc::{ALIGN, FLAGS, IS_MMAPPED, MIN_CHUNK, NON_MAIN_ARENA, PREV_INUSE, SIZE_SZ};
 
 /// Headers are read in windows of this size; the window is wiped after each heap.
 const WINDOW: usize = 64 << 10;

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::ReadContext;
-use crate::collect::deep::DeepMemory;
 use crate::collect::{ProcessSample, Reading};
 use crate::parse::stat::Stat;
 use crate::source::Kept;
@@ -46,6 +45,10 @@ pub(in crate::collect) struct Known {
     /// still between two of them. The processes of the first scan have run for a while.
     pub(in crate::collect) newcomer: bool,
 }
+
+/// What a deep read of a process depends on: its address space and resident, anonymous
+/// and swapped memory, as the deep tier last read them (`deep.rs` compares them).
+pub(in crate::collect) type DeepMemory = [Option<u64>; 4];
 
 /// How a process stands against what the last scan knew of it: what decides which of its
 /// files this scan reads again.

@@ -1,7 +1,8 @@
 use super::*;
 use crate::collect::{Grouping, Scanner};
-use crate::config::{Collectors, DeepConfig, ReadConfig};
+use crate::config::{DeepConfig, ReadConfig};
 use crate::source::Source;
+use crate::units::Collectors;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

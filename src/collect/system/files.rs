@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::collect::{count, ErrorCounts, HugepageSize, Khugepaged, Sysctl, Thp};
-use crate::config::Collector;
+use crate::family::Collector;
 use crate::parse::{self, memory_stat::MemoryStat, sysfs};
 use crate::source::{Buffer, ReadError, Reason, Source};
 
