@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use membloat_exporter::collect::{CollectorRun, Host, ProcessSample, Reading, Sample};
+use membloat_exporter::collect::{CollectorRun, Host, ProcessFiles, ProcessSample, Sample};
 use membloat_exporter::expose;
 use membloat_exporter::model::derive::{derive, DeriveOptions};
 use membloat_exporter::model::state::State;
@@ -20,6 +20,7 @@ use membloat_exporter::parse::{
     meminfo::Meminfo, pressure::Pressure, smaps, smaps_rollup::SmapsRollup, stat::Stat,
     status::Status, vmstat::Vmstat,
 };
+use membloat_exporter::units;
 
 const PROCESSES: usize = 5000;
 
@@ -67,7 +68,7 @@ fn sample(scan: u64) -> Sample {
             let comm = format!("svc{}", i % 250);
             let mut status = status.clone();
             status.vm_rss_bytes = status.vm_rss_bytes.map(|r| r + (i as u64 + scan) * 4096);
-            let reading = Reading {
+            let reading = ProcessFiles {
                 pid: 1000 + i as u32,
                 start_ticks: stat.start_ticks + i as u64,
                 comm: comm.clone(),
@@ -89,12 +90,19 @@ fn sample(scan: u64) -> Sample {
         .collect();
     Sample {
         taken_at: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + 10 * scan)),
-        host: Host {
-            meminfo: Meminfo::parse(&fixture("meminfo")).ok(),
-            vmstat: Vmstat::parse(&fixture("vmstat")).ok(),
-            pressure: Pressure::parse(&fixture("pressure/memory")).ok(),
-            ..Host::default()
-        },
+        host: Host::default()
+            .with(
+                units::meminfo::COLLECTOR,
+                Meminfo::parse(&fixture("meminfo")).unwrap(),
+            )
+            .with(
+                units::vmstat::COLLECTOR,
+                Vmstat::parse(&fixture("vmstat")).unwrap(),
+            )
+            .with(
+                units::pressure::COLLECTOR,
+                Pressure::parse(&fixture("pressure/memory")).unwrap(),
+            ),
         processes,
         collectors: vec![CollectorRun {
             name: membloat_exporter::family::Collector::Processes,

@@ -41,41 +41,19 @@ impl Unit {
 
 /// A collector, switched by `--collector.NAME` / `--no-collector.NAME`; its name is the
 /// `collector` label of the self metrics and the key of the error counts (ordered by name,
-/// so series come out in the same order as always). The built-in ones are variants; a
-/// collector unit (`units`) is `Unit(its name)`.
+/// so series come out in the same order as always). The processes collector is the
+/// scanner's own; every system collector is a unit (`units`), `Unit(its name)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Collector {
-    Meminfo,
-    Vmstat,
-    Sysctl,
-    Thp,
-    Pressure,
     Processes,
-    Cgroup,
     /// A collector unit, by its name (`units::ALL`).
     Unit(&'static str),
 }
 
 impl Collector {
-    pub const ALL: [Collector; 7] = [
-        Collector::Meminfo,
-        Collector::Vmstat,
-        Collector::Sysctl,
-        Collector::Thp,
-        Collector::Pressure,
-        Collector::Processes,
-        Collector::Cgroup,
-    ];
-
     pub fn as_str(self) -> &'static str {
         match self {
-            Collector::Meminfo => "meminfo",
-            Collector::Vmstat => "vmstat",
-            Collector::Sysctl => "sysctl",
-            Collector::Thp => "thp",
-            Collector::Pressure => "pressure",
             Collector::Processes => "processes",
-            Collector::Cgroup => "cgroup",
             Collector::Unit(name) => name,
         }
     }
@@ -201,10 +179,46 @@ pub enum Value {
     F(f64),
 }
 
-/// One family as a collector unit read it: its row and its samples (labels in the row's
-/// order, then the value). A family without samples is not served.
+/// The labels of one sample, by name, in the row's order.
+pub type Labels = Vec<(&'static str, String)>;
+
+/// One family as a unit's reading (or the model, for its derived rows) gives it: its row,
+/// the key of a pattern row, and its samples. A family without samples is not served.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Family {
     pub metric: &'static Metric,
-    pub samples: Vec<(Vec<String>, Value)>,
+    /// For a pattern row (`<key>` in its name), the key that names this family.
+    pub key: Option<String>,
+    pub samples: Vec<(Labels, Value)>,
+}
+
+impl Family {
+    /// A family of `metric` with no samples yet.
+    pub fn new(metric: &'static Metric) -> Self {
+        Family {
+            metric,
+            key: None,
+            samples: Vec::new(),
+        }
+    }
+
+    /// The family `key` names of the pattern row `metric`.
+    pub fn keyed(metric: &'static Metric, key: &str) -> Self {
+        Family {
+            key: Some(key.to_string()),
+            ..Family::new(metric)
+        }
+    }
+
+    /// A family of one unlabelled sample; none without a value.
+    pub fn single(metric: &'static Metric, value: Option<Value>) -> Option<Self> {
+        let mut f = Family::new(metric);
+        f.samples.push((Vec::new(), value?));
+        Some(f)
+    }
+
+    /// Adds a sample.
+    pub fn push(&mut self, labels: Labels, value: Value) {
+        self.samples.push((labels, value));
+    }
 }

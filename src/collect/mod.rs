@@ -9,20 +9,18 @@ pub mod own;
 pub mod pool;
 mod processes;
 mod sample;
-mod settings;
 mod system;
-pub use sample::{ProcessSample, Reading};
-pub use settings::{HugepageSize, Khugepaged, Sysctl, Thp};
+pub use sample::{ProcessFiles, ProcessSample};
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::{DeepConfig, GroupBy, ReadConfig};
 use crate::family::Collector;
-use crate::parse::memory_stat::MemoryStat;
-use crate::parse::{meminfo::Meminfo, pressure::Pressure, vmstat::Vmstat};
 use crate::source::{Reason, Source};
 use crate::units::Collectors;
+use crate::units::{Output, Reading};
 use matcher::Matchers;
 use processes::Processes;
 
@@ -81,23 +79,46 @@ pub struct Sample {
     pub cpu_tick_seconds: f64,
     /// Unix time of boot (`btime`), once read.
     pub boot_time_seconds: Option<f64>,
-    /// The OOM kills the kernel logged since the last scan, when the kmsg collector ran.
-    pub oom_kills: Option<Vec<crate::parse::kmsg::OomKill>>,
 }
 
-/// What the system collectors read in one scan, each `None` when its collector is off or
-/// failed: the sample's system part, which the snapshot takes whole.
+/// What the system collectors (the units) read in one scan: the sample's system part,
+/// which the snapshot takes whole. A collector that is off or failed has no reading.
 #[derive(Debug, Clone, Default)]
 pub struct Host {
-    pub meminfo: Option<Meminfo>,
-    pub vmstat: Option<Vmstat>,
-    pub sysctl: Option<Sysctl>,
-    pub thp: Option<Thp>,
-    pub pressure: Option<Pressure>,
-    /// Memory cgroups with anonymous memory, by path under the hierarchy root.
-    pub cgroups: Option<Vec<(String, MemoryStat)>>,
-    /// What each collector unit that succeeded read, in the order of `units::ALL`.
-    pub units: Vec<(Collector, Vec<crate::family::Family>)>,
+    /// Each unit's reading, in the order of `units::ALL`.
+    readings: Vec<(Collector, Arc<dyn Reading>)>,
+}
+
+impl Host {
+    /// Takes a unit's reading.
+    pub fn accept(&mut self, collector: Collector, reading: Output) {
+        self.readings.push((collector, Arc::from(reading)));
+    }
+
+    /// The reading of type `T`, when its unit ran and succeeded.
+    pub fn get<T: Reading>(&self) -> Option<&T> {
+        self.readings
+            .iter()
+            .find_map(|(_, r)| r.downcast_ref::<T>())
+    }
+
+    /// This host with `reading` in place of the reading of its type (tests, benchmarks).
+    pub fn with<T: Reading>(mut self, collector: Collector, reading: T) -> Self {
+        self.set(collector, reading);
+        self
+    }
+
+    /// Puts `reading` in place of the reading of its type, or adds it (tests, benchmarks).
+    pub fn set<T: Reading>(&mut self, collector: Collector, reading: T) {
+        self.readings
+            .retain(|(_, r)| r.downcast_ref::<T>().is_none());
+        self.accept(collector, Box::new(reading));
+    }
+
+    /// Every reading with its collector, in the order of `units::ALL`.
+    pub fn readings(&self) -> impl Iterator<Item = (Collector, &dyn Reading)> {
+        self.readings.iter().map(|(c, r)| (*c, &**r))
+    }
 }
 
 /// How processes are put in groups, compiled.

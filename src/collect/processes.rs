@@ -1,4 +1,4 @@
-//! Reading every process: [`Processes`] hands one reader-thread task per pid to the pool
+//! ProcessFiles every process: [`Processes`] hands one reader-thread task per pid to the pool
 //! (`files.rs`: which files of a process need reading again this scan) and keeps one
 //! record per process for the next scan (`known.rs`).
 

@@ -1,4 +1,4 @@
-//! One process as a scan gives it: what its files last said ([`Reading`], shared between
+//! One process as a scan gives it: what its files last said ([`ProcessFiles`], shared between
 //! the scanner's record and every sample while the process's memory does not move) and
 //! what this scan alone found ([`ProcessSample`]).
 
@@ -12,7 +12,7 @@ use crate::parse::{smaps::SmapsSummary, smaps_rollup::SmapsRollup, status::Statu
 /// process's memory still shares the last reading instead of copying it, so a host of
 /// sleeping processes costs a pointer each, not a copy of each one's figures.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Reading {
+pub struct ProcessFiles {
     pub pid: u32,
     pub start_ticks: u64,
     pub comm: String,
@@ -25,11 +25,11 @@ pub struct Reading {
     pub group: Option<String>,
 }
 
-/// One process in one scan, keyed by `(pid, start_ticks)`: its [`Reading`] (fields of
+/// One process in one scan, keyed by `(pid, start_ticks)`: its [`ProcessFiles`] (fields of
 /// which read through it) and what only this scan knows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcessSample {
-    pub reading: Arc<Reading>,
+    pub reading: Arc<ProcessFiles>,
     pub state: char,
     /// User plus system CPU time, seconds; `None` when this scan did not read `stat`
     /// (its kept `statm` had not moved).
@@ -44,7 +44,7 @@ pub struct ProcessSample {
 
 impl ProcessSample {
     /// A sample of what was read, with nothing of the deep tier yet.
-    pub fn new(reading: Arc<Reading>, state: char, cpu_seconds: Option<f64>) -> Self {
+    pub fn new(reading: Arc<ProcessFiles>, state: char, cpu_seconds: Option<f64>) -> Self {
         ProcessSample {
             reading,
             state,
@@ -62,15 +62,15 @@ impl ProcessSample {
 }
 
 impl Deref for ProcessSample {
-    type Target = Reading;
-    fn deref(&self) -> &Reading {
+    type Target = ProcessFiles;
+    fn deref(&self) -> &ProcessFiles {
         &self.reading
     }
 }
 
 /// Changing a figure of one sample (tests, benchmarks) copies the reading it shares.
 impl DerefMut for ProcessSample {
-    fn deref_mut(&mut self) -> &mut Reading {
+    fn deref_mut(&mut self) -> &mut ProcessFiles {
         Arc::make_mut(&mut self.reading)
     }
 }

@@ -1,169 +1,84 @@
-//! The system collectors: meminfo, vmstat, pressure, sysctl, THP and khugepaged settings
-//! and counters, memory cgroups, and `btime`. Each is one item of a batch on a pool of
-//! its own, read while the processes are: a file that never answers (a FIFO, a hung
-//! filesystem) costs a scan the read timeout once, and the collector reading it is then
-//! left out, reported as `timeout`, until its reader comes back; it is never started
-//! again on the stuck file, so no thread leaks.
+//! The system collectors (the units of `units::ALL`) and `btime`. Each is one item of a
+//! batch on a pool of its own, read while the processes are: a file that never answers (a
+//! FIFO, a hung filesystem) costs a scan the read timeout once, and the collector reading
+//! it is then left out, reported as `timeout`, until its reader comes back; it is never
+//! started again on the stuck file, so no thread leaks.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::pool::Pool;
-use super::{count, outcome, pool, CollectorRun, ErrorCounts, Sample, Sysctl, Thp};
+use super::{count, outcome, pool, CollectorRun, ErrorCounts, Sample};
 use crate::family::Collector;
-use crate::parse::{meminfo::Meminfo, memory_stat::MemoryStat, pressure::Pressure, vmstat::Vmstat};
 use crate::source::{Buffer, Buffers, Reason, Source};
-use crate::units::Collectors;
-use crate::units::{self, Collect, Output, Reader};
+use crate::units::{self, Collect, Collectors, Output, Reader};
 
-/// One system collector's read, as a pool item (pool items are never 0).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Job {
-    Meminfo,
-    Vmstat,
-    Sysctl,
-    Thp,
-    Pressure,
-    Cgroup,
-    /// `btime` from `/proc/stat`, until it was read once.
-    BootTime,
-    /// A collector unit, by its place in `units::ALL`.
-    Unit(usize),
+/// The pool's items: unit `i` of `units::ALL` is item `i + 1` (pool items are never 0),
+/// and the item after the last unit reads `btime`.
+fn unit_item(i: usize) -> u32 {
+    i as u32 + 1
 }
 
-/// Pool items of the units start here; the built-in jobs are 1 to 7.
-const FIRST_UNIT: u32 = 100;
-
-impl Job {
-    pub(super) const ALL: [Job; 7] = [
-        Job::Meminfo,
-        Job::Vmstat,
-        Job::Sysctl,
-        Job::Thp,
-        Job::Pressure,
-        Job::Cgroup,
-        Job::BootTime,
-    ];
-
-    /// Its pool item.
-    fn item(self) -> u32 {
-        match self {
-            Job::Unit(i) => FIRST_UNIT + i as u32,
-            job => Job::ALL
-                .iter()
-                .position(|&j| j == job)
-                .map_or(0, |i| i as u32 + 1),
-        }
-    }
-
-    fn from_item(item: u32) -> Option<Job> {
-        match item.checked_sub(FIRST_UNIT) {
-            Some(i) => units::ALL.get(i as usize).map(|_| Job::Unit(i as usize)),
-            None => Job::ALL.get((item as usize).checked_sub(1)?).copied(),
-        }
-    }
-
-    /// The collector a failure of this read is counted against.
-    pub(super) fn collector(self) -> Collector {
-        match self {
-            Job::Meminfo => Collector::Meminfo,
-            Job::Vmstat => Collector::Vmstat,
-            Job::Sysctl => Collector::Sysctl,
-            Job::Thp => Collector::Thp,
-            Job::Pressure => Collector::Pressure,
-            Job::Cgroup => Collector::Cgroup,
-            Job::BootTime => Collector::Processes,
-            Job::Unit(i) => Collector::Unit(units::ALL[i].name),
-        }
-    }
+fn boot_time_item() -> u32 {
+    unit_item(units::ALL.len())
 }
 
-/// What one system read produced.
-pub(super) enum Read {
-    Meminfo(Result<Meminfo, Reason>),
-    Vmstat(Result<Vmstat, Reason>),
-    Sysctl(Result<Sysctl, Reason>),
-    Thp(Result<Thp, Reason>),
-    Pressure(Result<Pressure, Reason>),
-    Cgroup(Result<Vec<(String, MemoryStat)>, Reason>),
-    BootTime(Option<f64>),
-    Unit(Result<Output, Reason>),
-}
-
-/// A system read's result with the problems it counted and how long it took.
+/// What one item of the system pool read, with the values it skipped and how long it took.
 pub(super) struct Done {
-    pub(super) read: Read,
-    pub(super) errors: ErrorCounts,
-    pub(super) seconds: f64,
+    /// A unit's reading, or (the `btime` item) nothing.
+    read: Result<Output, Reason>,
+    /// `btime`, from its item.
+    boot_time_seconds: Option<f64>,
+    errors: ErrorCounts,
+    seconds: f64,
 }
 
 /// The units' readers, in the order of `units::ALL`, each started once and kept; a
-/// reader runs on one thread at a time (a job still stuck is not started again).
+/// reader runs on one thread at a time (a unit still stuck is not started again).
 type Units = Arc<Vec<Mutex<Box<dyn Collect>>>>;
 
-/// Runs one job on a reader thread.
-pub(super) fn run(source: &Source, buf: &mut Buffer, job: Job, units: &Units) -> Done {
+/// Runs one item on a reader thread.
+fn run(source: &Source, buf: &mut Buffer, item: u32, units: &Units) -> Option<Done> {
     let started = Instant::now();
     let mut errors = ErrorCounts::new();
-    let mut f = Files { source, buf };
-    let errs = &mut errors;
-    let read = match job {
-        Job::Meminfo => Read::Meminfo(
-            f.source
-                .parse_proc("meminfo", f.buf, Meminfo::parse)
-                .inspect(|m| count(errs, job.collector(), Reason::Malformed, m.rejected as u64)),
-        ),
-        Job::Vmstat => Read::Vmstat(
-            f.source
-                .parse_proc("vmstat", f.buf, Vmstat::parse)
-                .inspect(|v| count(errs, job.collector(), Reason::Malformed, v.rejected as u64)),
-        ),
-        Job::Sysctl => Read::Sysctl(f.read_sysctl(errs)),
-        Job::Thp => Read::Thp(f.read_thp(errs)),
-        Job::Pressure => Read::Pressure(f.source.parse_proc(
-            "pressure/memory",
-            f.buf,
-            Pressure::parse,
-        )),
-        Job::Cgroup => Read::Cgroup(f.read_cgroups(errs)),
-        Job::BootTime => Read::BootTime(
-            f.source
-                .read_proc("stat", f.buf)
-                .ok()
-                .and_then(crate::parse::stat::boot_time)
-                .map(|v| v as f64),
-        ),
-        Job::Unit(i) => {
-            let mut r = Reader {
-                source: f.source,
-                buf: f.buf,
-                malformed: 0,
-            };
-            // A reader that panicked mid-read is used again: a unit keeps its state whole
-            // between statements (the kernel log's cursor moves after a record is taken).
-            let mut unit = units[i].lock().unwrap_or_else(|e| e.into_inner());
-            let read = unit.read(&mut r);
-            count(errs, job.collector(), Reason::Malformed, r.malformed);
-            Read::Unit(read)
+    let i = item.checked_sub(1)? as usize;
+    let (read, boot_time_seconds) = if item == boot_time_item() {
+        let boot = source
+            .read_proc("stat", buf)
+            .ok()
+            .and_then(crate::parse::stat::boot_time)
+            .map(|v| v as f64);
+        (Err(Reason::Unsupported), boot)
+    } else {
+        let unit = units.get(i)?;
+        let mut r = Reader::new(source, buf);
+        // A reader that panicked mid-read is used again: a unit keeps its state whole
+        // between statements (the kernel log's cursor moves after a record is taken).
+        let read = unit.lock().unwrap_or_else(|e| e.into_inner()).read(&mut r);
+        let collector = Collector::Unit(units::ALL[i].name);
+        for (&reason, &n) in &r.skipped {
+            count(&mut errors, collector, reason, n);
         }
+        (read, None)
     };
-    Done {
+    Some(Done {
         read,
+        boot_time_seconds,
         errors,
         seconds: started.elapsed().as_secs_f64(),
-    }
+    })
 }
 
-/// The work of the system pool: item `n` is `Job` number `n`.
-pub(super) fn work(source: Source, units: Units) -> pool::Work<Option<Done>> {
+/// The work of the system pool.
+fn work(source: Source, units: Units) -> pool::Work<Option<Done>> {
     Arc::new(move |bufs: &mut Buffers, _: &pool::Step, item, _| {
-        Job::from_item(item).map(|job| run(&source, &mut bufs.main, job, &units))
+        run(&source, &mut bufs.main, item, &units)
     })
 }
 
 /// The system collectors' readers and what they keep between scans.
 pub(super) struct System {
-    /// One reader, with another started for each file that never answers (a stuck job is
+    /// One reader, with another started for each file that never answers (a stuck item is
     /// not started again), so any number of them cost a scan the timeout once.
     pool: Pool,
     work: pool::Work<Option<Done>>,
@@ -176,9 +91,9 @@ pub(super) struct System {
 impl System {
     pub(super) fn new(source: Source) -> System {
         let readers: Units = Arc::new(units::ALL.iter().map(|u| Mutex::new((u.start)())).collect());
-        let jobs = Job::ALL.len() + units::ALL.len();
+        let items = units::ALL.len() + 1;
         System {
-            pool: Pool::new(1, 2 * jobs),
+            pool: Pool::new(1, 2 * items),
             work: work(source, Arc::clone(&readers)),
             units: readers,
             boot_time_seconds: None,
@@ -199,42 +114,32 @@ impl System {
         }
     }
 
-    /// Starts reading the enabled system collectors' files on the system pool, all at
-    /// once, each job on its own reader. A job whose reader is still stuck from an earlier
-    /// scan is not started again.
+    /// Starts reading the enabled units' files on the system pool, all at once, each on
+    /// its own reader, and `btime` until it was read once. A unit whose reader is still
+    /// stuck from an earlier scan is not started again.
     pub(super) fn start(&mut self, c: Collectors) -> SystemRun {
-        let mut jobs: Vec<Job> = [
-            Job::Meminfo,
-            Job::Vmstat,
-            Job::Sysctl,
-            Job::Thp,
-            Job::Pressure,
-        ]
-        .into_iter()
-        .filter(|j| c.enabled(j.collector()))
-        .collect();
+        let mut items: Vec<u32> = (0..units::ALL.len())
+            .filter(|&i| c.enabled(Collector::Unit(units::ALL[i].name)))
+            .map(unit_item)
+            .collect();
         if c.enabled(Collector::Processes) && self.boot_time_seconds.is_none() {
-            jobs.push(Job::BootTime);
+            items.push(boot_time_item());
         }
-        if c.enabled(Collector::Cgroup) {
-            jobs.push(Job::Cgroup);
-        }
-        jobs.extend(
-            (0..units::ALL.len())
-                .map(Job::Unit)
-                .filter(|j| c.enabled(j.collector())),
-        );
         let stuck = self.pool.stuck_items();
-        let run: Vec<u32> = jobs
+        let run: Vec<u32> = items
             .iter()
-            .map(|j| j.item())
+            .copied()
             .filter(|j| !stuck.contains(j))
             .collect();
         let running = self.pool.submit(run.clone(), &self.work);
-        SystemRun { jobs, run, running }
+        SystemRun {
+            items,
+            run,
+            running,
+        }
     }
 
-    /// Waits for the system reads until `deadline` and records them: a job that is not
+    /// Waits for the system reads until `deadline` and records them: a unit that is not
     /// back by then (or was not started, its reader still stuck) fails with `timeout`.
     /// Collectors come out in their order (`Collector::all`), whichever finished first.
     pub(super) fn finish(&mut self, started: SystemRun, deadline: Instant, s: &mut Sample) {
@@ -244,20 +149,20 @@ impl System {
             .pool
             .wait(started.running, &self.work, nudge, deadline)
             .results;
-        for job in started.jobs {
+        for item in started.items {
             let done = started
                 .run
                 .iter()
-                .position(|&j| j == job.item())
+                .position(|&j| j == item)
                 .and_then(|i| results[i].take())
                 .flatten();
-            match job {
-                Job::BootTime => {
-                    if let Some(Read::BootTime(Some(boot))) = done.map(|d| d.read) {
-                        self.boot_time_seconds = Some(boot);
-                    }
+            if item == boot_time_item() {
+                if let Some(boot) = done.and_then(|d| d.boot_time_seconds) {
+                    self.boot_time_seconds = Some(boot);
                 }
-                _ => record(s, job, done),
+            } else {
+                let unit = units::ALL[item as usize - 1];
+                record(s, Collector::Unit(unit.name), done);
             }
         }
         s.collectors.sort_by_key(|c| c.name.position());
@@ -267,16 +172,15 @@ impl System {
 
 /// The system reads of a scan, under way.
 pub(super) struct SystemRun {
-    jobs: Vec<Job>,
-    /// The jobs started, in the batch's order.
+    items: Vec<u32>,
+    /// The items started, in the batch's order.
     run: Vec<u32>,
     running: pool::Running<Option<Done>>,
 }
 
-/// Records a system collector's read: its value, success and duration; a read that did
-/// not come back within the timeout (`None`) as a failure with reason `timeout`.
-pub(super) fn record(s: &mut Sample, job: Job, done: Option<Done>) {
-    let name = job.collector();
+/// Records a unit's read: its reading, success and duration; a read that did not come
+/// back within the timeout (`None`) as a failure with reason `timeout`.
+fn record(s: &mut Sample, name: Collector, done: Option<Done>) {
     let (ok, seconds) = match done {
         None => {
             count(&mut s.errors, name, Reason::Timeout, 1);
@@ -286,19 +190,7 @@ pub(super) fn record(s: &mut Sample, job: Job, done: Option<Done>) {
             for (&k, &n) in &done.errors {
                 *s.errors.entry(k).or_insert(0) += n;
             }
-            let ok = match done.read {
-                Read::Meminfo(r) => r.map(|v| s.host.meminfo = Some(v)),
-                Read::Vmstat(r) => r.map(|v| s.host.vmstat = Some(v)),
-                Read::Sysctl(r) => r.map(|v| s.host.sysctl = Some(v)),
-                Read::Thp(r) => r.map(|v| s.host.thp = Some(v)),
-                Read::Pressure(r) => r.map(|v| s.host.pressure = Some(v)),
-                Read::Cgroup(r) => r.map(|v| s.host.cgroups = Some(v)),
-                Read::Unit(r) => r.map(|output| match output {
-                    Output::Families(v) => s.host.units.push((name, v)),
-                    Output::OomKills(v) => s.oom_kills = Some(v),
-                }),
-                Read::BootTime(_) => Ok(()),
-            };
+            let ok = done.read.map(|reading| s.host.accept(name, reading));
             (outcome(&mut s.errors, name, ok), done.seconds)
         }
     };
@@ -308,6 +200,3 @@ pub(super) fn record(s: &mut Sample, job: Job, done: Option<Done>) {
         duration_seconds: seconds,
     });
 }
-
-mod files;
-use files::Files;

@@ -20,7 +20,10 @@ fn defaults() {
     assert_eq!(c.scan_interval, Duration::from_secs(10));
     assert_eq!(c.top_k, 5);
     assert_eq!(c.group_by, GroupBy::Comm);
-    assert!(c.collectors.enabled(Collector::Processes) && c.collectors.enabled(Collector::Thp));
+    assert!(
+        c.collectors.enabled(Collector::Processes)
+            && c.collectors.enabled(crate::units::thp::COLLECTOR)
+    );
 }
 
 #[test]
@@ -31,7 +34,7 @@ fn collectors_switch_off_and_back_on_last_wins() {
         "--collector.processes",
     ])
     .unwrap();
-    assert!(!c.collectors.enabled(Collector::Thp));
+    assert!(!c.collectors.enabled(crate::units::thp::COLLECTOR));
     assert!(c.collectors.enabled(Collector::Processes));
 }
 

@@ -16,6 +16,8 @@ use serde::Serialize;
 
 use crate::model::derive::{ProcessReport, Snapshot};
 use crate::model::signals;
+use crate::parse::meminfo::Meminfo;
+use crate::units::{sysctl::Sysctl, thp::Thp};
 
 /// The JSON schema's name and version; bumped only on an incompatible change.
 pub const SCHEMA: &str = "membloat.explain/v1";
@@ -158,7 +160,7 @@ fn subject(p: &ProcessReport) -> Subject {
 }
 
 pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
-    let m = s.host.meminfo.as_ref();
+    let m = s.host.get::<Meminfo>();
     let g = |f: fn(&crate::parse::meminfo::Meminfo) -> Option<u64>| m.and_then(f);
     let host = Host {
         memory_total_bytes: g(|m| m.mem_total_bytes),
@@ -167,10 +169,10 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
         swap_used_bytes: g(|m| Some(m.swap_total_bytes?.saturating_sub(m.swap_free_bytes?))),
         committed_bytes: g(|m| m.committed_as_bytes),
         commit_limit_bytes: g(|m| m.commit_limit_bytes),
-        overcommit_mode: s.host.sysctl.as_ref().and_then(|x| x.overcommit_memory),
+        overcommit_mode: s.host.get::<Sysctl>().and_then(|x| x.overcommit_memory),
         pressure_stalled_ratio: s.signals.pressure_stalled_ratio,
-        thp_enabled: s.host.thp.as_ref().and_then(|t| t.enabled.clone()),
-        khugepaged_max_ptes_none: s.host.thp.as_ref().and_then(|t| t.khugepaged.max_ptes_none),
+        thp_enabled: s.host.get::<Thp>().and_then(|t| t.enabled.clone()),
+        khugepaged_max_ptes_none: s.host.get::<Thp>().and_then(|t| t.khugepaged.max_ptes_none),
         thp_hidden_bytes: s.signals.thp_hidden_bytes,
         last_oom_kill_unix_seconds: s.signals.last_oom_kill_unix_seconds,
     };

@@ -2,11 +2,12 @@
 //! reproducers cannot reach on a healthy test machine.
 
 use super::*;
-use crate::collect::{Host, Sysctl, Thp};
+use crate::collect::Host;
 use crate::model::derive::tests_support::process;
 use crate::model::signals::Method;
 use crate::model::signals::Signals;
 use crate::parse::meminfo::Meminfo;
+use crate::units::{meminfo, sysctl, sysctl::Sysctl, thp, thp::Thp};
 
 const GIB: u64 = 1 << 30;
 
@@ -25,20 +26,24 @@ fn report(pid: u32, rank: u64, rss: u64, score: u64, signals: Signals) -> Proces
 
 fn host(total: u64, available: u64) -> Snapshot {
     Snapshot {
-        host: Host {
-            meminfo: Some(Meminfo {
-                mem_total_bytes: Some(total),
-                mem_available_bytes: Some(available),
-                committed_as_bytes: Some(10 * GIB),
-                commit_limit_bytes: Some(12 * GIB),
-                ..Meminfo::default()
-            }),
-            sysctl: Some(Sysctl {
-                overcommit_memory: Some(0),
-                ..Sysctl::default()
-            }),
-            ..Host::default()
-        },
+        host: Host::default()
+            .with(
+                meminfo::COLLECTOR,
+                Meminfo {
+                    mem_total_bytes: Some(total),
+                    mem_available_bytes: Some(available),
+                    committed_as_bytes: Some(10 * GIB),
+                    commit_limit_bytes: Some(12 * GIB),
+                    ..Meminfo::default()
+                },
+            )
+            .with(
+                sysctl::COLLECTOR,
+                Sysctl {
+                    overcommit_memory: Some(0),
+                    ..Sysctl::default()
+                },
+            ),
         ..Snapshot::default()
     }
 }
@@ -94,17 +99,26 @@ fn the_oom_victim_is_a_finding_only_when_memory_is_low_as_in_the_alert() {
 #[test]
 fn commit_is_read_against_the_overcommit_mode() {
     let mut s = host(24 * GIB, 20 * GIB);
-    let m = s.host.meminfo.as_mut().unwrap();
+    let mut m = s.host.get::<Meminfo>().unwrap().clone();
     m.committed_as_bytes = Some(11 * GIB);
     m.commit_limit_bytes = Some(12 * GIB);
+    s.host.set(meminfo::COLLECTOR, m.clone());
+    let mode = |s: &mut Snapshot, mode: u64| {
+        let sysctl = Sysctl {
+            overcommit_memory: Some(mode),
+            ..Sysctl::default()
+        };
+        s.host.set(sysctl::COLLECTOR, sysctl);
+    };
     // Mode 0: 11 of 12 is nothing; mode 2: past 0.9 of the limit, allocations are near
     // failing.
     assert!(diagnose(&s, &Options::default()).findings.is_empty());
-    s.host.sysctl.as_mut().unwrap().overcommit_memory = Some(2);
+    mode(&mut s, 2);
     assert_eq!(kinds(&diagnose(&s, &Options::default())), ["commit_limit"]);
     // Mode 0 past the limit: normal, but a switch to mode 2 would break the host.
-    s.host.sysctl.as_mut().unwrap().overcommit_memory = Some(0);
-    s.host.meminfo.as_mut().unwrap().committed_as_bytes = Some(20 * GIB);
+    mode(&mut s, 0);
+    m.committed_as_bytes = Some(20 * GIB);
+    s.host.set(meminfo::COLLECTOR, m);
     let d = diagnose(&s, &Options::default());
     assert_eq!(kinds(&d), ["commit_overrun"]);
     assert_eq!(d.findings[0].bytes, 8 * GIB);
@@ -118,12 +132,12 @@ fn thp_always_with_max_ptes_none_511_is_a_risk_madvise_is_not() {
         ..Thp::default()
     };
     thp.khugepaged.max_ptes_none = Some(511);
-    s.host.thp = Some(thp.clone());
+    s.host.set(thp::COLLECTOR, thp.clone());
     // As derive signals it for both modes: THP usable and max_ptes_none 511.
     s.signals.thp_regrowth_risk = Some(true);
     assert!(diagnose(&s, &Options::default()).findings.is_empty());
     thp.enabled = Some("always".into());
-    s.host.thp = Some(thp);
+    s.host.set(thp::COLLECTOR, thp);
     let d = diagnose(&s, &Options::default());
     assert_eq!(kinds(&d), ["thp_regrowth_risk"]);
     assert!(d.findings[0].remedy.contains("max_ptes_none"));

@@ -1,4 +1,5 @@
-//! The metric catalogue: one row per family the exporter serves, with its base name (what
+//! The metric catalogue: one row per family the exporter itself and the processes
+//! collector serve (each system collector's rows are in its unit, `units/`), with its base name (what
 //! prometheus-client takes; the name as served is made from it, its type and its unit),
 //! type, unit, labels, the file it comes from and its help text. The encoder
 //! (`system.rs`, `processes.rs`) writes families only through these rows; docs/metrics.md
@@ -14,13 +15,7 @@ mod s {
     use super::Section::{self, Exporter, Of};
     use crate::family::Collector;
     pub const EXPORTER: Section = Exporter;
-    pub const MEMINFO: Section = Of(Collector::Meminfo);
-    pub const SYSCTL: Section = Of(Collector::Sysctl);
-    pub const THP: Section = Of(Collector::Thp);
-    pub const VMSTAT: Section = Of(Collector::Vmstat);
-    pub const PRESSURE: Section = Of(Collector::Pressure);
     pub const PROCESSES: Section = Of(Collector::Processes);
-    pub const CGROUP: Section = Of(Collector::Cgroup);
 }
 
 macro_rules! catalogue {
@@ -29,8 +24,8 @@ macro_rules! catalogue {
         $(pub const $id: Metric = crate::family::metric!(
             $scope $base, $kind, $unit, [$($label),*], s::$section, $source, $help
         );)*
-        /// Every row of the built-in collectors, in the order of the exposition (the
-        /// units' rows are theirs: [`all`]).
+        /// Every row of the exporter itself and of the processes collector, in the order
+        /// of the exposition (the system collectors' rows are their units': [`all`]).
         pub const ALL: &[Metric] = &[$($id),*];
     };
 }
@@ -99,90 +94,6 @@ catalogue! {
         "Reads of deep-read JVMs' perf data (hsperfdata, read through the JVM's own mapping of it) by outcome: measured (figures and held heap); no_resident (figures, but the heap's range or file was not found: no held figure); not_published (no perf data: -XX:-UsePerfData, -XX:+PerfDisableSharedMem, or another JVM holds the file of the same /tmp and namespace pid); unreadable (no ptrace access); not_ready (the JVM is starting); malformed (outside HotSpot's format, or absurd figures).";
     SCAN_ERRORS_TOTAL = membloat "scan_errors", Counter, None, ["collector", "reason"], EXPORTER, "the exporter",
         "Values skipped by reason: vanished (the process exited while being read), permission_denied (the exporter may not read it), malformed (unparseable or absurd), unsupported (the kernel lacks the file), io, hidden (/proc has hidepid and the exporter lacks CAP_SYS_PTRACE: other users' processes are not listed; once per scan), timeout (a read that outlasted --collector.processes.read-timeout: a process once, when it is left behind; a system collector every scan its reader is still stuck).";
-    MEMORY_TOTAL_BYTES = membloat "memory_total", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
-        "MemTotal: usable RAM (/proc/meminfo).";
-    MEMORY_FREE_BYTES = membloat "memory_free", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
-        "MemFree: unused RAM (/proc/meminfo).";
-    MEMORY_AVAILABLE_BYTES = membloat "memory_available", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
-        "MemAvailable: memory available to new work without swapping (/proc/meminfo).";
-    MEMORY_COMMITTED_BYTES = membloat "memory_committed", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
-        "Committed_AS: address space committed by all processes, touched or not (/proc/meminfo).";
-    MEMORY_COMMIT_LIMIT_BYTES = membloat "memory_commit_limit", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
-        "CommitLimit: the commit limit, enforced only when vm.overcommit_memory is 2 (/proc/meminfo).";
-    SWAP_TOTAL_BYTES = membloat "swap_total", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
-        "SwapTotal (/proc/meminfo).";
-    SWAP_FREE_BYTES = membloat "swap_free", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
-        "SwapFree (/proc/meminfo).";
-    MEMORY_ANON_BYTES = membloat "memory_anon", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
-        "AnonPages: anonymous memory mapped by processes (/proc/meminfo).";
-    MEMORY_ANON_HUGE_BYTES = membloat "memory_anon_huge", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
-        "AnonHugePages: anonymous memory in transparent huge pages (/proc/meminfo).";
-    MEMORY_SHMEM_HUGE_BYTES = membloat "memory_shmem_huge", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
-        "ShmemHugePages: shared memory and tmpfs in huge pages (/proc/meminfo).";
-    MEMORY_FILE_HUGE_BYTES = membloat "memory_file_huge", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
-        "FileHugePages: page cache in huge pages (/proc/meminfo).";
-    MEMORY_HUGETLB_BYTES = membloat "memory_hugetlb", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
-        "Hugetlb: memory reserved for hugetlbfs pages (/proc/meminfo).";
-    MEMORY_PAGE_TABLES_BYTES = membloat "memory_page_tables", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
-        "PageTables: memory used by page tables (/proc/meminfo).";
-    COMMIT_RATIO = membloat "commit", Gauge, Ratio, [], MEMINFO, "/proc/meminfo",
-        "Committed_AS / CommitLimit. Above 1 is normal unless vm.overcommit_memory is 2, where allocations fail at 1; read it beside membloat_vm_overcommit_memory.";
-    COMMIT_LIMIT_REACHED = membloat "commit_limit_reached", Gauge, None, [], MEMINFO, "/proc/meminfo, /proc/sys/vm",
-        "1 when vm.overcommit_memory is 2 and Committed_AS >= CommitLimit: new allocations fail.";
-    LAST_OOM_KILL_TIMESTAMP_SECONDS = membloat "last_oom_kill_timestamp", Gauge, Seconds, [], VMSTAT, "/proc/vmstat",
-        "Unix time of the scan that first saw /proc/vmstat oom_kill rise since the exporter started; absent until then.";
-    COMMIT_HEADROOM_BYTES = membloat "commit_headroom", Gauge, Bytes, [], MEMINFO, "/proc/meminfo",
-        "CommitLimit - Committed_AS: memory that can still be committed in overcommit mode 2; negative is normal in modes 0 and 1.";
-    VM_OVERCOMMIT_MEMORY = membloat "vm_overcommit_memory", Gauge, None, [], SYSCTL, "/proc/sys/vm",
-        "vm.overcommit_memory: 0 heuristic, 1 always overcommit, 2 strict (CommitLimit enforced).";
-    VM_OVERCOMMIT_RATIO = membloat "vm_overcommit", Gauge, Ratio, [], SYSCTL, "/proc/sys/vm",
-        "vm.overcommit_ratio as a share of RAM counted in CommitLimit (used when vm.overcommit_kbytes is 0).";
-    VM_OVERCOMMIT_BYTES = membloat "vm_overcommit", Gauge, Bytes, [], SYSCTL, "/proc/sys/vm",
-        "vm.overcommit_kbytes: fixed RAM counted in CommitLimit instead of the ratio when not 0.";
-    VM_PANIC_ON_OOM = membloat "vm_panic_on_oom", Gauge, None, [], SYSCTL, "/proc/sys/vm",
-        "vm.panic_on_oom: 0 kill a process, 1 or 2 panic the kernel on out-of-memory.";
-    VM_SWAPPINESS = membloat "vm_swappiness", Gauge, None, [], SYSCTL, "/proc/sys/vm",
-        "vm.swappiness: preference for swapping anonymous memory over dropping page cache (0-200).";
-    THP_SETTINGS_INFO = membloat "thp_settings", Info, None, ["enabled", "defrag", "shmem_enabled"], THP, "/sys/kernel/mm/transparent_hugepage",
-        "Transparent huge page modes from /sys/kernel/mm/transparent_hugepage.";
-    KHUGEPAGED_DEFRAG = membloat "khugepaged_defrag", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
-        "khugepaged/defrag: 1 when khugepaged may compact memory to collapse huge pages.";
-    KHUGEPAGED_MAX_PTES_NONE = membloat "khugepaged_max_ptes_none", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
-        "khugepaged/max_ptes_none: empty 4 KiB pages khugepaged may fill to collapse a huge page; 511 (default) lets one touched page become 2 MiB of RSS.";
-    KHUGEPAGED_MAX_PTES_SWAP = membloat "khugepaged_max_ptes_swap", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
-        "khugepaged/max_ptes_swap: swapped-out pages khugepaged may read back to collapse a huge page.";
-    KHUGEPAGED_MAX_PTES_SHARED = membloat "khugepaged_max_ptes_shared", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
-        "khugepaged/max_ptes_shared: shared pages allowed in a range khugepaged collapses.";
-    KHUGEPAGED_PAGES_TO_SCAN = membloat "khugepaged_pages_to_scan", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
-        "khugepaged/pages_to_scan: pages scanned per khugepaged pass.";
-    KHUGEPAGED_SCAN_SLEEP_SECONDS = membloat "khugepaged_scan_sleep", Gauge, Seconds, [], THP, "/sys/kernel/mm/transparent_hugepage",
-        "khugepaged/scan_sleep_millisecs: pause between khugepaged passes.";
-    KHUGEPAGED_ALLOC_SLEEP_SECONDS = membloat "khugepaged_alloc_sleep", Gauge, Seconds, [], THP, "/sys/kernel/mm/transparent_hugepage",
-        "khugepaged/alloc_sleep_millisecs: pause after a failed huge page allocation.";
-    KHUGEPAGED_PAGES_COLLAPSED_TOTAL = membloat "khugepaged_pages_collapsed", Counter, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
-        "khugepaged/pages_collapsed: huge pages khugepaged made by collapsing small pages.";
-    KHUGEPAGED_FULL_SCANS_TOTAL = membloat "khugepaged_full_scans", Counter, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
-        "khugepaged/full_scans: complete khugepaged passes over eligible memory.";
-    MTHP_SETTINGS_INFO = membloat "mthp_settings", Info, None, ["enabled", "size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/enabled",
-        "Per-size transparent huge page mode from hugepages-SIZE/enabled (kernel 6.8+).";
-    MTHP_KEY_FOLIOS = membloat "mthp_<key>_folios", Gauge, None, ["size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
-        "hugepages-SIZE/stats/nr_<key>: huge pages (folios) of this size currently in that state.";
-    MTHP_KEY_TOTAL = membloat "mthp_<key>", Counter, None, ["size"], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
-        "hugepages-SIZE/stats/<key>: events for huge pages of this size.";
-    THP_REGROWTH_RISK = membloat "thp_regrowth_risk", Gauge, None, [], THP, "/sys/kernel/mm/transparent_hugepage",
-        "1 when THP is not `never` and khugepaged/max_ptes_none is 511: memory released with MADV_DONTNEED can grow back while a program sleeps.";
-    THP_HIDDEN_BYTES = membloat "thp_hidden", Gauge, Bytes, [], THP, "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
-        "Memory held in partially mapped huge pages (nr_anon_partially_mapped x size, kernel 6.12+): allocated, yet in no RSS, AnonHugePages or MemFree.";
-    VMSTAT_KEY_TOTAL = membloat "vmstat_<key>", Counter, None, [], VMSTAT, "/proc/vmstat",
-        "/proc/vmstat <key>.";
-    PRESSURE_MEMORY_WAITING_SECONDS_TOTAL = membloat "pressure_memory_waiting", Counter, Seconds, [], PRESSURE, "/proc/pressure/memory some",
-        "Time in which at least one task stalled on memory (/proc/pressure/memory some).";
-    PRESSURE_MEMORY_STALLED_SECONDS_TOTAL = membloat "pressure_memory_stalled", Counter, Seconds, [], PRESSURE, "/proc/pressure/memory full",
-        "Time in which all non-idle tasks stalled on memory at once (/proc/pressure/memory full).";
-    PRESSURE_MEMORY_WAITING_RATIO = membloat "pressure_memory_waiting", Gauge, Ratio, [], PRESSURE, "/proc/pressure/memory",
-        "Share of the last scan interval in which at least one task stalled on memory (PSI some).";
-    PRESSURE_MEMORY_STALLED_RATIO = membloat "pressure_memory_stalled", Gauge, Ratio, [], PRESSURE, "/proc/pressure/memory",
-        "Share of the last scan interval in which all non-idle tasks stalled on memory (PSI full).";
     GROUPS_FOLDED = membloat "groups_folded", Gauge, None, [], PROCESSES, "the exporter",
         "Groups summed into group=\"other\" by --collector.processes.max-groups in the latest scan; above 0, raise the cap or group with a matcher file.";
     GROUP_PROCESSES = membloat "group_processes", Gauge, None, ["group"], PROCESSES, "/proc/PID",
@@ -229,26 +140,6 @@ catalogue! {
         "Heaps of glibc's non-main arenas in the group's processes (see membloat_process_arena_heaps; deep tier).";
     GROUP_ARENA_RESERVED_BYTES = membloat "group_arena_reserved", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps",
         "Address space the group's glibc arena heaps reserve, 64 MiB each (deep tier).";
-    CGROUP_INFO = membloat "cgroup", Info, None, ["cgroup", "pod_uid", "container_id", "runtime", "qos_class", "systemd_unit"], CGROUP, "the cgroup path",
-        "Who owns a cgroup, read from its path (cgroup v1 and v2, cgroupfs and systemd drivers, containerd, CRI-O and Docker): the pod UID and container ID as kube-state-metrics writes them (the container ID without its runtime:// scheme), the QoS class, or the systemd unit. Only cgroups whose path names one of them.";
-    CGROUP_ANON_BYTES = membloat "cgroup_anon", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",
-        "Anonymous memory of a memory cgroup (container): memory.stat rss on cgroup v1 (own processes), anon on v2 (leaf cgroups).";
-    CGROUP_ANON_HUGE_BYTES = membloat "cgroup_anon_huge", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat",
-        "Anonymous memory of a memory cgroup in transparent huge pages: memory.stat rss_huge on v1, anon_thp on v2.";
-    CGROUP_MEMORY_USAGE_BYTES = membloat "cgroup_memory_usage", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.current, memory.usage_in_bytes",
-        "Memory charged to a memory cgroup (container): memory.current on v2, memory.usage_in_bytes on v1; page cache included.";
-    CGROUP_MEMORY_LIMIT_BYTES = membloat "cgroup_memory_limit", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.max, memory.limit_in_bytes",
-        "The memory cgroup's limit: memory.max on v2, memory.limit_in_bytes on v1; absent when unlimited.";
-    CGROUP_WORKING_SET_BYTES = membloat "cgroup_working_set", Gauge, Bytes, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.stat, memory.current, memory.usage_in_bytes",
-        "Usage less inactive page cache (inactive_file on v2, total_inactive_file on v1): the working set the kubelet evicts by and kubectl top shows; near the limit, the OOM killer is near.";
-    CGROUP_HOARDED_BYTES = membloat "cgroup_hoarded", Gauge, Bytes, ["cgroup"], CGROUP, "/proc/PID/mem, pagemap, cgroup (the heap walk)",
-        "Freed memory the glibc allocators of the cgroup's processes hold and malloc_trim would return, measured by the heap walk and summed by memory cgroup (cgroups with some only): the share of a container's usage its allocators would give back.";
-    CGROUP_RUNTIME_HELD_BYTES = membloat "cgroup_runtime_held", Gauge, Bytes, ["cgroup", "runtime"], CGROUP, "/proc/PID/mem (hsperfdata, libjvm), pagemap, cgroup",
-        "Resident heap a managed runtime holds unused, summed by memory cgroup (runtime=\"jvm\"): the runtime's share of membloat_cgroup_hoarded_bytes. Only cgroups with such a process.";
-    CGROUP_OOM_KILLS_TOTAL = membloat "cgroup_oom_kills", Counter, None, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.events, memory.oom_control",
-        "Processes of the cgroup killed by the OOM killer, for the host's OOM or the cgroup's limit alike (memory.events oom_kill on v2, memory.oom_control oom_kill on v1).";
-    CGROUP_LIMIT_OOMS_TOTAL = membloat "cgroup_limit_ooms", Counter, None, ["cgroup"], CGROUP, "/sys/fs/cgroup/**/memory.events",
-        "Times the cgroup reached its memory limit and the OOM killer ran inside it (memory.events oom; cgroup v2 only): OOM kills of a container's own limit, not the host's.";
     PROCESS_RESIDENT_BYTES = membloat "process_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",
         "VmRSS of a top process (/proc/PID/status).";
     PROCESS_RESIDENT_PEAK_BYTES = membloat "process_resident_peak", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/status",

@@ -1,9 +1,10 @@
-//! The exposition. The catalogue (`catalogue.rs`) names every family of the built-in
-//! collectors and the exporter itself; a unit in `units/` names its own in its file. Here:
-//! the families of the system collectors and the exporter itself (`system.rs`), of groups
-//! and top processes (`processes.rs`); the text format 0.0.4 rewritten from OpenMetrics
-//! (`text.rs`). Encoding reads only a [`Snapshot`]; it never
-//! touches `/proc`.
+//! The exposition. The catalogue (`catalogue.rs`) names every family of the exporter
+//! itself and of the processes collector; each system collector's unit in `units/` names
+//! its own in its file. Here: the exporter's own families and those the model derives for
+//! the units' sections (`system.rs`), each unit's section (its reading's families with the
+//! derived ones in place), the groups and top processes (`processes.rs`), the OOM kills
+//! (`kills.rs`), and the text format 0.0.4 rewritten from OpenMetrics (`text.rs`). Encoding
+//! reads only a [`Snapshot`]; it never touches `/proc`.
 
 pub mod catalogue;
 pub mod kills;
@@ -12,10 +13,7 @@ mod system;
 mod text;
 
 use processes::{encode_groups, encode_top};
-use system::{
-    encode_cgroups, encode_meminfo, encode_pressure, encode_self, encode_sysctl, encode_thp,
-    encode_vmstat,
-};
+use system::encode_self;
 pub use text::text_from_openmetrics;
 
 use std::fmt;
@@ -27,7 +25,9 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit as PromUnit};
 
+use crate::family::Family;
 use crate::model::derive::Snapshot;
+use crate::units::Unit as CollectorUnit;
 use catalogue::*;
 
 /// Every family but the exporter's own `process_*` starts with this (`family::prefix!`).
@@ -130,26 +130,68 @@ fn u(v: Option<u64>) -> Option<Num> {
     v.map(Num::U)
 }
 
-/// The families of the collector units, each as its unit read it, in the units' order.
-fn encode_units(f: &mut Families, s: &Snapshot) -> fmt::Result {
-    for family in s.host.units.iter().flat_map(|(_, families)| families) {
-        let rows = family
-            .samples
-            .iter()
-            .map(|(values, v)| {
-                let labels: Labels = family
-                    .metric
-                    .labels
-                    .iter()
-                    .copied()
-                    .zip(values.iter().map(String::as_str))
-                    .collect();
-                (labels, *v)
-            })
-            .collect();
-        f.family(family.metric, rows)?;
+/// The system units' sections the exposition opens with, in the order it has always had;
+/// the other units' follow in the order of `units::ALL`.
+const FIRST: [&str; 5] = ["meminfo", "sysctl", "thp", "vmstat", "pressure"];
+
+/// The sections after the process groups: a cgroup's families hold sums of its processes.
+const AFTER_GROUPS: [&str; 1] = ["cgroup"];
+
+/// One family a unit read or the model derived, as its row says.
+fn encode_family(f: &mut Families, family: &Family) -> fmt::Result {
+    let rows: Vec<(Labels, Num)> = family
+        .samples
+        .iter()
+        .map(|(labels, v)| (labels.iter().map(|(k, v)| (*k, v.as_str())).collect(), *v))
+        .collect();
+    match (family.metric.kind, &family.key) {
+        // An info's labels are the information: written as they are, after its name.
+        (Kind::Info, _) if rows.is_empty() => Ok(()),
+        (Kind::Info, _) => {
+            let mut metric = f.descriptor(family.metric)?;
+            for (labels, _) in &rows {
+                metric.encode_info(labels)?;
+            }
+            Ok(())
+        }
+        (_, Some(key)) => f.keyed(family.metric, key, rows),
+        (_, None) => f.family(family.metric, rows),
     }
-    Ok(())
+}
+
+/// A unit's section: the families of its reading, and those the model derives for it
+/// (`derived`, in their order). A derived family whose row the unit lists goes before the
+/// first of the reading's families that comes after it in the rows; one it does not list
+/// (a figure of another unit's reading) follows the derived family before it.
+fn encode_section(
+    f: &mut Families,
+    s: &Snapshot,
+    unit: &CollectorUnit,
+    derived: &[(&str, Family)],
+) -> fmt::Result {
+    let me = crate::family::Collector::Unit(unit.name);
+    let row = |family: &Family| unit.rows.iter().position(|r| r.name == family.metric.name);
+    let mut families: Vec<Family> = s
+        .host
+        .readings()
+        .filter(|(c, _)| *c == me)
+        .flat_map(|(_, r)| r.families())
+        .collect();
+    let mut placed: Option<usize> = None;
+    for (_, d) in derived.iter().filter(|(name, _)| *name == unit.name) {
+        let at = match row(d) {
+            Some(at) => families
+                .iter()
+                .position(|f| row(f).is_some_and(|i| i > at))
+                .unwrap_or(families.len()),
+            None => placed.map_or(families.len(), |p| p + 1),
+        };
+        families.insert(at, d.clone());
+        placed = Some(at);
+    }
+    families
+        .iter()
+        .try_for_each(|family| encode_family(f, family))
 }
 
 /// Encodes one snapshot.
@@ -161,15 +203,20 @@ impl Collector for SnapshotCollector {
         let mut f = Families { enc: &mut enc };
         let s = &*self.0;
         encode_self(&mut f, s)?;
-        encode_meminfo(&mut f, s)?;
-        encode_sysctl(&mut f, s)?;
-        encode_thp(&mut f, s)?;
-        encode_vmstat(&mut f, s)?;
-        encode_pressure(&mut f, s)?;
-        encode_units(&mut f, s)?;
+        let derived = system::derived(s);
+        let named = |name: &str| crate::units::named(name).into_iter();
+        let rest = crate::units::ALL
+            .iter()
+            .copied()
+            .filter(|u| !FIRST.contains(&u.name) && !AFTER_GROUPS.contains(&u.name));
+        for unit in FIRST.iter().flat_map(|n| named(n)).chain(rest) {
+            encode_section(&mut f, s, unit, &derived)?;
+        }
         let folded = s.processes_scanned.map(|_| s.groups_folded);
         encode_groups(&mut f, &s.groups, folded)?;
-        encode_cgroups(&mut f, s)?;
+        for unit in AFTER_GROUPS.iter().flat_map(|n| named(n)) {
+            encode_section(&mut f, s, unit, &derived)?;
+        }
         kills::encode_kills(&mut f, s)?;
         encode_top(&mut f, &s.top)
     }

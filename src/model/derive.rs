@@ -5,16 +5,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::UNIX_EPOCH;
 
 use crate::collect::heap::runtime::Identity;
-use crate::collect::{
-    CollectorRun, DeepRun, ErrorCounts, Host, ProcessSample, ReadStats, Sample, Sysctl, Thp,
-};
+use crate::collect::{CollectorRun, DeepRun, ErrorCounts, Host, ProcessSample, ReadStats, Sample};
 use crate::family::Collector;
 use crate::model::groups::{groups, GroupStats};
 use crate::model::kills::{Kills, Known};
 use crate::model::signals::{self, Method, ProcState, Signals};
 use crate::model::state::State;
-use crate::parse::meminfo::Meminfo;
+use crate::parse::{meminfo::Meminfo, pressure::Pressure, vmstat::Vmstat};
 use crate::source::Reason;
+use crate::units::kmsg::OomKills;
+use crate::units::{sysctl::Sysctl, thp::Thp};
 
 /// System signals that need no history.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -180,12 +180,14 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         sigs.push(sig);
     }
 
+    let host = &sample.host;
     let mut system = system_signals(
-        sample.host.meminfo.as_ref(),
-        sample.host.thp.as_ref(),
-        sample.host.sysctl.as_ref(),
+        host.get::<Meminfo>(),
+        host.get::<Thp>(),
+        host.get::<Sysctl>(),
     );
-    if let (Some(before), Some(now_p)) = (prev.pressure, sample.host.pressure) {
+    let pressure = host.get::<Pressure>().cloned();
+    if let (Some(before), Some(now_p)) = (prev.pressure, pressure) {
         let rate = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (Some(a), Some(b)) if b >= a && elapsed > 0.0 => Some(((b - a) / elapsed).min(1.0)),
             _ => None,
@@ -193,7 +195,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         system.pressure_waiting_ratio = rate(before.some_seconds, now_p.some_seconds);
         system.pressure_stalled_ratio = rate(before.full_seconds, now_p.full_seconds);
     }
-    let oom_kills = sample.host.vmstat.as_ref().and_then(|v| v.get("oom_kill"));
+    let oom_kills = host.get::<Vmstat>().and_then(|v| v.get("oom_kill"));
     system.last_oom_kill_unix_seconds = match (prev.oom_kills, oom_kills) {
         (Some(a), Some(b)) if b > a => now,
         _ => prev.last_oom_kill_unix_seconds,
@@ -204,7 +206,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         .collectors
         .iter()
         .any(|c| c.name == crate::units::kmsg::COLLECTOR);
-    if let Some(new) = sample.oom_kills {
+    if let Some(OomKills(new)) = sample.host.get::<OomKills>().cloned() {
         let known = Known {
             states: &states,
             scan,
@@ -231,7 +233,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         jvm_reads_total: prev
             .jvm_reads_total
             .plus(&sample.deep.map(|d| d.jvm_reads).unwrap_or_default()),
-        pressure: sample.host.pressure,
+        pressure,
         oom_kills,
         last_oom_kill_unix_seconds: system.last_oom_kill_unix_seconds,
         processes: states,

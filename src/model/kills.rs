@@ -170,7 +170,7 @@ mod tests {
     }
 
     fn state(group: &str, rss: u64, scan: u64) -> ProcState {
-        let mut r = crate::collect::Reading {
+        let mut r = crate::collect::ProcessFiles {
             group: Some(group.to_string()),
             ..Default::default()
         };

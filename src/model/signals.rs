@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::collect::heap::jvm::{self, JavaHeap};
 use crate::collect::heap::runtime::{Allocator, Runtime};
 use crate::collect::heap::{HeapMeasure, HeapReading};
-use crate::collect::{ProcessSample, Reading};
+use crate::collect::{ProcessFiles, ProcessSample};
 use crate::parse::smaps::SmapsSummary;
 
 /// Heap memory below this is never suspected of hoarding (no heap walk).
@@ -96,7 +96,7 @@ pub struct ProcState {
     pub idle: Option<bool>,
     /// What the process's files said in the scan that last saw it (shared with the
     /// scanner's record while it does not change).
-    pub reading: Arc<Reading>,
+    pub reading: Arc<ProcessFiles>,
     /// RssAnon when the current idle stretch began (or its lowest since).
     pub trough_rss_anon_bytes: u64,
     /// Bytes regrown while idle since the trough.

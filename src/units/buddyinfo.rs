@@ -137,20 +137,14 @@ fn read(r: &mut Reader) -> Result<Vec<Family>, Reason> {
         crate::log!(Debug, "malformed file", file = "/proc/buddyinfo", error = e);
         Reason::Malformed
     })?;
-    r.malformed += rejected;
-    let mut all = Family {
-        metric: &ROWS[0],
-        samples: Vec::new(),
-    };
-    let mut capable = Family {
-        metric: &ROWS[1],
-        samples: Vec::new(),
-    };
+    r.count(Reason::Malformed, rejected);
+    let mut all = Family::new(&ROWS[0]);
+    let mut capable = Family::new(&ROWS[1]);
     for z in &zones {
         let (free, huge) = free_bytes(z, page, min_order);
-        let labels = vec![z.node.clone(), z.zone.clone()];
-        all.samples.push((labels.clone(), Value::U(free)));
-        capable.samples.push((labels, Value::U(huge)));
+        let labels = vec![("node", z.node.clone()), ("zone", z.zone.clone())];
+        all.push(labels.clone(), Value::U(free));
+        capable.push(labels, Value::U(huge));
     }
     Ok(vec![all, capable])
 }

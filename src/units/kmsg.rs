@@ -8,11 +8,11 @@
 //! measured of its victim, and the exposition encodes the join with these rows.
 
 use crate::family::Collector;
-use crate::family::{Metric, Section};
-use crate::parse::kmsg::Assembler;
+use crate::family::{Family, Metric, Section};
+use crate::parse::kmsg::{Assembler, OomKill};
 use crate::source::{KernelLog, ReadError, Reason};
 
-use super::{Collect, Output, Reader, Unit};
+use super::{Collect, Output, Reader, Reading, Unit};
 
 pub const UNIT: Unit = Unit {
     name: NAME,
@@ -101,6 +101,17 @@ pub const OOM_LAST_VICTIM_MEASURED_TIMESTAMP_SECONDS: Metric = crate::family::me
     "Unix time of the scan that last read the latest victim; absent when no scan saw it.",
 );
 
+/// The OOM kills logged since the last read: the model joins them with what was last
+/// measured of each victim, and the exposition encodes the join with this unit's rows.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OomKills(pub Vec<OomKill>);
+
+impl Reading for OomKills {
+    fn families(&self) -> Vec<Family> {
+        Vec::new()
+    }
+}
+
 /// The open log, its cursor and the lines of a kill not yet complete.
 #[derive(Debug, Default)]
 struct Cursor {
@@ -132,7 +143,7 @@ impl Collect for Cursor {
         let before = self.assembler.malformed;
         let assembler = &mut self.assembler;
         let read = log.read(|record| kills.extend(assembler.push(record)));
-        r.malformed += self.assembler.malformed - before;
+        r.count(Reason::Malformed, self.assembler.malformed - before);
         match read {
             Ok(done) => {
                 if done.overwritten > 0 {
@@ -142,7 +153,7 @@ impl Collect for Cursor {
                         times = done.overwritten
                     );
                 }
-                Ok(Output::OomKills(kills))
+                Ok(Box::new(OomKills(kills)))
             }
             Err(e) => {
                 // Opened again (at the end) by the next scan.

@@ -1,29 +1,34 @@
 //! System collectors as units: each is one file that says its name (its `--collector.NAME`
-//! flag and `collector` label), what it collects, its catalogue rows, what to do when the
-//! kernel refuses it, and how it reads through `source`; `register!` lists it in [`ALL`].
-//! The scanner starts each unit's reader once and keeps it, so a unit may carry state
-//! between scans (the kernel log's cursor); it runs every enabled unit on the system pool
-//! with the other system files (a stuck file costs a scan the read timeout once). What a
-//! unit reads is an [`Output`]: families the exposition encodes as they are, after the
-//! built-in system collectors and in the order of [`ALL`], or a typed reading the model
-//! joins with the rest of the scan (the OOM kills). Adding one is its file and its name in
-//! the `register!` line.
+//! flag and `collector` label), what it collects, its section's catalogue rows, what to do
+//! when the kernel refuses it, and how it reads through `source`; `register!` lists it in
+//! [`ALL`]. The scanner starts each unit's reader once and keeps it, so a unit may carry
+//! state between scans (the kernel log's cursor); it runs every enabled unit on the system
+//! pool (a stuck file costs a scan the read timeout once). What a unit reads is a typed
+//! [`Reading`]: the scan's `Host` holds it, the model takes it back by its type where it
+//! derives from it, and the exposition encodes its families. Adding one is its file and
+//! its name in the `register!` line, plus the model's use of its reading if it derives
+//! anything from it.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::path::Path;
 
 use crate::family::{Collector, Family, Metric};
-use crate::parse::kmsg::OomKill;
-use crate::source::{Buffer, Reason, Source};
+use crate::source::{Buffer, ReadError, Reason, Source};
 
 /// Declares each unit's module and lists its `UNIT` in [`ALL`], in the order given.
 macro_rules! register {
     ($($unit:ident),* $(,)?) => {
         $(pub mod $unit;)*
-        /// Every unit, in the order of the exposition.
+        /// Every unit, in the order of `--help` and the self metrics.
         pub const ALL: &[&Unit] = &[$(&$unit::UNIT),*];
     };
 }
 
-// The registration line: a unit's file name, in the order of the exposition.
-register!(kmsg, buddyinfo);
+// The registration line: a unit's file name, in the order of `--help` and the self metrics
+// (the exposition's order is `expose`'s: a new unit's families follow the others').
+register!(meminfo, vmstat, sysctl, thp, pressure, cgroup, kmsg, buddyinfo);
 
 /// A system collector.
 pub struct Unit {
@@ -31,7 +36,8 @@ pub struct Unit {
     pub name: &'static str,
     /// What it collects, for `--help` and the catalogue's heading.
     pub what: &'static str,
-    /// The families it may serve.
+    /// Its section's catalogue rows, in the order of the exposition: the families its
+    /// reading serves, and those the model derives from it (their `source` says so).
     pub rows: &'static [Metric],
     /// What the operator can do when the unit fails for a reason, for the warning the log
     /// prints once; a reason not listed gets the general advice.
@@ -52,27 +58,46 @@ pub trait Collect: Send {
     fn read_history(&mut self) {}
 }
 
-/// What a unit contributes to a scan's sample.
-#[derive(Debug, Clone)]
-pub enum Output {
-    /// Families with their samples, exposed as they are.
-    Families(Vec<Family>),
-    /// The OOM kills logged since the last read, which the model joins with what was last
-    /// measured of each victim.
-    OomKills(Vec<OomKill>),
+/// What a unit read in one scan: a typed value the model may use (`Host::get` by its
+/// type), which the exposition encodes through [`Reading::families`].
+pub trait Reading: AsAny + Debug + Send + Sync {
+    /// The families it serves, in the order of its unit's rows (a pattern row's families
+    /// in the order of their keys). Called once per scan, by the exposition.
+    fn families(&self) -> Vec<Family>;
 }
 
-/// A unit without state: a function of its files, read anew each scan.
-struct Stateless(fn(&mut Reader) -> Result<Vec<Family>, Reason>);
+/// A reading as `Any`, for the model to take it back by its type.
+pub trait AsAny: Any {
+    fn as_any(&self) -> &dyn Any;
+}
 
-impl Collect for Stateless {
-    fn read(&mut self, r: &mut Reader) -> Result<Output, Reason> {
-        (self.0)(r).map(Output::Families)
+impl<T: Any> AsAny for T {
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }
 
-/// The reader of a unit that reads its families from files alone each scan.
-pub fn stateless(read: fn(&mut Reader) -> Result<Vec<Family>, Reason>) -> Box<dyn Collect> {
+/// Families a unit read and nothing else uses.
+impl Reading for Vec<Family> {
+    fn families(&self) -> Vec<Family> {
+        self.clone()
+    }
+}
+
+/// What a unit contributes to a scan.
+pub type Output = Box<dyn Reading>;
+
+/// A unit without state: a function of its files, read anew each scan.
+struct Stateless<T>(fn(&mut Reader) -> Result<T, Reason>);
+
+impl<T: Reading> Collect for Stateless<T> {
+    fn read(&mut self, r: &mut Reader) -> Result<Output, Reason> {
+        (self.0)(r).map(|v| Box::new(v) as Output)
+    }
+}
+
+/// The reader of a unit that reads its files alone each scan, into a reading of type `T`.
+pub fn stateless<T: Reading>(read: fn(&mut Reader) -> Result<T, Reason>) -> Box<dyn Collect> {
     Box::new(Stateless(read))
 }
 
@@ -80,8 +105,62 @@ pub fn stateless(read: fn(&mut Reader) -> Result<Vec<Family>, Reason>) -> Box<dy
 pub struct Reader<'a> {
     pub source: &'a Source,
     pub buf: &'a mut Buffer,
-    /// Lines or values that made no sense, counted as `malformed` against the unit.
-    pub malformed: u64,
+    /// Values skipped, by reason, counted against the unit (a line that made no sense is
+    /// `malformed`; a setting file it may not read, `permission_denied`).
+    pub skipped: BTreeMap<Reason, u64>,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(source: &'a Source, buf: &'a mut Buffer) -> Self {
+        Reader {
+            source,
+            buf,
+            skipped: BTreeMap::new(),
+        }
+    }
+
+    /// Counts `n` values skipped for `reason`.
+    pub fn count(&mut self, reason: Reason, n: u64) {
+        if n > 0 {
+            *self.skipped.entry(reason).or_insert(0) += n;
+        }
+    }
+
+    /// One setting file: absent is `None` (an older kernel), unreadable or unparseable is
+    /// counted.
+    pub fn setting<T>(
+        &mut self,
+        path: &Path,
+        parse: fn(&str) -> Result<T, crate::parse::ParseError>,
+    ) -> Option<T> {
+        let reason = match self.source.read_setting(path, self.buf) {
+            Ok(text) => match parse(text) {
+                Ok(v) => return Some(v),
+                Err(_) => Reason::Malformed,
+            },
+            Err(ReadError::Gone(_)) => return None,
+            Err(e) => e.system_reason(),
+        };
+        self.count(reason, 1);
+        None
+    }
+
+    /// A setting file holding a number.
+    pub fn number(&mut self, path: &Path) -> Option<u64> {
+        self.setting(path, crate::parse::parse_u64)
+    }
+
+    /// A setting file of choices, the selected one in brackets (`always [madvise] never`).
+    pub fn choice(&mut self, path: &Path) -> Option<String> {
+        self.setting(path, crate::parse::sysfs::selected)
+    }
+}
+
+impl dyn Reading {
+    /// The reading as its own type, when it is a `T`.
+    pub fn downcast_ref<T: Reading>(&self) -> Option<&T> {
+        AsAny::as_any(self).downcast_ref::<T>()
+    }
 }
 
 /// The unit called `name`.
@@ -94,26 +173,18 @@ impl Collector {
     /// What it collects, for `--help`.
     pub fn what(self) -> &'static str {
         match self {
-            Collector::Meminfo => "memory, commit and swap from /proc/meminfo",
-            Collector::Vmstat => "THP, compaction, swap and OOM-kill counters from /proc/vmstat",
-            Collector::Sysctl => "overcommit, panic_on_oom and swappiness from /proc/sys/vm",
-            Collector::Thp => {
-                "THP, khugepaged and per-size huge page settings and counters from /sys"
-            }
-            Collector::Pressure => "memory stall time from /proc/pressure/memory",
             Collector::Processes => "per-process memory, grouped, plus the top-K processes",
-            Collector::Cgroup => {
-                "anonymous and huge page memory per memory cgroup (container) from memory.stat"
-            }
             Collector::Unit(name) => named(name).map_or("", |u| u.what),
         }
     }
 
-    /// Every collector, in the order of the exposition: the built-in ones, then the units.
+    /// Every collector, in the order of `--help` and the self metrics: the units of
+    /// [`ALL`], with the processes collector before `cgroup`, where it has always stood.
     pub fn all() -> impl Iterator<Item = Collector> {
-        Collector::ALL
-            .into_iter()
-            .chain(ALL.iter().map(|u| Collector::Unit(u.name)))
+        ALL.iter().flat_map(|u| {
+            let processes = (u.name == "cgroup").then_some(Collector::Processes);
+            processes.into_iter().chain([Collector::Unit(u.name)])
+        })
     }
 
     /// Its place in [`Collector::all`].
@@ -169,7 +240,7 @@ mod tests {
         for (i, unit) in ALL.iter().enumerate() {
             assert!(
                 ALL[..i].iter().all(|u| u.name != unit.name)
-                    && Collector::ALL.iter().all(|c| c.as_str() != unit.name),
+                    && unit.name != Collector::Processes.as_str(),
                 "{} is registered twice",
                 unit.name
             );

@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::known::{cpu_ticks, still, Standing};
 use super::{step, Known, ProcessRead, ReadContext};
 use crate::collect::matcher::Candidate;
-use crate::collect::{pool, Grouping, ProcessSample, Reading};
+use crate::collect::{pool, Grouping, ProcessFiles, ProcessSample};
 use crate::parse::{
     self, cgroup, smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status, ParseError,
 };
@@ -203,7 +203,7 @@ fn read_process_files(
         _ => group_of(ctx, bufs, at, pid, &stat.comm, stuck)?,
     };
     let ticks = cpu_ticks(&stat);
-    let reading = Reading {
+    let reading = ProcessFiles {
         pid,
         start_ticks: stat.start_ticks,
         comm: stat.comm,

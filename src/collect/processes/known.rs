@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::ReadContext;
-use crate::collect::{ProcessSample, Reading};
+use crate::collect::{ProcessFiles, ProcessSample};
 use crate::parse::stat::Stat;
 use crate::source::Kept;
 
@@ -26,7 +26,7 @@ pub(in crate::collect) struct Known {
     /// `statm` kept open, re-read with `pread` (a real `/proc` only).
     pub(super) statm_fd: Option<Arc<Kept>>,
     /// What the files said at the last read of each.
-    pub(super) reading: Arc<Reading>,
+    pub(super) reading: Arc<ProcessFiles>,
     /// State, and user plus system CPU time in ticks, when `stat` was last read.
     pub(super) state: char,
     pub(super) cpu_ticks: u64,

@@ -93,14 +93,14 @@ fn share(x: f64) -> &'static str {
 fn the_base_is_the_name_without_prefix_type_and_unit() {
     assert_eq!(SCANS_TOTAL.base, "scans");
     assert_eq!(
-        PRESSURE_MEMORY_WAITING_SECONDS_TOTAL.base,
+        crate::units::pressure::PRESSURE_MEMORY_WAITING_SECONDS_TOTAL.base,
         "pressure_memory_waiting"
     );
     assert_eq!(
-        PRESSURE_MEMORY_WAITING_RATIO.base,
+        crate::units::pressure::PRESSURE_MEMORY_WAITING_RATIO.base,
         "pressure_memory_waiting"
     );
     assert_eq!(BUILD_INFO.base, "build");
     assert_eq!(PROCESS_HEAP_FREE_CHUNKS.base, "process_heap_free_chunks");
-    assert_eq!(VMSTAT_KEY_TOTAL.base, "vmstat_<key>");
+    assert_eq!(crate::units::vmstat::VMSTAT_KEY_TOTAL.base, "vmstat_<key>");
 }

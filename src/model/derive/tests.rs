@@ -104,11 +104,15 @@ fn errors_accumulate_across_scans() {
     let mut s2 = sample(vec![]);
     s2.errors
         .insert((Collector::Processes, Reason::Vanished), 1);
-    s2.errors.insert((Collector::Meminfo, Reason::Malformed), 1);
+    s2.errors
+        .insert((crate::units::meminfo::COLLECTOR, Reason::Malformed), 1);
     let (_, second) = derive(state, s2, opts(1));
     assert_eq!(second.scans, 2);
     assert_eq!(second.errors[&(Collector::Processes, Reason::Vanished)], 3);
-    assert_eq!(second.errors[&(Collector::Meminfo, Reason::Malformed)], 1);
+    assert_eq!(
+        second.errors[&(crate::units::meminfo::COLLECTOR, Reason::Malformed)],
+        1
+    );
     // Counters of the processes collector exist from the start, at 0.
     assert_eq!(second.errors[&(Collector::Processes, Reason::Denied)], 0);
     assert_eq!(second.errors.len(), Reason::ALL.len() + 1);
@@ -125,13 +129,13 @@ fn commit_ratio_headroom_and_hidden_thp() {
     };
     let thp = Thp {
         sizes: vec![
-            crate::collect::HugepageSize {
+            crate::units::thp::HugepageSize {
                 label: "64kB".into(),
                 size_bytes: 64 << 10,
                 enabled: None,
                 stats: vec![("nr_anon_partially_mapped".into(), 2)],
             },
-            crate::collect::HugepageSize {
+            crate::units::thp::HugepageSize {
                 label: "2048kB".into(),
                 size_bytes: 2 << 20,
                 enabled: None,
@@ -178,13 +182,13 @@ fn a_wall_clock_step_does_not_change_the_interval() {
     let at = |mono: u64, wall: SystemTime, some: f64| Sample {
         taken_at: Some(wall),
         started: Some(t0 + Duration::from_secs(mono)),
-        host: crate::collect::Host {
-            pressure: Some(Pressure {
+        host: crate::collect::Host::default().with(
+            crate::units::pressure::COLLECTOR,
+            Pressure {
                 some_seconds: Some(some),
                 full_seconds: Some(some / 2.0),
-            }),
-            ..Default::default()
-        },
+            },
+        ),
         ..sample(vec![])
     };
     let (state, _) = derive(State::default(), at(0, wall, 1.0), opts(5));

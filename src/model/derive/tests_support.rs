@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use crate::collect::{ProcessSample, Reading};
+use crate::collect::{ProcessFiles, ProcessSample};
 use crate::parse::status::Status;
 
 /// A one-page idle process.
 pub fn process(pid: u32, comm: &str) -> ProcessSample {
-    let reading = Reading {
+    let reading = ProcessFiles {
         pid,
         start_ticks: 100,
         comm: comm.into(),
