@@ -422,8 +422,8 @@ fn pipeline(data: &[u8]) {
     ];
     let cfg = Config::from_args(args).unwrap_or_else(|_| panic!("the fuzz flags are valid"));
     let mut p = Pipeline::new(&cfg).unwrap();
-    p.step();
-    let published = shared::publish_all(p.step());
+    p.run_once();
+    let published = shared::publish_all(p.run_once());
     let text = std::str::from_utf8(&published.text).expect("text exposition is UTF-8");
     let om = std::str::from_utf8(&published.openmetrics).expect("OpenMetrics is UTF-8");
     if let Err(e) = crate::check::exposition(text, false) {

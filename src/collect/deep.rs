@@ -89,8 +89,8 @@ pub(super) fn read(
     let batch = procs.pool.run(
         due.iter().map(|&(_, _, i)| processes[i].pid).collect(),
         procs.reading.timeout,
-        Arc::new(move |bufs: &mut Buffers, at: &pool::Step, pid, n| {
-            super::processes::step::at(at, super::processes::step::File::Deep);
+        Arc::new(move |bufs: &mut Buffers, at: &pool::Progress, pid, n| {
+            super::processes::progress::at(at, super::processes::progress::File::Deep);
             // One process is always read; the others while the budget lasts.
             if n > 0 && counter.load(Ordering::Acquire) >= budget {
                 return DeepRead::Deferred;

@@ -219,11 +219,7 @@ impl Scanner {
             taken_at: Some(SystemTime::now()),
             started: Some(started),
             cpu_tick_seconds: 1.0 / self.clk_tck,
-            online_cpus: nix::unistd::sysconf(nix::unistd::SysconfVar::_NPROCESSORS_ONLN)
-                .ok()
-                .flatten()
-                .filter(|&n| n > 0)
-                .unwrap_or(1) as u64,
+            online_cpus: crate::source::own::online_cpus(),
             ..Sample::default()
         };
         let c = self.collectors;

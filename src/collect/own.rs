@@ -42,9 +42,5 @@ pub fn boot_time() -> Option<u64> {
 /// `sysconf(_SC_CLK_TCK)`: the unit of CPU times in `stat` (100 on every Linux
 /// architecture in practice, and so when it cannot be read).
 pub fn clk_tck() -> f64 {
-    nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .filter(|&t| t > 0)
-        .unwrap_or(100) as f64
+    own::clk_tck() as f64
 }

@@ -34,9 +34,9 @@ struct WorkerState {
 
 /// Lets the work say which of an item's files it is reading, so that a stuck read names
 /// the file ([`Pool::stuck`]).
-pub struct Step<'a>(&'a AtomicU8);
+pub struct Progress<'a>(&'a AtomicU8);
 
-impl Step<'_> {
+impl Progress<'_> {
     pub fn at(&self, step: u8) {
         self.0.store(step, Ordering::Release);
     }
@@ -44,8 +44,8 @@ impl Step<'_> {
 
 type Task = Box<dyn FnOnce(&mut Buffers, &WorkerState) + Send>;
 
-/// What a batch does with one pid: `work(buffers, step, pid, index in the batch)`.
-pub type Work<T> = Arc<dyn Fn(&mut Buffers, &Step, u32, usize) -> T + Send + Sync>;
+/// What a batch does with one pid: `work(buffers, progress, pid, index in the batch)`.
+pub type Work<T> = Arc<dyn Fn(&mut Buffers, &Progress, u32, usize) -> T + Send + Sync>;
 
 struct Worker {
     tx: Sender<Task>,
@@ -105,7 +105,7 @@ impl Pool {
         self.stuck().into_iter().map(|(pid, _)| pid).collect()
     }
 
-    /// Each stuck read: the pid, and the step the work said it was at.
+    /// Each stuck read: the pid, and the file the work said it was in.
     pub fn stuck(&self) -> Vec<(u32, u8)> {
         self.workers
             .iter()
@@ -191,7 +191,7 @@ impl Pool {
         true
     }
 
-    /// Reads every pid with `work(buffers, step, pid, index)` on up to `size` workers.
+    /// Reads every pid with `work(buffers, progress, pid, index)` on up to `size` workers.
     /// Returns once every item is done, or once no item finished for `stall`.
     pub fn run<T: Send + 'static>(
         &mut self,
@@ -351,7 +351,7 @@ impl<T> Running<T> {
 
 fn drain<T>(
     shared: &Shared<T>,
-    work: &(dyn Fn(&mut Buffers, &Step, u32, usize) -> T + Send + Sync),
+    work: &(dyn Fn(&mut Buffers, &Progress, u32, usize) -> T + Send + Sync),
     bufs: &mut Buffers,
     state: &WorkerState,
 ) {
@@ -362,7 +362,7 @@ fn drain<T>(
         };
         state.step.store(0, Ordering::Release);
         state.pid.store(pid, Ordering::Release);
-        let r = work(bufs, &Step(&state.step), pid, i);
+        let r = work(bufs, &Progress(&state.step), pid, i);
         state.pid.store(0, Ordering::Release);
         if shared.tx.send((i, r)).is_err() {
             return;

@@ -114,7 +114,9 @@ impl Processes {
         let stuck = self.pool.stuck();
         let left_out: Vec<u32> = stuck
             .iter()
-            .filter(|&&(_, at)| !step::File::of_code(at).is_some_and(step::File::takes_mmap_lock))
+            .filter(|&&(_, at)| {
+                !progress::File::of_code(at).is_some_and(progress::File::takes_mmap_lock)
+            })
             .map(|&(pid, _)| pid)
             .collect();
         pids.retain(|pid| !left_out.contains(pid));
@@ -132,7 +134,7 @@ impl Processes {
         });
         self.scans += 1;
         let work: pool::Work<ProcessRead> =
-            Arc::new(move |bufs: &mut Buffers, at: &pool::Step, pid, _| {
+            Arc::new(move |bufs: &mut Buffers, at: &pool::Progress, pid, _| {
                 read_process(&ctx, bufs, at, pid)
             });
         let mut out = Vec::with_capacity(pids.len());
@@ -291,7 +293,8 @@ fn descriptor_budget(limit: Option<u64>, cap: Option<u64>) -> usize {
 mod context;
 mod files;
 pub(super) mod known;
-pub(super) mod step;
+mod plan;
+pub(super) mod progress;
 
 use context::{ProcessRead, ReadContext};
 use files::read_process;

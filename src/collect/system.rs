@@ -71,7 +71,7 @@ fn run(source: &Source, buf: &mut Buffer, item: u32, units: &Units) -> Option<Do
 
 /// The work of the system pool.
 fn work(source: Source, units: Units) -> pool::Work<Option<Done>> {
-    Arc::new(move |bufs: &mut Buffers, _: &pool::Step, item, _| {
+    Arc::new(move |bufs: &mut Buffers, _: &pool::Progress, item, _| {
         run(&source, &mut bufs.main, item, &units)
     })
 }

@@ -19,7 +19,7 @@ use crate::source::{Reason, Source};
 
 mod report;
 
-/// Scanner plus what the model remembers: one `step` is scan -> derive.
+/// Scanner plus what the model remembers: one `run_once` is scan -> derive.
 pub struct Pipeline {
     scanner: Scanner,
     state: State,
@@ -49,7 +49,7 @@ impl Pipeline {
         })
     }
 
-    pub fn step(&mut self) -> Arc<Snapshot> {
+    pub fn run_once(&mut self) -> Arc<Snapshot> {
         let sample = self.scanner.scan();
         self.reporter.scan(&sample);
         // derive consumes the state. Should it panic (a bug; scan_loop catches it), the
@@ -95,9 +95,9 @@ pub fn run_explain(cfg: &Config) -> Result<(String, i32), String> {
     let mut pipeline = Pipeline::new(&cfg)?;
     // The kills still in the kernel's ring, the exporter running or not.
     pipeline.scanner.read_history();
-    pipeline.step();
+    pipeline.run_once();
     std::thread::sleep(ex.interval);
-    let snapshot = pipeline.step();
+    let snapshot = pipeline.run_once();
     // Every process the scan read is a report here (top_k unbounded).
     if let Some(gone) = ex
         .pids
@@ -127,9 +127,9 @@ pub fn run_explain(cfg: &Config) -> Result<(String, i32), String> {
 pub fn run_once(cfg: &Config) -> Result<String, String> {
     check_roots(cfg)?;
     let mut pipeline = Pipeline::new(cfg)?;
-    pipeline.step();
+    pipeline.run_once();
     std::thread::sleep(cfg.once_interval);
-    let (_, text) = encode(pipeline.step());
+    let (_, text) = encode(pipeline.run_once());
     Ok(String::from_utf8_lossy(&text).into_owned())
 }
 
@@ -348,8 +348,9 @@ async fn scan_loop(shared: Arc<Shared>, pipeline: Pipeline, interval: Duration) 
         ticker.tick().await;
         let Some(mut p) = pipeline.take() else { return };
         let joined = tokio::task::spawn_blocking(move || {
-            let result =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| publish_all(p.step())));
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                publish_all(p.run_once())
+            }));
             (p, result)
         })
         .await;

@@ -8,7 +8,7 @@ use crate::collect::heap::runtime::Identity;
 use crate::collect::{CollectorRun, DeepRun, ErrorCounts, Host, ProcessSample, ReadStats, Sample};
 use crate::family::Collector;
 use crate::model::groups::{groups, GroupStats};
-use crate::model::kills::{Kills, Known};
+use crate::model::kills::{Kills, Lookup};
 use crate::model::signals::{self, Method, ProcState, Signals};
 use crate::model::state::State;
 use crate::parse::{meminfo::Meminfo, pressure::Pressure, vmstat::Vmstat};
@@ -29,7 +29,8 @@ pub struct SystemSignals {
     /// Overcommit mode 2 and `Committed_AS >= CommitLimit`: new allocations fail.
     pub commit_limit_reached: Option<bool>,
     /// THP can be used (`enabled` not `never`) and khugepaged fills nearly empty ranges
-    /// (`max_ptes_none` 511): memory released with MADV_DONTNEED can grow back.
+    /// (`max_ptes_none` at its ceiling, 511 with 4 KiB pages): memory released with
+    /// MADV_DONTNEED can grow back.
     pub thp_regrowth_risk: Option<bool>,
     /// Share of the last interval in which some / all tasks stalled on memory.
     pub pressure_waiting_ratio: Option<f64>,
@@ -155,7 +156,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
     let mut cgroup_hoarded_bytes = BTreeMap::new();
     let mut cgroup_jvm_held_bytes = BTreeMap::new();
     for p in &sample.processes {
-        let (mut state, sig) = signals::step(
+        let (mut state, sig) = signals::advance(
             states.get(&p.key()),
             p,
             elapsed,
@@ -207,7 +208,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         .iter()
         .any(|c| c.name == crate::units::kmsg::COLLECTOR);
     if let Some(OomKills(new)) = sample.host.get::<OomKills>().cloned() {
-        let known = Known {
+        let known = Lookup {
             states: &states,
             scan,
             now_unix_seconds: now,
@@ -303,7 +304,7 @@ fn system_signals(
     };
     let thp_regrowth_risk = thp.and_then(|t| {
         let usable = t.enabled.as_deref()? != "never";
-        Some(usable && t.khugepaged.max_ptes_none? >= 511)
+        Some(usable && t.khugepaged.max_ptes_none? >= t.max_ptes_none_ceiling())
     });
     SystemSignals {
         commit_ratio,

@@ -46,7 +46,7 @@ pub struct Kills {
 
 /// Where a victim may be found: the states of this scan's processes (read before it
 /// died) and of the last scan's that this one did not see, with the Unix time of each.
-pub struct Known<'a> {
+pub struct Lookup<'a> {
     pub states: &'a HashMap<(u32, u64), ProcState>,
     /// The derivation of this scan: a state it did not update is the last scan's.
     pub scan: u64,
@@ -55,7 +55,7 @@ pub struct Known<'a> {
     pub tick_seconds: f64,
 }
 
-impl Known<'_> {
+impl Lookup<'_> {
     /// The process the kill names: that pid, started before the kill; the latest such.
     /// Kills are rare: a pass over the processes per kill costs nothing that counts.
     fn find(&self, kill: &OomKill) -> Option<(&ProcState, Option<f64>)> {
@@ -81,7 +81,7 @@ impl Kills {
     pub fn add(
         &mut self,
         kills: Vec<OomKill>,
-        known: &Known,
+        known: &Lookup,
         boot_unix_seconds: Option<f64>,
         max_groups: usize,
     ) {
@@ -190,7 +190,7 @@ mod tests {
             ((7, 100), state("old", 1, 1)),
             ((7, 5000), state("new", 2, 2)),
         ]);
-        let known = Known {
+        let known = Lookup {
             states: &states,
             scan: 2,
             now_unix_seconds: Some(2000.0),
@@ -221,7 +221,7 @@ mod tests {
         let before: HashMap<_, _> = (1..=30)
             .map(|pid| ((pid, 0), state(&format!("g{pid}"), 1, 1)))
             .collect();
-        let known = Known {
+        let known = Lookup {
             states: &before,
             scan: 2,
             now_unix_seconds: None,

@@ -197,16 +197,14 @@ pub struct Signals {
     pub thp_anon_ratio: Option<f64>,
 }
 
-/// Advances a process's state by one scan and computes its signals.
+/// Advances a process's state by one scan and computes its signals: idleness, khugepaged
+/// regrowth, what the mappings say (arenas, commit, suspected hoarding), glibc's measured
+/// heap, and a runtime's held heap, each in a function of its own below.
 ///
 /// `cpu_tick_seconds` is the unit of the CPU times in `stat` (1 / `CLK_TCK`): a process
 /// is still idle when its CPU time moved by one tick more than the idle share allows,
 /// since a tick is the least the kernel can count.
-#[allow(
-    clippy::too_many_lines,
-    reason = "every per-process signal from one scan, each a few lines, sharing the values read at the top"
-)]
-pub fn step(
+pub fn advance(
     prev: Option<&ProcState>,
     p: &ProcessSample,
     elapsed_seconds: f64,
@@ -216,7 +214,6 @@ pub fn step(
     let st = &p.status;
     let rss = st.vm_rss_bytes.unwrap_or(0);
     let rss_anon = st.rss_anon_bytes.unwrap_or(0);
-    let vm_size = st.vm_size_bytes.unwrap_or(0);
     let anon_huge = p.rollup.and_then(|r| r.anon_huge_pages_bytes);
     let smaps = p
         .smaps
@@ -231,35 +228,12 @@ pub fn step(
         _ if retrying => prev.and_then(|s| s.deep.as_ref().and_then(|d| d.measured)),
         _ => None,
     };
-    // Arenas are glibc's: a Go or JVM heap, or another allocator's mappings, can look
-    // alike.
-    let glibc_arenas = heap.is_none_or(|h| {
-        h.identity.allocator == Allocator::Glibc
-            && !matches!(h.identity.runtime, Runtime::Go | Runtime::Jvm)
-    });
 
-    // Idle over the time since CPU time was last read: a process whose memory did not
-    // move is not read again until it does or is due, and keeps its last verdict.
-    let window = prev.map(|s| s.cpu_age_seconds + elapsed_seconds);
-    let idle = match (prev, p.cpu_seconds) {
-        (Some(s), None) => s.idle,
-        (Some(s), Some(cpu)) => window.filter(|&w| w > 0.0).map(|w| {
-            let used = cpu - s.cpu_seconds;
-            used <= IDLE_MAX_CPU_SHARE * w + cpu_tick_seconds
-        }),
-        (None, _) => None,
-    };
-    let cpu_seconds = p.cpu_seconds.or(prev.map(|s| s.cpu_seconds)).unwrap_or(0.0);
-
-    // khugepaged regrowth: anonymous RSS and AnonHugePages rise together while the
-    // process neither runs nor maps anything.
+    let cpu = cpu_idleness(prev, p, elapsed_seconds, cpu_tick_seconds);
     let mut next = ProcState {
-        cpu_seconds,
-        cpu_age_seconds: match p.cpu_seconds {
-            Some(_) => 0.0,
-            None => window.unwrap_or(0.0),
-        },
-        idle,
+        cpu_seconds: cpu.seconds,
+        cpu_age_seconds: cpu.age_seconds,
+        idle: cpu.idle,
         reading: Arc::clone(&p.reading),
         trough_rss_anon_bytes: rss_anon,
         regrown_since_trough_bytes: 0,
@@ -274,21 +248,8 @@ pub fn step(
         }),
         scan: 0,
     };
-    if let (Some(s), Some(true), Some(huge)) = (prev, idle, anon_huge) {
-        let before = &s.reading;
-        if vm_size == before.status.vm_size_bytes.unwrap_or(0) {
-            let grown_anon = rss_anon.saturating_sub(s.rss_anon());
-            let before_huge = before.rollup.and_then(|r| r.anon_huge_pages_bytes);
-            let grown_huge = huge.saturating_sub(before_huge.unwrap_or(0));
-            let regrown = grown_anon.min(grown_huge);
-            next.trough_rss_anon_bytes = s.trough_rss_anon_bytes.min(rss_anon);
-            next.regrown_since_trough_bytes = s.regrown_since_trough_bytes + regrown;
-            next.regrown_total_bytes = s.regrown_total_bytes + regrown;
-            if rss_anon < s.trough_rss_anon_bytes {
-                // A new low: the stretch starts again from here.
-                next.regrown_since_trough_bytes = 0;
-            }
-        }
+    if let (Some(s), Some(true)) = (prev, cpu.idle) {
+        regrowth(s, p, &mut next);
     }
 
     let retained = st
@@ -297,8 +258,8 @@ pub fn step(
         .map(|hwm| rss as f64 / hwm as f64);
     let mut sig = Signals {
         retained_peak_ratio: retained,
-        idle,
-        cpu_seconds,
+        idle: cpu.idle,
+        cpu_seconds: cpu.seconds,
         regrown_since_trough_bytes: next.regrown_since_trough_bytes,
         regrown_total_bytes: next.regrown_total_bytes,
         thp_anon_ratio: anon_huge
@@ -306,73 +267,171 @@ pub fn step(
             .map(|h| (h as f64 / rss_anon as f64).min(1.0)),
         ..Signals::default()
     };
-    if let Some(m) = smaps {
-        let heap_rss = m.heap_rss_bytes();
-        let heap_size = m.heap_size_bytes();
-        sig.heap_resident_bytes = Some(heap_rss);
-        sig.heap_size_bytes = Some(heap_size);
-        if glibc_arenas {
-            // Until a walk finds the arenas from glibc's own structures: the shape of the
-            // mappings (which merged neighbouring heaps can hide).
-            sig.arena_heaps = Some(m.arena_heaps);
-            sig.arena_reserved_bytes = Some(m.arena_reserved_bytes);
-            sig.arena_at_ceiling = Some(m.arena_heaps >= ARENAS_PER_CPU * online_cpus.max(1) - 1);
-        } else {
-            // A Go or JVM heap, or another allocator: no glibc arenas, whatever the maps.
-            sig.arena_heaps = Some(0);
-            sig.arena_reserved_bytes = Some(0);
-            sig.arena_at_ceiling = Some(false);
-        }
-        sig.commit_bytes = Some(m.commit_bytes);
-        let backed = rss_anon.saturating_add(st.vm_swap_bytes.unwrap_or(0));
-        sig.untouched_commit_bytes = Some(m.commit_bytes.saturating_sub(backed));
-        let suspected = heap_rss >= HOARD_MIN_HEAP_BYTES
-            && heap_rss as f64 >= HOARD_MIN_HEAP_SHARE * rss_anon as f64
-            && heap_rss as f64 >= HOARD_MIN_HEAP_DENSITY * heap_size as f64
-            && retained.is_some_and(|r| r >= HOARD_MIN_RETAINED)
-            && idle == Some(true);
+    if let Some(m) = &smaps {
+        // Arenas are glibc's: a Go or JVM heap, or another allocator's mappings, can look
+        // alike.
+        let glibc_arenas = heap.is_none_or(|h| {
+            h.identity.allocator == Allocator::Glibc
+                && !matches!(h.identity.runtime, Runtime::Go | Runtime::Jvm)
+        });
+        from_mappings(&mut sig, m, p, glibc_arenas, online_cpus);
         if retrying && measured.is_none() {
             sig.hoard_pending = true;
-        } else {
-            sig.hoarded_bytes = Some(if suspected { heap_rss } else { 0 });
-            sig.hoard_method = Some(Method::Suspected);
+            sig.hoarded_bytes = None;
+            sig.hoard_method = None;
         }
     }
     if let Some(m) = measured {
-        // The arena ring read from glibc's own structures: every arena and heap, whatever
-        // the mappings look like.
-        sig.arena_heaps = Some(m.arenas.heaps);
-        sig.arena_reserved_bytes = Some(m.arena_reserved_bytes);
-        sig.arena_at_ceiling = Some(m.arena_count + 1 >= ARENAS_PER_CPU * online_cpus.max(1));
-        // Measured beats suspected: resident free pages glibc could give back, busy or idle.
-        let free = m.reclaimable_bytes();
-        sig.heap = Some(Box::new(m));
-        sig.hoarded_bytes = Some(if free >= HOARD_MIN_MEASURED_BYTES {
-            free
-        } else {
-            0
-        });
-        sig.hoard_method = Some(Method::Measured);
+        measured_heap(&mut sig, m, online_cpus);
     }
-    if let Some(Ok(java)) = heap.and_then(|h| h.java.as_ref()) {
+    if let Some(read) = heap.and_then(|h| h.java.as_ref()) {
+        runtime_heap(&mut sig, read);
+    }
+    if let Some(d) = &mut next.deep {
+        d.hoarded_bytes = sig.hoarded_bytes;
+        d.hoard_method = sig.hoard_method;
+        d.arena_reserved_bytes = sig.arena_reserved_bytes;
+        d.untouched_commit_bytes = sig.untouched_commit_bytes;
+    }
+    (next, sig)
+}
+
+/// A process's CPU time and whether it is idle.
+struct Cpu {
+    /// Its CPU time, this scan's or the last read's.
+    seconds: f64,
+    /// Time since its CPU time was last read (0 when this scan read it).
+    age_seconds: f64,
+    idle: Option<bool>,
+}
+
+/// Idle over the time since CPU time was last read: a process whose memory did not move is
+/// not read again until it does or is due, and keeps its last verdict.
+fn cpu_idleness(
+    prev: Option<&ProcState>,
+    p: &ProcessSample,
+    elapsed_seconds: f64,
+    cpu_tick_seconds: f64,
+) -> Cpu {
+    let window = prev.map(|s| s.cpu_age_seconds + elapsed_seconds);
+    let idle = match (prev, p.cpu_seconds) {
+        (Some(s), None) => s.idle,
+        (Some(s), Some(cpu)) => window.filter(|&w| w > 0.0).map(|w| {
+            let used = cpu - s.cpu_seconds;
+            used <= IDLE_MAX_CPU_SHARE * w + cpu_tick_seconds
+        }),
+        (None, _) => None,
+    };
+    Cpu {
+        seconds: p.cpu_seconds.or(prev.map(|s| s.cpu_seconds)).unwrap_or(0.0),
+        age_seconds: match p.cpu_seconds {
+            Some(_) => 0.0,
+            None => window.unwrap_or(0.0),
+        },
+        idle,
+    }
+}
+
+/// khugepaged regrowth of an idle process: anonymous RSS and AnonHugePages rise together
+/// while the process neither runs nor maps anything (its address space did not change).
+fn regrowth(s: &ProcState, p: &ProcessSample, next: &mut ProcState) {
+    let Some(huge) = p.rollup.and_then(|r| r.anon_huge_pages_bytes) else {
+        return;
+    };
+    let before = &s.reading;
+    if p.status.vm_size_bytes.unwrap_or(0) != before.status.vm_size_bytes.unwrap_or(0) {
+        return;
+    }
+    let rss_anon = p.status.rss_anon_bytes.unwrap_or(0);
+    let grown_anon = rss_anon.saturating_sub(s.rss_anon());
+    let before_huge = before.rollup.and_then(|r| r.anon_huge_pages_bytes);
+    let grown_huge = huge.saturating_sub(before_huge.unwrap_or(0));
+    let regrown = grown_anon.min(grown_huge);
+    next.trough_rss_anon_bytes = s.trough_rss_anon_bytes.min(rss_anon);
+    next.regrown_since_trough_bytes = s.regrown_since_trough_bytes + regrown;
+    next.regrown_total_bytes = s.regrown_total_bytes + regrown;
+    if rss_anon < s.trough_rss_anon_bytes {
+        // A new low: the stretch starts again from here.
+        next.regrown_since_trough_bytes = 0;
+    }
+}
+
+/// What the mappings say (`smaps`): the heap's resident and mapped size, glibc's arenas as
+/// their shape shows them, commit and what of it was never touched, and hoarding as
+/// suspected from the heap's shape in an idle process.
+fn from_mappings(
+    sig: &mut Signals,
+    m: &SmapsSummary,
+    p: &ProcessSample,
+    glibc_arenas: bool,
+    online_cpus: u64,
+) {
+    let st = &p.status;
+    let rss_anon = st.rss_anon_bytes.unwrap_or(0);
+    let heap_rss = m.heap_rss_bytes();
+    let heap_size = m.heap_size_bytes();
+    sig.heap_resident_bytes = Some(heap_rss);
+    sig.heap_size_bytes = Some(heap_size);
+    if glibc_arenas {
+        // Until a walk finds the arenas from glibc's own structures: the shape of the
+        // mappings (which merged neighbouring heaps can hide).
+        sig.arena_heaps = Some(m.arena_heaps);
+        sig.arena_reserved_bytes = Some(m.arena_reserved_bytes);
+        sig.arena_at_ceiling = Some(m.arena_heaps >= ARENAS_PER_CPU * online_cpus.max(1) - 1);
+    } else {
+        // A Go or JVM heap, or another allocator: no glibc arenas, whatever the maps.
+        sig.arena_heaps = Some(0);
+        sig.arena_reserved_bytes = Some(0);
+        sig.arena_at_ceiling = Some(false);
+    }
+    sig.commit_bytes = Some(m.commit_bytes);
+    let backed = rss_anon.saturating_add(st.vm_swap_bytes.unwrap_or(0));
+    sig.untouched_commit_bytes = Some(m.commit_bytes.saturating_sub(backed));
+    let suspected = heap_rss >= HOARD_MIN_HEAP_BYTES
+        && heap_rss as f64 >= HOARD_MIN_HEAP_SHARE * rss_anon as f64
+        && heap_rss as f64 >= HOARD_MIN_HEAP_DENSITY * heap_size as f64
+        && sig
+            .retained_peak_ratio
+            .is_some_and(|r| r >= HOARD_MIN_RETAINED)
+        && sig.idle == Some(true);
+    sig.hoarded_bytes = Some(if suspected { heap_rss } else { 0 });
+    sig.hoard_method = Some(Method::Suspected);
+}
+
+/// glibc's heap as a walk measured it: the arena ring from glibc's own structures (every
+/// arena and heap, whatever the mappings look like), and the resident free pages glibc
+/// could give back, busy or idle, which beat a suspicion.
+fn measured_heap(sig: &mut Signals, m: HeapMeasure, online_cpus: u64) {
+    sig.arena_heaps = Some(m.arenas.heaps);
+    sig.arena_reserved_bytes = Some(m.arena_reserved_bytes);
+    sig.arena_at_ceiling = Some(m.arena_count + 1 >= ARENAS_PER_CPU * online_cpus.max(1));
+    let free = m.reclaimable_bytes();
+    sig.heap = Some(Box::new(m));
+    sig.hoarded_bytes = Some(if free >= HOARD_MIN_MEASURED_BYTES {
+        free
+    } else {
+        0
+    });
+    sig.hoard_method = Some(Method::Measured);
+}
+
+/// A JVM's held heap, read from its perf data: measured, it joins glibc's measured free
+/// pages (a suspected native figure gives way to it); not measured, the process has no
+/// measured figure at all, since glibc's alone would leave out the largest holder.
+fn runtime_heap(sig: &mut Signals, read: &Result<Box<JavaHeap>, jvm::Unmeasured>) {
+    if let Ok(java) = read {
         sig.runtime_held_bytes = java.held_bytes();
         sig.java = Some(java.clone());
     }
-    if let Some(read) = heap.and_then(|h| h.java.as_ref()) {
-        let outcome = jvm::Outcome::of(read);
-        if outcome != jvm::Outcome::Measured {
-            // A JVM whose Java heap could not be measured has no measured figure: glibc's
-            // alone would be a "measured" figure that leaves out the largest holder.
-            sig.jvm_unmeasured = Some(outcome);
-            if sig.hoard_method == Some(Method::Measured) {
-                sig.hoarded_bytes = None;
-                sig.hoard_method = None;
-            }
+    let outcome = jvm::Outcome::of(read);
+    if outcome != jvm::Outcome::Measured {
+        sig.jvm_unmeasured = Some(outcome);
+        if sig.hoard_method == Some(Method::Measured) {
+            sig.hoarded_bytes = None;
+            sig.hoard_method = None;
         }
     }
     if let (Some(held), false) = (sig.runtime_held_bytes, sig.hoard_pending) {
-        // The Java heap's held pages are measured, so the process's figure is: beside
-        // glibc's measured free pages (a suspected native figure gives way to it).
         let native = match sig.hoard_method {
             Some(Method::Measured) => sig.hoarded_bytes.unwrap_or(0),
             _ => 0,
@@ -385,13 +444,6 @@ pub fn step(
         sig.hoarded_bytes = Some(native.saturating_add(held));
         sig.hoard_method = Some(Method::Measured);
     }
-    if let Some(d) = &mut next.deep {
-        d.hoarded_bytes = sig.hoarded_bytes;
-        d.hoard_method = sig.hoard_method;
-        d.arena_reserved_bytes = sig.arena_reserved_bytes;
-        d.untouched_commit_bytes = sig.untouched_commit_bytes;
-    }
-    (next, sig)
 }
 
 #[cfg(test)]

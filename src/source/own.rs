@@ -3,6 +3,31 @@
 //! is still this process, but the fixture trees have none). These files never block: no
 //! other process's mmap lock is involved.
 
+/// A positive value of `sysconf(3)`, or `fallback` when the C library has none.
+fn sysconf(var: nix::unistd::SysconfVar, fallback: u64) -> u64 {
+    nix::unistd::sysconf(var)
+        .ok()
+        .flatten()
+        .and_then(|n| u64::try_from(n).ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(fallback)
+}
+
+/// The system's page size: 4 KiB on x86-64, 4, 16 or 64 KiB on arm64.
+pub fn page_size() -> u64 {
+    sysconf(nix::unistd::SysconfVar::PAGE_SIZE, 4096)
+}
+
+/// `sysconf(_SC_CLK_TCK)`: the unit of CPU times in `stat` (100 on every Linux in use).
+pub fn clk_tck() -> u64 {
+    sysconf(nix::unistd::SysconfVar::CLK_TCK, 100)
+}
+
+/// Online CPUs: glibc allows 8 arenas per CPU.
+pub fn online_cpus() -> u64 {
+    sysconf(nix::unistd::SysconfVar::_NPROCESSORS_ONLN, 1)
+}
+
 /// `/proc/self/NAME` as text.
 pub fn read(name: &str) -> Option<String> {
     std::fs::read_to_string(format!("/proc/self/{name}")).ok()

@@ -110,11 +110,7 @@ fn free_bytes(z: &Zone, page: u64, min_order: usize) -> (u64, u64) {
 }
 
 fn read(r: &mut Reader) -> Result<Vec<Family>, Reason> {
-    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
-        .ok()
-        .flatten()
-        .filter(|&p| p > 0)
-        .unwrap_or(4096) as u64;
+    let page = crate::source::own::page_size();
     // The huge page's size: 2 MiB with 4 KiB pages on x86-64, 512 MiB with 64 KiB on arm64.
     let pmd = r
         .source

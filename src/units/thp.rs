@@ -77,6 +77,20 @@ pub struct Thp {
     pub sizes: Vec<HugepageSize>,
     /// The size of a PMD-mapped huge page (`hpage_pmd_size`): 2 MiB with 4 KiB pages.
     pub pmd_bytes: Option<u64>,
+    /// The system's page size.
+    pub page_bytes: u64,
+}
+
+impl Thp {
+    /// The highest `max_ptes_none` the kernel takes (`HPAGE_PMD_NR - 1`), its default: at
+    /// it khugepaged collapses a range in which one page was touched. 511 with 4 KiB pages
+    /// and 2 MiB huge pages, 8191 with 64 KiB pages (arm64); 511 when the sizes are not
+    /// known.
+    pub fn max_ptes_none_ceiling(&self) -> u64 {
+        self.pmd_bytes
+            .filter(|&pmd| self.page_bytes > 0 && pmd > self.page_bytes)
+            .map_or(511, |pmd| pmd / self.page_bytes - 1)
+    }
 }
 
 fn read(r: &mut Reader) -> Result<Thp, Reason> {
@@ -104,6 +118,7 @@ fn read(r: &mut Reader) -> Result<Thp, Reason> {
         },
         sizes: Vec::new(),
         pmd_bytes: r.number(&root.join("hpage_pmd_size")),
+        page_bytes: crate::source::own::page_size(),
     };
     let names = r.source.dir_names(&root).map_err(|e| e.system_reason())?;
     for name in names {
@@ -348,3 +363,24 @@ pub const THP_HIDDEN_BYTES: Metric = crate::family::metric!(
     "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
     "Memory held in partially mapped huge pages (nr_anon_partially_mapped x size, kernel 6.12+): allocated, yet in no RSS, AnonHugePages or MemFree.",
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ceiling_of_max_ptes_none_is_one_less_than_the_pages_of_a_huge_page() {
+        let thp = |pmd: Option<u64>, page: u64| Thp {
+            pmd_bytes: pmd,
+            page_bytes: page,
+            ..Thp::default()
+        };
+        assert_eq!(thp(Some(2 << 20), 4096).max_ptes_none_ceiling(), 511);
+        assert_eq!(thp(Some(512 << 20), 64 << 10).max_ptes_none_ceiling(), 8191);
+        assert_eq!(thp(Some(32 << 20), 16 << 10).max_ptes_none_ceiling(), 2047);
+        // Sizes not known, or absurd: the x86-64 value.
+        assert_eq!(thp(None, 4096).max_ptes_none_ceiling(), 511);
+        assert_eq!(thp(Some(4096), 4096).max_ptes_none_ceiling(), 511);
+        assert_eq!(thp(Some(2 << 20), 0).max_ptes_none_ceiling(), 511);
+    }
+}

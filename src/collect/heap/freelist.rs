@@ -212,7 +212,7 @@ pub fn count<T: Target>(
             let w = &mut walks[lane.list];
             let a = &d.arenas[w.arena];
             let h = &buf[k * 32..k * 32 + 32];
-            match step(layout, a, w, lane, h) {
+            match check_chunk(layout, a, w, lane, h) {
                 Err(()) => failed.push(lane.list),
                 Ok((chunk, next)) => {
                     if chunk.role == Role::Bin {
@@ -272,7 +272,7 @@ pub fn count<T: Target>(
 
 /// Checks the chunk a lane read (`h`: prev_size, size, fd, bk) as glibc would; returns it
 /// and where its list goes next, or `Err` when it breaks a rule.
-fn step(
+fn check_chunk(
     layout: &Layout,
     a: &FoundArena,
     w: &ListWalk,

@@ -37,7 +37,7 @@ impl ProcessMemory {
             pid,
             mem,
             pagemap,
-            super::page_size(),
+            crate::source::own::page_size(),
             source.pids_are_ours(),
         ))
     }

@@ -359,16 +359,5 @@ fn measure_process<T: Target>(
     measure(target, &layout, bounds, MAX_FREE_CHUNKS, CROSS_CHECK_CHUNKS).map_err(Outcome::of)
 }
 
-/// The system's page size (`sysconf(_SC_PAGESIZE)`).
-pub fn page_size() -> u64 {
-    // SAFETY: sysconf reads a constant of the C library; no memory is passed.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n > 0 {
-        n as u64
-    } else {
-        4096
-    }
-}
-
 #[cfg(test)]
 mod tests;

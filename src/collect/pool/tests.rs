@@ -11,7 +11,7 @@ fn pool_run(
     pool.run(
         pids,
         stall,
-        Arc::new(move |_: &mut Buffers, _: &Step, pid, _| f(pid)),
+        Arc::new(move |_: &mut Buffers, _: &Progress, pid, _| f(pid)),
     )
 }
 

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::known::{cpu_ticks, still, Standing};
-use super::{step, Known, ProcessRead, ReadContext};
+use super::plan::{plan, Prior};
+use super::{progress, Known, ProcessRead, ReadContext};
 use crate::collect::matcher::Candidate;
 use crate::collect::{pool, Grouping, ProcessFiles, ProcessSample};
 use crate::parse::{
@@ -17,7 +18,7 @@ use crate::source::{Buffers, Kept, ReadError, Reason};
 pub(super) fn read_process(
     ctx: &ReadContext,
     bufs: &mut Buffers,
-    at: &pool::Step,
+    at: &pool::Progress,
     pid: u32,
 ) -> ProcessRead {
     let started = Instant::now();
@@ -36,7 +37,8 @@ pub(super) fn read_process(
     read
 }
 
-/// What a scan reads of one process, cheapest first.
+/// What a scan reads of one process, cheapest first: `plan.rs` decides which files, from
+/// what the last scan knew; this carries the plan out.
 ///
 /// With a `statm` descriptor kept from an earlier scan (a real `/proc`), one `pread` of it
 /// tells both that this is still the process that scan saw (a process that ended fails
@@ -55,14 +57,10 @@ pub(super) fn read_process(
 /// `oom_score_adj` are read every scan and compared the same way. `cgroup` and `cmdline`
 /// for grouping when the process is new, its name changed, or on the refresh. With
 /// `rollup_refresh` 1 every file is read every scan and `statm` is not needed.
-#[allow(
-    clippy::too_many_lines,
-    reason = "the cheapest-first read plan of one process, in the order the files are read"
-)]
 fn read_process_files(
     ctx: &ReadContext,
     bufs: &mut Buffers,
-    at: &pool::Step,
+    at: &pool::Progress,
     pid: u32,
     read: &mut ProcessRead,
 ) -> Result<Option<(ProcessSample, Known)>, Reason> {
@@ -80,57 +78,34 @@ fn read_process_files(
     }
     let stuck = ctx.stuck.contains(&pid);
     let due = (ctx.scan + pid as u64) % ctx.rollup_refresh == 0;
-    // The kept descriptor: the same process as `prior` while it reads.
-    let mut kept: Option<(Arc<Kept>, Option<[u64; 3]>)> = None;
-    if let Some(fd) = prior.and_then(|k| k.statm_fd.as_ref()) {
-        step::at(at, step::File::Statm);
-        match source.read_kept(fd, &mut bufs.main) {
-            Ok(text) => {
-                let m = parsed(read, pid, "statm", statm::parse(text));
-                kept = Some((fd.clone(), m));
-            }
-            // It ended; the pid may already be another process's.
-            Err(ReadError::Gone(_)) => {}
-            Err(e) => return Err(e.process_reason()),
-        }
-    }
+    let mut kept = read_kept_statm(ctx, bufs, at, prior, read)?;
     // The kept statm vouches that this is the process `prior` knew (a reused pid fails the
     // pread), so an unchanged one needs no `stat` to say so.
     if let (Some(k), Some((fd, m))) = (prior, &kept) {
-        if Standing::of(Some(k), *m, due) == Standing::Unchanged {
+        let prior = Prior::of(k, &k.reading.comm);
+        if plan(Some(prior), *m, due, stuck).standing == Standing::Unchanged {
             if !k.cpu_moving {
                 return Ok(Some(still(ctx, k, fd.clone(), None)));
             }
             // Its CPU time moved at the last read: `stat` alone is read again until it
             // stops, so a process that has just gone to sleep is seen idle at once.
-            step::at(at, step::File::Stat);
+            progress::at(at, progress::File::Stat);
             let stat = source.parse_pid(pid, "stat", &mut bufs.main, Stat::parse)?;
             if stat.start_ticks == k.start_ticks {
                 return Ok(Some(still(ctx, k, fd.clone(), Some(stat))));
             }
         }
     }
-    step::at(at, step::File::Stat);
+    progress::at(at, progress::File::Stat);
     let stat = source.parse_pid(pid, "stat", &mut bufs.main, Stat::parse)?;
     let known = prior.filter(|k| k.start_ticks == stat.start_ticks);
     if known.is_none() {
         // The process that statm was read from ended between the two reads.
         kept = None;
     }
-    // The baseline the next scan compares with: read before anything it vouches for, so
-    // a change between two reads shows as a change next time, never as stillness.
     let (statm, mut fd) = match kept {
         Some((f, m)) => (m, Some(f)),
-        None if ctx.rollup_refresh > 1 => {
-            step::at(at, step::File::Statm);
-            let m = match source.read_pid(pid, "statm", &mut bufs.main) {
-                Ok(text) => parsed(read, pid, "statm", statm::parse(text)),
-                // Without a baseline the next scan reads the process again.
-                Err(_) => None,
-            };
-            (m, None)
-        }
-        None => (None, None),
+        None => (read_statm(ctx, bufs, at, pid, read), None),
     };
     // No memory at all: a kernel thread, or a process that exited and is not reaped yet
     // (`status` would show no VmRSS either).
@@ -138,11 +113,11 @@ fn read_process_files(
         read.memoryless = Some(stat.start_ticks);
         return Ok(None);
     }
-    let standing = Standing::of(known, statm, due);
+    let plan = plan(known.map(|k| Prior::of(k, &stat.comm)), statm, due, stuck);
     let status = match known {
-        Some(k) if standing == Standing::Unchanged => k.reading.status.clone(),
+        Some(k) if !plan.status => k.reading.status.clone(),
         _ => {
-            step::at(at, step::File::Status);
+            progress::at(at, progress::File::Status);
             let status = source.parse_pid(pid, "status", &mut bufs.main, Status::parse)?;
             if status.vm_rss_bytes.is_none() {
                 read.memoryless = Some(stat.start_ticks);
@@ -161,10 +136,7 @@ fn read_process_files(
             Err(_) => {}
         }
     }
-    // A reader stuck in this process's smaps_rollup (the mmap lock) is not sent back in.
-    let reread = !stuck
-        && (standing != Standing::Unchanged || known.is_some_and(|k| k.reading.rollup.is_none()));
-    let rollup = if reread {
+    let rollup = if plan.rollup {
         read_rollup(ctx, bufs, at, pid, read)?
     } else {
         known.and_then(|k| k.reading.rollup)
@@ -172,51 +144,40 @@ fn read_process_files(
     if let Some(r) = &rollup {
         read.malformed += r.rejected as u64;
     }
-    step::at(at, step::File::OomScoreAdj);
-    let oom_score_adj = source.parse_pid(pid, "oom_score_adj", &mut bufs.main, |t| {
-        parse::parse_i64(t).and_then(|adj| {
-            (-1000..=1000)
-                .contains(&adj)
-                .then_some(adj)
-                .ok_or(ParseError::Malformed("oom_score_adj out of -1000..=1000"))
-        })
-    })?;
-    // oom_score is a function of RSS, swap, page tables and oom_score_adj (and of RAM and
-    // swap size, which the refresh catches).
-    let oom_score = match known {
-        Some(k)
-            if standing == Standing::Unchanged
-                && k.reading.oom_score_adj == Some(oom_score_adj) =>
-        {
-            k.reading.oom_score.unwrap_or(0)
-        }
-        _ => {
-            step::at(at, step::File::OomScore);
-            source.parse_pid(pid, "oom_score", &mut bufs.main, parse::parse_u64)?
-        }
-    };
-    let regroup = standing == Standing::New
-        || (due && !stuck)
-        || known.is_some_and(|k| k.reading.comm != stat.comm);
+    let (oom_score, oom_score_adj) = read_oom(ctx, bufs, at, pid, known, plan.oom_score)?;
     let group = match known {
-        Some(k) if !regroup && !matches!(*ctx.grouping, Grouping::Comm) => k.reading.group.clone(),
+        Some(k) if !plan.regroup && !matches!(*ctx.grouping, Grouping::Comm) => {
+            k.reading.group.clone()
+        }
         _ => group_of(ctx, bufs, at, pid, &stat.comm, stuck)?,
     };
-    let ticks = cpu_ticks(&stat);
-    let reading = ProcessFiles {
+    let files = ProcessFiles {
         pid,
         start_ticks: stat.start_ticks,
-        comm: stat.comm,
+        comm: stat.comm.clone(),
         status,
         rollup,
         oom_score: Some(oom_score),
         oom_score_adj: Some(oom_score_adj),
         group,
     };
-    // What did not change is shared with the last scan's sample and the model's state.
+    Ok(Some(remember(ctx, known, files, &stat, statm, fd)))
+}
+
+/// The sample of a process read this scan, and what the next scan keeps of it. What did
+/// not change is shared with the last scan's sample and the model's state.
+fn remember(
+    ctx: &ReadContext,
+    known: Option<&Known>,
+    files: ProcessFiles,
+    stat: &Stat,
+    statm: Option<[u64; 3]>,
+    fd: Option<Arc<Kept>>,
+) -> (ProcessSample, Known) {
+    let ticks = cpu_ticks(stat);
     let reading = match known {
-        Some(k) if *k.reading == reading => Arc::clone(&k.reading),
-        _ => Arc::new(reading),
+        Some(k) if *k.reading == files => Arc::clone(&k.reading),
+        _ => Arc::new(files),
     };
     let sample = ProcessSample::new(
         Arc::clone(&reading),
@@ -224,7 +185,7 @@ fn read_process_files(
         Some(ticks as f64 / ctx.clk_tck),
     );
     let remembered = Known {
-        pid,
+        pid: reading.pid,
         start_ticks: stat.start_ticks,
         statm,
         statm_fd: fd,
@@ -236,7 +197,90 @@ fn read_process_files(
         unsettled: known.map_or(0, |k| k.unsettled),
         newcomer: known.map_or(ctx.scan > 0, |k| k.newcomer),
     };
-    Ok(Some((sample, remembered)))
+    (sample, remembered)
+}
+
+/// `oom_score_adj`, and `oom_score` when the plan says or `oom_score_adj` changed:
+/// `oom_score` is a function of RSS, swap, page tables and `oom_score_adj` (and of RAM and
+/// swap size, which the refresh catches).
+fn read_oom(
+    ctx: &ReadContext,
+    bufs: &mut Buffers,
+    at: &pool::Progress,
+    pid: u32,
+    known: Option<&Known>,
+    planned: bool,
+) -> Result<(u64, i64), Reason> {
+    progress::at(at, progress::File::OomScoreAdj);
+    let adj = ctx
+        .source
+        .parse_pid(pid, "oom_score_adj", &mut bufs.main, |t| {
+            parse::parse_i64(t).and_then(|adj| {
+                (-1000..=1000)
+                    .contains(&adj)
+                    .then_some(adj)
+                    .ok_or(ParseError::Malformed("oom_score_adj out of -1000..=1000"))
+            })
+        })?;
+    let score = match known {
+        Some(k) if !planned && k.reading.oom_score_adj == Some(adj) => {
+            k.reading.oom_score.unwrap_or(0)
+        }
+        _ => {
+            progress::at(at, progress::File::OomScore);
+            ctx.source
+                .parse_pid(pid, "oom_score", &mut bufs.main, parse::parse_u64)?
+        }
+    };
+    Ok((score, adj))
+}
+
+/// A kept `statm` descriptor and what it read.
+type KeptStatm = (Arc<Kept>, Option<[u64; 3]>);
+
+/// The kept `statm` of a known process, read with one `pread`: the descriptor and what it
+/// says, or `None` when there is none or the process ended (its pid may already be
+/// another's).
+fn read_kept_statm(
+    ctx: &ReadContext,
+    bufs: &mut Buffers,
+    at: &pool::Progress,
+    prior: Option<&Known>,
+    read: &mut ProcessRead,
+) -> Result<Option<KeptStatm>, Reason> {
+    let Some((k, fd)) = prior.and_then(|k| Some((k, k.statm_fd.as_ref()?))) else {
+        return Ok(None);
+    };
+    progress::at(at, progress::File::Statm);
+    match ctx.source.read_kept(fd, &mut bufs.main) {
+        Ok(text) => {
+            let m = parsed(read, k.pid, "statm", statm::parse(text));
+            Ok(Some((fd.clone(), m)))
+        }
+        Err(ReadError::Gone(_)) => Ok(None),
+        Err(e) => Err(e.process_reason()),
+    }
+}
+
+/// `statm` opened and read: the baseline the next scan compares with, read before anything
+/// it vouches for, so a change between two reads shows as a change next time, never as
+/// stillness. Not needed when every scan reads every file (`rollup_refresh` 1).
+fn read_statm(
+    ctx: &ReadContext,
+    bufs: &mut Buffers,
+    at: &pool::Progress,
+    pid: u32,
+    read: &mut ProcessRead,
+) -> Option<[u64; 3]> {
+    if ctx.rollup_refresh <= 1 {
+        return None;
+    }
+    progress::at(at, progress::File::Statm);
+    match ctx.source.read_pid(pid, "statm", &mut bufs.main) {
+        Ok(text) => parsed(read, pid, "statm", statm::parse(text)),
+        // Without a baseline the next scan reads the process again.
+        Err(_) => None,
+    }
 }
 
 /// A file a reader read but could not parse: counted as malformed, and the debug log names
@@ -259,12 +303,12 @@ fn parsed<T>(read: &mut ProcessRead, pid: u32, file: &str, r: Result<T, ParseErr
 fn read_rollup(
     ctx: &ReadContext,
     bufs: &mut Buffers,
-    at: &pool::Step,
+    at: &pool::Progress,
     pid: u32,
     read: &mut ProcessRead,
 ) -> Result<Option<SmapsRollup>, Reason> {
     read.rollup_read = true;
-    step::at(at, step::File::SmapsRollup);
+    progress::at(at, progress::File::SmapsRollup);
     match ctx.source.read_pid(pid, "smaps_rollup", &mut bufs.main) {
         Ok(text) => Ok(parsed(read, pid, "smaps_rollup", SmapsRollup::parse(text))),
         Err(ReadError::Gone(_)) => Err(Reason::Vanished),
@@ -281,7 +325,7 @@ fn read_rollup(
 fn group_of(
     ctx: &ReadContext,
     bufs: &mut Buffers,
-    at: &pool::Step,
+    at: &pool::Progress,
     pid: u32,
     comm: &str,
     stuck: bool,
@@ -289,7 +333,7 @@ fn group_of(
     Ok(match &*ctx.grouping {
         Grouping::Comm => Some(comm.to_string()),
         Grouping::Cgroup => {
-            step::at(at, step::File::Cgroup);
+            progress::at(at, progress::File::Cgroup);
             Some(ctx.source.parse_pid(pid, "cgroup", &mut bufs.main, |t| {
                 // No memory controller line (a controller not mounted): no cgroup.
                 Ok(cgroup::memory_cgroup(t).unwrap_or("").to_string())
@@ -297,7 +341,7 @@ fn group_of(
         }
         Grouping::Matcher(m) => {
             let cmdline = if m.needs_cmdline() && !stuck {
-                step::at(at, step::File::Cmdline);
+                progress::at(at, progress::File::Cmdline);
                 ctx.source
                     .read_pid(pid, "cmdline", &mut bufs.aux)
                     .map_err(|e| e.process_reason())?
@@ -316,7 +360,7 @@ fn group_of(
 fn still_memoryless(
     ctx: &ReadContext,
     bufs: &mut Buffers,
-    at: &pool::Step,
+    at: &pool::Progress,
     pid: u32,
 ) -> Result<Option<u64>, Reason> {
     let Ok(i) = ctx.memoryless.binary_search_by_key(&pid, |&(p, _)| p) else {
@@ -326,7 +370,7 @@ fn still_memoryless(
     if ctx.same_pids {
         return Ok(Some(start));
     }
-    step::at(at, step::File::Stat);
+    progress::at(at, progress::File::Stat);
     let stat = ctx
         .source
         .parse_pid(pid, "stat", &mut bufs.main, Stat::parse)?;

@@ -67,17 +67,6 @@ pub(super) enum Standing {
     Unchanged,
 }
 
-impl Standing {
-    pub(super) fn of(known: Option<&Known>, statm: Option<[u64; 3]>, due: bool) -> Standing {
-        match known {
-            None => Standing::New,
-            Some(k) if statm.is_none() || k.statm != statm => Standing::Moved,
-            Some(_) if due => Standing::Due,
-            Some(_) => Standing::Unchanged,
-        }
-    }
-}
-
 /// User plus system CPU time in clock ticks.
 pub(super) fn cpu_ticks(s: &Stat) -> u64 {
     s.utime_ticks.saturating_add(s.stime_ticks)

@@ -198,3 +198,25 @@ fn a_wall_clock_step_does_not_change_the_interval() {
     assert_eq!(snap.signals.pressure_waiting_ratio, Some(0.2));
     assert_eq!(snap.signals.pressure_stalled_ratio, Some(0.1));
 }
+
+/// khugepaged regrowth is signalled at max_ptes_none's ceiling, which the page size sets:
+/// 511 on x86-64 is far below it on an arm64 kernel with 64 KiB pages.
+#[test]
+fn the_regrowth_risk_is_max_ptes_none_at_the_ceiling_of_its_page_size() {
+    let risk = |page: u64, pmd: u64, max_ptes_none: u64, enabled: &str| {
+        let mut thp = Thp {
+            enabled: Some(enabled.into()),
+            pmd_bytes: Some(pmd),
+            page_bytes: page,
+            ..Thp::default()
+        };
+        thp.khugepaged.max_ptes_none = Some(max_ptes_none);
+        system_signals(None, Some(&thp), None).thp_regrowth_risk
+    };
+    assert_eq!(risk(4096, 2 << 20, 511, "always"), Some(true));
+    assert_eq!(risk(4096, 2 << 20, 511, "madvise"), Some(true));
+    assert_eq!(risk(4096, 2 << 20, 511, "never"), Some(false));
+    assert_eq!(risk(4096, 2 << 20, 64, "always"), Some(false));
+    assert_eq!(risk(64 << 10, 512 << 20, 511, "always"), Some(false));
+    assert_eq!(risk(64 << 10, 512 << 20, 8191, "always"), Some(true));
+}

@@ -25,15 +25,15 @@ fn sample(cpu: f64, rss_anon_mib: u64, huge_mib: u64, hwm_mib: u64) -> ProcessSa
 #[test]
 fn regrowth_while_idle_is_counted_in_2_mib_steps() {
     // DONTNEED left 1 MiB; khugepaged then collapses 2 MiB ranges while it sleeps.
-    let (s0, _) = step(None, &sample(1.0, 1, 0, 260), 0.0, 2, TICK);
-    let (s1, g1) = step(Some(&s0), &sample(1.0, 9, 8, 260), 1.0, 2, TICK);
+    let (s0, _) = advance(None, &sample(1.0, 1, 0, 260), 0.0, 2, TICK);
+    let (s1, g1) = advance(Some(&s0), &sample(1.0, 9, 8, 260), 1.0, 2, TICK);
     assert_eq!(g1.regrown_since_trough_bytes, 8 * MIB);
-    let (s2, g2) = step(Some(&s1), &sample(1.0, 257, 256, 260), 1.0, 2, TICK);
+    let (s2, g2) = advance(Some(&s1), &sample(1.0, 257, 256, 260), 1.0, 2, TICK);
     assert_eq!(g2.regrown_since_trough_bytes, 256 * MIB);
     assert_eq!(g2.regrown_total_bytes, 256 * MIB);
     assert!((g2.thp_anon_ratio.unwrap() - 256.0 / 257.0).abs() < 1e-9);
     // The program wakes up and works: growth is its own, the stretch restarts.
-    let (_, g3) = step(Some(&s2), &sample(3.0, 300, 290, 300), 1.0, 2, TICK);
+    let (_, g3) = advance(Some(&s2), &sample(3.0, 300, 290, 300), 1.0, 2, TICK);
     assert_eq!(g3.regrown_since_trough_bytes, 0);
     assert_eq!(
         g3.regrown_total_bytes,
@@ -48,33 +48,33 @@ fn idleness_is_judged_over_the_time_since_cpu_was_last_read() {
         cpu_seconds: None,
         ..p
     };
-    let (s0, _) = step(None, &sample(1.0, 1, 0, 260), 0.0, 2, TICK);
+    let (s0, _) = advance(None, &sample(1.0, 1, 0, 260), 0.0, 2, TICK);
     // Busy: 0.5 s of CPU in one 1 s scan.
-    let (s1, g1) = step(Some(&s0), &sample(1.5, 1, 0, 260), 1.0, 2, TICK);
+    let (s1, g1) = advance(Some(&s0), &sample(1.5, 1, 0, 260), 1.0, 2, TICK);
     assert_eq!(g1.idle, Some(false));
     // CPU time not read for 29 scans: the verdict is kept, not made up from a stale 0.
     let mut s = s1;
     for _ in 0..29 {
-        let (next, g) = step(Some(&s), &still(sample(0.0, 1, 0, 260)), 1.0, 2, TICK);
+        let (next, g) = advance(Some(&s), &still(sample(0.0, 1, 0, 260)), 1.0, 2, TICK);
         assert_eq!(g.idle, Some(false));
         assert_eq!(g.cpu_seconds, 1.5, "the last CPU time read is shown");
         s = next;
     }
     // Read again when memory moved: 0.2 s over the 30 s since the last read is idle,
     // though it would be busy over this scan's 1 s alone, and regrowth is counted.
-    let (s31, g31) = step(Some(&s), &sample(1.7, 9, 8, 260), 1.0, 2, TICK);
+    let (s31, g31) = advance(Some(&s), &sample(1.7, 9, 8, 260), 1.0, 2, TICK);
     assert_eq!(g31.idle, Some(true));
     assert_eq!(g31.regrown_since_trough_bytes, 8 * MIB);
     assert_eq!(s31.cpu_age_seconds, 0.0);
     // 0.5 s over the next 1 s is busy again.
-    let (_, g32) = step(Some(&s31), &sample(2.2, 9, 8, 260), 1.0, 2, TICK);
+    let (_, g32) = advance(Some(&s31), &sample(2.2, 9, 8, 260), 1.0, 2, TICK);
     assert_eq!(g32.idle, Some(false));
 }
 
 #[test]
 fn growth_without_huge_pages_is_not_regrowth() {
-    let (s0, _) = step(None, &sample(1.0, 1, 0, 10), 0.0, 2, TICK);
-    let (_, g) = step(Some(&s0), &sample(1.0, 100, 0, 100), 1.0, 2, TICK);
+    let (s0, _) = advance(None, &sample(1.0, 1, 0, 10), 0.0, 2, TICK);
+    let (_, g) = advance(Some(&s0), &sample(1.0, 100, 0, 100), 1.0, 2, TICK);
     assert_eq!(g.regrown_since_trough_bytes, 0);
 }
 
@@ -90,8 +90,8 @@ fn with_heap(mut p: ProcessSample, heap_rss_mib: u64, heap_size_mib: u64) -> Pro
 
 #[test]
 fn hoarding_needs_a_dense_large_heap_kept_near_the_peak_while_idle() {
-    let (s0, _) = step(None, &sample(2.0, 1100, 0, 1110), 0.0, 2, TICK);
-    let (_, g) = step(
+    let (s0, _) = advance(None, &sample(2.0, 1100, 0, 1110), 0.0, 2, TICK);
+    let (_, g) = advance(
         Some(&s0),
         &with_heap(sample(2.0, 1100, 0, 1110), 1090, 1090),
         10.0,
@@ -100,7 +100,7 @@ fn hoarding_needs_a_dense_large_heap_kept_near_the_peak_while_idle() {
     );
     assert_eq!(g.hoarded_bytes, Some(1090 * MIB));
     // Trimmed heap (Size >> Rss): not hoarding.
-    let (_, g) = step(
+    let (_, g) = advance(
         Some(&s0),
         &with_heap(sample(2.0, 1100, 0, 1110), 100, 1090),
         10.0,
@@ -109,7 +109,7 @@ fn hoarding_needs_a_dense_large_heap_kept_near_the_peak_while_idle() {
     );
     assert_eq!(g.hoarded_bytes, Some(0));
     // Busy: the memory may be in use.
-    let (_, g) = step(
+    let (_, g) = advance(
         Some(&s0),
         &with_heap(sample(9.0, 1100, 0, 1110), 1090, 1090),
         10.0,
@@ -118,7 +118,7 @@ fn hoarding_needs_a_dense_large_heap_kept_near_the_peak_while_idle() {
     );
     assert_eq!(g.hoarded_bytes, Some(0));
     // RSS well below the peak: the allocator already gave memory back.
-    let (_, g) = step(
+    let (_, g) = advance(
         Some(&s0),
         &with_heap(sample(2.0, 500, 0, 1110), 490, 490),
         10.0,
@@ -127,7 +127,7 @@ fn hoarding_needs_a_dense_large_heap_kept_near_the_peak_while_idle() {
     );
     assert_eq!(g.hoarded_bytes, Some(0));
     // First sight: idleness unknown, so no verdict either way on hoarding.
-    let (_, g) = step(
+    let (_, g) = advance(
         None,
         &with_heap(sample(2.0, 1100, 0, 1110), 1090, 1090),
         0.0,
@@ -142,18 +142,18 @@ fn hoarding_needs_a_dense_large_heap_kept_near_the_peak_while_idle() {
 fn untouched_commit_and_arena_ceiling() {
     let mut p = with_heap(sample(2.0, 100, 0, 100), 10, 10);
     p.smaps.as_mut().unwrap().arena_heaps = 15;
-    let (_, g) = step(None, &p, 0.0, 2, TICK);
+    let (_, g) = advance(None, &p, 0.0, 2, TICK);
     assert_eq!(g.untouched_commit_bytes, Some((10 + 4096 - 100) * MIB));
     assert_eq!(g.arena_at_ceiling, Some(true));
-    let (_, g) = step(None, &p, 0.0, 4, TICK);
+    let (_, g) = advance(None, &p, 0.0, 4, TICK);
     assert_eq!(g.arena_at_ceiling, Some(false));
 }
 
 #[test]
 fn deep_data_is_carried_between_deep_reads() {
     let p = with_heap(sample(2.0, 100, 0, 100), 10, 10);
-    let (s0, _) = step(None, &p, 0.0, 2, TICK);
-    let (_, g) = step(Some(&s0), &sample(2.0, 100, 0, 100), 10.0, 2, TICK);
+    let (s0, _) = advance(None, &p, 0.0, 2, TICK);
+    let (_, g) = advance(Some(&s0), &sample(2.0, 100, 0, 100), 10.0, 2, TICK);
     assert_eq!(g.heap_resident_bytes, Some(10 * MIB));
 }
 
@@ -188,23 +188,23 @@ fn a_walkable_heap_shows_no_figure_until_it_is_measured() {
     // The smaps shape alone would suspect 1090 MiB; the heap is walkable, so until a
     // walk succeeds there is no figure, and the process is counted as pending.
     let idle = with_heap(sample(2.0, 1100, 0, 1110), 1090, 1090);
-    let (s0, _) = step(None, &idle, 0.0, 2, TICK);
+    let (s0, _) = advance(None, &idle, 0.0, 2, TICK);
     let moving = walked(idle.clone(), Err(Outcome::Inconsistent), Runtime::Native);
-    let (s1, g) = step(Some(&s0), &moving, 10.0, 2, TICK);
+    let (s1, g) = advance(Some(&s0), &moving, 10.0, 2, TICK);
     assert_eq!((g.hoarded_bytes, g.hoard_method), (None, None));
     assert!(g.hoard_pending);
     let measured = walked(idle.clone(), Ok(hoard(300)), Runtime::Native);
-    let (s2, g) = step(Some(&s1), &measured, 10.0, 2, TICK);
+    let (s2, g) = advance(Some(&s1), &measured, 10.0, 2, TICK);
     assert_eq!(g.hoarded_bytes, Some(300 * MIB));
     assert_eq!(g.hoard_method, Some(Method::Measured));
     assert!(!g.hoard_pending);
     // A later walk that meets a moving heap keeps the last measurement meanwhile.
-    let (_, g) = step(Some(&s2), &moving, 10.0, 2, TICK);
+    let (_, g) = advance(Some(&s2), &moving, 10.0, 2, TICK);
     assert_eq!(g.hoarded_bytes, Some(300 * MIB));
     assert!(!g.hoard_pending);
     // A heap that cannot be walked (no privilege) is suspected, as before.
     let denied = walked(idle, Err(Outcome::Unreadable), Runtime::Native);
-    let (_, g) = step(Some(&s0), &denied, 10.0, 2, TICK);
+    let (_, g) = advance(Some(&s0), &denied, 10.0, 2, TICK);
     assert_eq!(g.hoarded_bytes, Some(1090 * MIB));
     assert_eq!(g.hoard_method, Some(Method::Suspected));
 }
@@ -219,7 +219,7 @@ fn arenas_come_from_glibc_ring_when_measured() {
     m.arena_count = 15;
     m.arenas.heaps = 40;
     m.arena_reserved_bytes = 40 * 64 * MIB;
-    let (_, g) = step(
+    let (_, g) = advance(
         None,
         &walked(p.clone(), Ok(m), Runtime::Native),
         0.0,
@@ -229,7 +229,7 @@ fn arenas_come_from_glibc_ring_when_measured() {
     assert_eq!(g.arena_heaps, Some(40));
     assert_eq!(g.arena_reserved_bytes, Some(40 * 64 * MIB));
     assert_eq!(g.arena_at_ceiling, Some(true));
-    let (_, g) = step(
+    let (_, g) = advance(
         None,
         &walked(p.clone(), Ok(m), Runtime::Native),
         0.0,
@@ -239,7 +239,7 @@ fn arenas_come_from_glibc_ring_when_measured() {
     assert_eq!(g.arena_at_ceiling, Some(false));
     // A Go heap looks like arena heaps in the maps; it is not one.
     let go = walked(p, Err(Outcome::NotGlibc), Runtime::Go);
-    let (_, g) = step(None, &go, 0.0, 2, TICK);
+    let (_, g) = advance(None, &go, 0.0, 2, TICK);
     assert_eq!(g.arena_heaps, Some(0));
     assert_eq!(g.arena_at_ceiling, Some(false));
 }
@@ -250,8 +250,8 @@ fn arenas_come_from_glibc_ring_when_measured() {
 #[test]
 fn the_idle_slack_is_one_tick_of_the_kernels_clock() {
     for (tick, idle) in [(0.01, true), (0.001, false)] {
-        let (s0, _) = step(None, &sample(1.0, 1, 0, 260), 0.0, 2, tick);
-        let (_, g) = step(Some(&s0), &sample(1.005, 1, 0, 260), 0.1, 2, tick);
+        let (s0, _) = advance(None, &sample(1.0, 1, 0, 260), 0.0, 2, tick);
+        let (_, g) = advance(Some(&s0), &sample(1.005, 1, 0, 260), 0.1, 2, tick);
         assert_eq!(g.idle, Some(idle), "tick {tick}");
     }
 }

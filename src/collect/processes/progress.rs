@@ -1,4 +1,4 @@
-//! Which file of a process a reader is in (`pool::Step`), so that a stuck read is never
+//! Which file of a process a reader is in (`pool::Progress`), so that a stuck read is never
 //! started again on the same file.
 
 /// The file a reader is in; the pool keeps it as a code (`as u8`, never 0).
@@ -44,6 +44,6 @@ impl File {
 }
 
 /// Says which file the reader is in.
-pub fn at(step: &crate::collect::pool::Step, file: File) {
-    step.at(file as u8);
+pub fn at(progress: &crate::collect::pool::Progress, file: File) {
+    progress.at(file as u8);
 }
