@@ -28,7 +28,7 @@ use prometheus_client::registry::{Registry, Unit as PromUnit};
 use crate::family::Family;
 use crate::model::derive::Snapshot;
 use crate::units::Unit as CollectorUnit;
-use catalogue::*;
+use catalogue::{Kind, Metric};
 
 /// Every family but the exporter's own `process_*` starts with this (`family::prefix!`).
 pub const PREFIX: &str = crate::family::prefix!();
