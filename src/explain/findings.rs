@@ -61,7 +61,10 @@ pub(super) fn host_findings(h: &Host, s: &Snapshot) -> Vec<Finding> {
         out.push(host_finding(
             "thp_regrowth_risk",
             0,
-            "THP enabled=always with khugepaged/max_ptes_none=511: memory any process releases with MADV_DONTNEED can be collapsed back into huge pages".into(),
+            format!(
+                "THP enabled=always with khugepaged/max_ptes_none={} (its most): memory any process releases with MADV_DONTNEED can be collapsed back into huge pages",
+                h.khugepaged_max_ptes_none.unwrap_or(511)
+            ),
             "echo 0 > /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none (or 64), or echo madvise > /sys/kernel/mm/transparent_hugepage/enabled",
         ));
     }

@@ -241,7 +241,7 @@ pub const KHUGEPAGED_MAX_PTES_NONE: Metric = crate::family::metric!(
     [],
     SECTION,
     "/sys/kernel/mm/transparent_hugepage",
-    "khugepaged/max_ptes_none: empty 4 KiB pages khugepaged may fill to collapse a huge page; 511 (default) lets one touched page become 2 MiB of RSS.",
+    "khugepaged/max_ptes_none: empty pages khugepaged may fill to collapse a huge page; the default is the most (511 with 4 KiB pages), which lets one touched page become a whole huge page (2 MiB) of RSS.",
 );
 
 pub const KHUGEPAGED_MAX_PTES_SWAP: Metric = crate::family::metric!(
@@ -351,7 +351,7 @@ pub const THP_REGROWTH_RISK: Metric = crate::family::metric!(
     [],
     SECTION,
     "/sys/kernel/mm/transparent_hugepage",
-    "1 when THP is not `never` and khugepaged/max_ptes_none is 511: memory released with MADV_DONTNEED can grow back while a program sleeps.",
+    "1 when THP is not `never` and khugepaged/max_ptes_none is at its most, the default (511 with 4 KiB pages): memory released with MADV_DONTNEED can grow back while a program sleeps.",
 );
 
 pub const THP_HIDDEN_BYTES: Metric = crate::family::metric!(
