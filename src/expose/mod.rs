@@ -1,10 +1,10 @@
 //! The exposition. The catalogue (`catalogue.rs`) names every family of the exporter
 //! itself and of the processes collector; each system collector's unit in `units/` names
-//! its own in its file. Here: the exporter's own families and those the model derives for
-//! the units' sections (`system.rs`), each unit's section (its reading's families with the
-//! derived ones in place), the groups and top processes (`processes.rs`), the OOM kills
-//! (`kills.rs`), and the text format 0.0.4 rewritten from OpenMetrics (`text.rs`). Encoding
-//! reads only a [`Snapshot`]; it never touches `/proc`.
+//! its own in its file. Here: the exporter's own families (`system.rs`), each unit's
+//! section (its reading's families, with those the model derived for it in place), the
+//! groups and top processes (`processes.rs`), the OOM kills (`kills.rs`), and the text
+//! format 0.0.4 rewritten from OpenMetrics (`text.rs`). Encoding reads only a
+//! [`Snapshot`]; it never touches `/proc`.
 
 pub mod catalogue;
 pub mod kills;
@@ -203,19 +203,18 @@ impl Collector for SnapshotCollector {
         let mut f = Families { enc: &mut enc };
         let s = &*self.0;
         encode_self(&mut f, s)?;
-        let derived = system::derived(s);
         let named = |name: &str| crate::units::named(name).into_iter();
         let rest = crate::units::ALL
             .iter()
             .copied()
             .filter(|u| !FIRST.contains(&u.name) && !AFTER_GROUPS.contains(&u.name));
         for unit in FIRST.iter().flat_map(|n| named(n)).chain(rest) {
-            encode_section(&mut f, s, unit, &derived)?;
+            encode_section(&mut f, s, unit, &s.derived)?;
         }
         let folded = s.processes_scanned.map(|_| s.groups_folded);
         encode_groups(&mut f, &s.groups, folded)?;
         for unit in AFTER_GROUPS.iter().flat_map(|n| named(n)) {
-            encode_section(&mut f, s, unit, &derived)?;
+            encode_section(&mut f, s, unit, &s.derived)?;
         }
         kills::encode_kills(&mut f, s)?;
         encode_top(&mut f, &s.top)

@@ -1,5 +1,5 @@
-//! The families of the exporter itself, and those the model derives for the system
-//! units' sections (a unit's own families are its reading's).
+//! The families of the exporter itself: its scans, its collectors, its errors and its own
+//! process.
 
 use std::fmt;
 
@@ -16,9 +16,7 @@ use super::catalogue::{
 };
 use super::{u, Families, Labels, Num};
 use crate::collect::heap::{jvm, Outcome};
-use crate::family::Family;
 use crate::model::derive::Snapshot;
-use crate::units::{cgroup, meminfo, pressure, thp, vmstat};
 
 pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
     f.info(&BUILD_INFO, crate::config::build::labels())?;
@@ -111,69 +109,6 @@ pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
         })
         .collect();
     f.family(&SCAN_ERRORS_TOTAL, errors)
-}
-
-/// The families the model derives, with the unit whose section they are exposed in: the
-/// commit ratio and headroom and the latest OOM kill (meminfo's, though the kill is dated
-/// by vmstat's counter), THP regrowth (thp), the share of time stalled (pressure), and
-/// what each cgroup's processes hoard and hold (cgroup).
-pub(super) fn derived(s: &Snapshot) -> Vec<(&'static str, Family)> {
-    let sig = &s.signals;
-    let flag = |b: Option<bool>| b.map(|b| Num::U(b as u64));
-    let mut out: Vec<(&'static str, Family)> = [
-        (
-            "meminfo",
-            &meminfo::COMMIT_RATIO,
-            sig.commit_ratio.map(Num::F),
-        ),
-        (
-            "meminfo",
-            &meminfo::COMMIT_LIMIT_REACHED,
-            flag(sig.commit_limit_reached),
-        ),
-        (
-            "meminfo",
-            &vmstat::LAST_OOM_KILL_TIMESTAMP_SECONDS,
-            sig.last_oom_kill_unix_seconds.map(Num::F),
-        ),
-        (
-            "meminfo",
-            &meminfo::COMMIT_HEADROOM_BYTES,
-            sig.commit_headroom_bytes.map(Num::I),
-        ),
-        ("thp", &thp::THP_REGROWTH_RISK, flag(sig.thp_regrowth_risk)),
-        ("thp", &thp::THP_HIDDEN_BYTES, u(sig.thp_hidden_bytes)),
-        (
-            "pressure",
-            &pressure::PRESSURE_MEMORY_WAITING_RATIO,
-            sig.pressure_waiting_ratio.map(Num::F),
-        ),
-        (
-            "pressure",
-            &pressure::PRESSURE_MEMORY_STALLED_RATIO,
-            sig.pressure_stalled_ratio.map(Num::F),
-        ),
-    ]
-    .into_iter()
-    .filter_map(|(unit, m, v)| Some((unit, Family::single(m, v)?)))
-    .collect();
-    // Hoarding measured in a cgroup's processes: what their allocators would give back of
-    // what counts against its limit; and the runtimes' held heap.
-    if let Some(cgroups) = s.host.get::<cgroup::Cgroups>() {
-        let mut hoarded = Family::new(&cgroup::CGROUP_HOARDED_BYTES);
-        let mut held = Family::new(&cgroup::CGROUP_RUNTIME_HELD_BYTES);
-        for (path, _) in &cgroups.0 {
-            if let Some(bytes) = s.cgroup_hoarded_bytes.get(path) {
-                hoarded.push(vec![("cgroup", path.clone())], Num::U(*bytes));
-            }
-            if let Some(bytes) = s.cgroup_jvm_held_bytes.get(path) {
-                let labels = vec![("cgroup", path.clone()), ("runtime", "jvm".to_string())];
-                held.push(labels, Num::U(*bytes));
-            }
-        }
-        out.extend([("cgroup", hoarded), ("cgroup", held)]);
-    }
-    out
 }
 
 /// The exporter's own process.

@@ -6,7 +6,7 @@ use std::time::UNIX_EPOCH;
 
 use crate::collect::heap::runtime::Identity;
 use crate::collect::{CollectorRun, DeepRun, ErrorCounts, Host, ProcessSample, ReadStats, Sample};
-use crate::family::Collector;
+use crate::family::{Collector, Family};
 use crate::model::groups::{groups, GroupStats};
 use crate::model::kills::{Kills, Lookup};
 use crate::model::signals::{self, Method, ProcState, Signals};
@@ -62,6 +62,8 @@ pub struct Snapshot {
     pub errors: ErrorCounts,
     /// What the system collectors read, as the scan gave it.
     pub host: Host,
+    /// The families the model derives, each with the unit whose section it joins.
+    pub derived: Vec<(&'static str, Family)>,
     pub signals: SystemSignals,
     /// Processes with memory seen by the scan (kernel threads excluded).
     pub processes_scanned: Option<u64>,
@@ -241,7 +243,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         kills,
     };
     let (groups, groups_folded) = groups(&sample.processes, &sigs, opts.max_groups);
-    let snapshot = Snapshot {
+    let mut snapshot = Snapshot {
         scans: next.scans,
         last_scan_unix_seconds: now,
         scan_duration_seconds: Some(sample.duration_seconds),
@@ -264,7 +266,9 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         kills: kmsg_ran.then(|| next.kills.clone()),
         collectors: sample.collectors,
         host: sample.host,
+        derived: Vec::new(),
     };
+    snapshot.derived = families::derived(&snapshot);
     (next, snapshot)
 }
 
@@ -372,6 +376,8 @@ fn top_k(
         })
         .collect()
 }
+
+mod families;
 
 #[cfg(test)]
 mod tests;
