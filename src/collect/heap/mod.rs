@@ -9,6 +9,7 @@
 pub mod arenas;
 pub mod freelist;
 pub mod glibc;
+pub mod golang;
 #[doc(hidden)]
 pub mod image;
 pub mod jvm;

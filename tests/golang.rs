@@ -1,0 +1,285 @@
+//! A Go program's heap read from outside, against the runtime's own figures
+//! (`runtime/metrics`) on random programs built by several Go toolchains, PIE and not, cgo
+//! and pure Go. Each program allocates objects of random sizes from random goroutines,
+//! touches every page, drops a random share and runs `runtime.GC()`; then, at each line
+//! on its stdin, prints its figures. The reader's figures must equal the runtime's, read
+//! on both sides of it; a stripped binary must give its reason and no figure; and
+//! `debug.FreeOSMemory()` must move the free heap to released.
+//!
+//! The toolchains come from the Go module proxy (`GOTOOLCHAIN=go1.N.P go build`):
+//! `MEMBLOAT_GO_VERSIONS` (comma separated) replaces the default list, and
+//! `MEMBLOAT_GO_PROGRAMS` sets the random programs per version and build (default 2).
+//! Reading another process's memory needs ptrace access: the test's own children are
+//! readable by it.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use membloat_exporter::collect::heap::golang::{self, GoHeap, Unmeasured};
+use membloat_exporter::collect::heap::memory::ProcessMemory;
+use membloat_exporter::source::Source;
+
+/// The Go versions the differential covers by default: every release this reader
+/// supports, their latest patch on the module proxy.
+const VERSIONS: &[&str] = &[
+    "go1.21.13",
+    "go1.22.12",
+    "go1.23.12",
+    "go1.24.13",
+    "go1.25.7",
+    "local",
+];
+
+/// How a program is built.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Build {
+    Plain,
+    Pie,
+    Cgo,
+    Stripped,
+}
+
+impl Build {
+    fn flags(self) -> (&'static [&'static str], &'static str) {
+        match self {
+            Build::Plain => (&[], "0"),
+            Build::Pie => (&["-buildmode=pie"], "0"),
+            Build::Cgo => (&["-tags", "withcgo"], "1"),
+            Build::Stripped => (&["-ldflags=-s -w"], "0"),
+        }
+    }
+}
+
+/// Builds the random program with `version` ("local": the installed toolchain).
+fn build(version: &str, how: Build) -> Result<PathBuf, String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gofree");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Named by the sources' contents: a changed program is built again.
+    let mut hash = std::collections::hash_map::DefaultHasher::new();
+    for f in ["gofree.go", "gofree_cgo.go"] {
+        std::hash::Hash::hash(&std::fs::read(src.join(f)).unwrap(), &mut hash);
+    }
+    let digest = std::hash::Hasher::finish(&hash);
+    let out = dir.join(format!("gofree-{version}-{how:?}-{digest:016x}"));
+    if out.exists() {
+        return Ok(out);
+    }
+    let (flags, cgo) = how.flags();
+    let tmp = out.with_extension("tmp");
+    let mut go = common::tool("go");
+    go.arg("build")
+        .args(flags)
+        .arg("-o")
+        .arg(&tmp)
+        .arg(src.join("gofree.go"))
+        .arg(src.join("gofree_cgo.go"))
+        .env("CGO_ENABLED", cgo)
+        .env("GOFLAGS", "-mod=mod");
+    if version != "local" {
+        go.env("GOTOOLCHAIN", version);
+    }
+    let done = go.output().map_err(|e| e.to_string())?;
+    if !done.status.success() {
+        return Err(format!(
+            "go build with {version}: {}",
+            String::from_utf8_lossy(&done.stderr)
+        ));
+    }
+    std::fs::rename(&tmp, &out).unwrap();
+    Ok(out)
+}
+
+/// A running random program.
+struct Program {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+impl Program {
+    fn start(bin: &Path, seed: u64) -> Program {
+        let mut child = Command::new(bin)
+            .arg(seed.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input = child.stdin.take().unwrap();
+        let mut output = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        output.read_line(&mut line).unwrap();
+        assert!(line.starts_with("ready"), "{line}");
+        Program {
+            child,
+            input,
+            output,
+        }
+    }
+
+    /// The runtime's figures now ("free": after `debug.FreeOSMemory()`).
+    fn figures(&mut self, ask: &str) -> serde_json::Value {
+        writeln!(self.input, "{ask}").unwrap();
+        let mut line = String::new();
+        self.output.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What the reader makes of a live process: its layout from `/proc/PID/exe`, its load
+/// bias from its first mapping, its figures through its memory.
+fn read(pid: u32) -> Result<GoHeap, Unmeasured> {
+    let exe = std::fs::read(format!("/proc/{pid}/exe")).unwrap();
+    let layout = golang::layout(&exe)?;
+    // The executable's first mapping (file offset 0): a PIE's heap arenas lie below it.
+    let path = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let first = maps
+        .lines()
+        .find(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(2) == Some(&"00000000") && f.get(5).map(Path::new) == Some(path.as_path())
+        })
+        .and_then(|l| l.split('-').next())
+        .and_then(|a| u64::from_str_radix(a, 16).ok())
+        .unwrap();
+    let source = Source::new("/proc", "/sys");
+    let mut target = ProcessMemory::open(&source, pid).ok_or(Unmeasured::Unreadable)?;
+    golang::read(&mut target, &layout, layout.bias(first))
+}
+
+fn metric(v: &serde_json::Value, name: &str) -> u64 {
+    v[name].as_u64().unwrap_or_else(|| panic!("{name} in {v}"))
+}
+
+/// The reader's figures against the runtime's, read before and after it; a program that
+/// moved between the two is asked again (a few times).
+fn agrees(p: &mut Program) -> Result<(GoHeap, serde_json::Value), String> {
+    let mut last = String::new();
+    for _ in 0..5 {
+        let before = p.figures("");
+        let ours = read(p.pid()).map_err(|e| format!("{e:?}"))?;
+        let after = p.figures("");
+        if before != after {
+            last = format!("the program moved: {before} then {after}");
+            continue;
+        }
+        let theirs = [
+            (ours.free_bytes, "/memory/classes/heap/free:bytes"),
+            (ours.released_bytes, "/memory/classes/heap/released:bytes"),
+        ];
+        for (mine, name) in theirs {
+            if mine != metric(&before, name) {
+                return Err(format!(
+                    "{name}: runtime {}, read {mine}: {ours:?}",
+                    before[name]
+                ));
+            }
+        }
+        let in_use = metric(&before, "/memory/classes/heap/objects:bytes")
+            + metric(&before, "/memory/classes/heap/unused:bytes");
+        if ours.in_use_bytes != in_use {
+            return Err(format!(
+                "in use: runtime {in_use}, read {}: {ours:?}",
+                ours.in_use_bytes
+            ));
+        }
+        if ours.memory_limit_bytes != metric(&before, "/gc/gomemlimit:bytes") {
+            return Err(format!("GOMEMLIMIT: {before}, read {ours:?}"));
+        }
+        // Without GOMEMLIMIT the goal is GOGC's.
+        if ours.gc_percent_goal_bytes != metric(&before, "/gc/heap/goal:bytes") {
+            return Err(format!("the GC goal: {before}, read {ours:?}"));
+        }
+        if ours.free_resident_bytes > ours.free_bytes {
+            return Err(format!("more resident than free: {ours:?}"));
+        }
+        return Ok((ours, before));
+    }
+    Err(last)
+}
+
+fn versions() -> Vec<String> {
+    match std::env::var("MEMBLOAT_GO_VERSIONS") {
+        Ok(v) => v.split(',').map(str::to_string).collect(),
+        Err(_) => VERSIONS.iter().map(|v| v.to_string()).collect(),
+    }
+}
+
+#[test]
+fn the_go_heap_read_from_outside_equals_the_runtimes_own_figures() {
+    let programs: u64 = std::env::var("MEMBLOAT_GO_PROGRAMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    let seed0: u64 = std::env::var("MEMBLOAT_GO_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_126_000);
+    let mut wrong = Vec::new();
+    let mut measured = 0;
+    for version in versions() {
+        for how in [Build::Plain, Build::Pie, Build::Cgo] {
+            let bin = build(&version, how).unwrap_or_else(|e| panic!("{e}"));
+            for i in 0..programs {
+                let seed = seed0 + i;
+                let mut p = Program::start(&bin, seed);
+                match agrees(&mut p) {
+                    Ok((ours, theirs)) => {
+                        measured += 1;
+                        eprintln!(
+                            "{version} {how:?} seed {seed}: free {} (resident {}), released {}, in use {}, goal {}",
+                            ours.free_bytes,
+                            ours.free_resident_bytes,
+                            ours.released_bytes,
+                            ours.in_use_bytes,
+                            theirs["/gc/heap/goal:bytes"]
+                        );
+                        // The remedy: the free heap goes back to the OS, and the figure
+                        // falls with it.
+                        if i == 0 {
+                            p.figures("free");
+                            match agrees(&mut p) {
+                                Ok((after, _)) => assert!(
+                                    after.free_resident_bytes < ours.free_resident_bytes.max(1),
+                                    "{version} {how:?}: resident free {} before, {} after",
+                                    ours.free_resident_bytes,
+                                    after.free_resident_bytes
+                                ),
+                                Err(e) => wrong.push(format!(
+                                    "{version} {how:?} seed {seed} after FreeOSMemory: {e}"
+                                )),
+                            }
+                        }
+                    }
+                    Err(e) => wrong.push(format!("{version} {how:?} seed {seed}: {e}")),
+                }
+            }
+        }
+        // A stripped binary: the reason, never a figure.
+        let bin = build(&version, Build::Stripped).unwrap_or_else(|e| panic!("{e}"));
+        let p = Program::start(&bin, seed0);
+        assert_eq!(read(p.pid()), Err(Unmeasured::Stripped), "{version}");
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    assert!(measured > 0);
+}
