@@ -306,6 +306,19 @@ impl PidFile {
         use std::os::unix::fs::FileExt;
         self.0.read_at(buf, offset)
     }
+
+    /// What tells this file from any other and from an earlier version of itself: its
+    /// device, inode, size and modification time.
+    pub fn identity(&self) -> io::Result<(u64, u64, u64, i64)> {
+        use std::os::unix::fs::MetadataExt;
+        let m = self.0.metadata()?;
+        Ok((m.dev(), m.ino(), m.size(), m.mtime()))
+    }
+
+    /// The open file, to read in parts (an executable's sections).
+    pub fn file(&self) -> &File {
+        &self.0
+    }
 }
 
 /// `<root>/<pid>/<file>` or `<root>/<file>`, written into `path` without allocating once

@@ -18,8 +18,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use membloat_exporter::collect::heap::golang::{self, GoHeap, Unmeasured};
-use membloat_exporter::collect::heap::memory::ProcessMemory;
+use membloat_exporter::collect::heap;
+use membloat_exporter::collect::heap::golang::{GoHeap, Unmeasured};
+use membloat_exporter::parse::smaps;
 use membloat_exporter::source::Source;
 
 /// The Go versions the differential covers by default: every release this reader
@@ -140,26 +141,13 @@ impl Drop for Program {
     }
 }
 
-/// What the reader makes of a live process: its layout from `/proc/PID/exe`, its load
-/// bias from its first mapping, its figures through its memory.
+/// What the deep tier makes of a live process: its mappings from `smaps`, then its heap
+/// reading (the binary's layout read once and kept, its load address, its figures).
 fn read(pid: u32) -> Result<GoHeap, Unmeasured> {
-    let exe = std::fs::read(format!("/proc/{pid}/exe")).unwrap();
-    let layout = golang::layout(&exe)?;
-    // The executable's first mapping (file offset 0): a PIE's heap arenas lie below it.
-    let path = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
-    let first = maps
-        .lines()
-        .find(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            f.get(2) == Some(&"00000000") && f.get(5).map(Path::new) == Some(path.as_path())
-        })
-        .and_then(|l| l.split('-').next())
-        .and_then(|a| u64::from_str_radix(a, 16).ok())
-        .unwrap();
-    let source = Source::new("/proc", "/sys");
-    let mut target = ProcessMemory::open(&source, pid).ok_or(Unmeasured::Unreadable)?;
-    golang::read(&mut target, &layout, layout.bias(first))
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let vmas = smaps::parse(&text).unwrap().vmas;
+    let reading = heap::read(&Source::new("/proc", "/sys"), pid, &vmas, true);
+    reading.go.expect("a Go process").map(|g| *g)
 }
 
 fn metric(v: &serde_json::Value, name: &str) -> u64 {

@@ -148,8 +148,9 @@ struct Type {
     element: Option<usize>,
 }
 
-/// The executable's bytes as the ELF file says: its symbols' addresses and DWARF types.
-pub fn layout(elf: &[u8]) -> Result<Layout, Unmeasured> {
+/// The executable as the ELF file says: its symbols' addresses and DWARF types. `elf` is
+/// its bytes, or a cache that reads the parts asked for (`object::ReadCache`).
+pub fn layout<'a, R: object::ReadRef<'a>>(elf: R) -> Result<Layout, Unmeasured> {
     use object::{Object, ObjectSegment, ObjectSymbol};
     let file = object::File::parse(elf).map_err(|_| Unmeasured::UnknownLayout)?;
     let symbol = |name: &str| {
@@ -205,7 +206,9 @@ pub fn layout(elf: &[u8]) -> Result<Layout, Unmeasured> {
 }
 
 /// A section's bytes, inflated when the linker compressed it (Go does, with zlib).
-fn uncompressed(section: &object::Section) -> Option<Vec<u8>> {
+fn uncompressed<'a, R: object::ReadRef<'a>>(
+    section: &object::Section<'a, '_, R>,
+) -> Option<Vec<u8>> {
     use object::ObjectSection;
     use std::io::Read;
     let c = section.compressed_data().ok()?;

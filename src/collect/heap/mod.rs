@@ -18,6 +18,8 @@ pub mod process;
 pub mod runtime;
 pub mod walk;
 
+use std::sync::{Arc, Mutex};
+
 use crate::parse::smaps::Vma;
 use crate::source::Source;
 use arenas::{Bounds, Discovery};
@@ -170,6 +172,9 @@ pub struct HeapReading {
     /// A JVM's own account of its Java heap (its perf data), or why there is none; `None`
     /// for other runtimes and when the walk (reading process memory) is switched off.
     pub java: Option<Result<Box<jvm::JavaHeap>, jvm::Unmeasured>>,
+    /// A Go runtime's own account of its heap, or why there is none; `None` for other
+    /// runtimes and when the walk is switched off.
+    pub go: Option<Result<Box<golang::GoHeap>, golang::Unmeasured>>,
 }
 
 impl HeapReading {
@@ -297,9 +302,9 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
     for l in vmas.iter().filter_map(|v| v.library) {
         libs.insert(l);
     }
-    let go = source
-        .open_pid(pid, "exe")
-        .ok()
+    let exe = source.open_pid(pid, "exe").ok();
+    let go = exe
+        .as_ref()
         .and_then(|exe| runtime::go_version(|off, buf| exe.read_exact_at(off, buf).is_ok()));
     let identity = runtime::identify(libs, go);
     if !walk {
@@ -308,13 +313,15 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
             walk: None,
             memory_cgroup: None,
             java: None,
+            go: None,
         };
     }
     // Its memory is opened only when something is read from it: glibc's heaps, a JVM's
-    // perf data.
+    // perf data, a Go runtime's figures.
     let glibc = identity.allocator == runtime::Allocator::Glibc;
     let java = identity.runtime == runtime::Runtime::Jvm;
-    let mut target = (glibc || java)
+    let golang = identity.runtime == runtime::Runtime::Go;
+    let mut target = (glibc || java || golang)
         .then(|| ProcessMemory::open(source, pid))
         .flatten();
     let outcome = match &mut target {
@@ -332,12 +339,67 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
         .map(Box::new),
         None => Err(jvm::Unmeasured::Unreadable),
     });
+    let go = golang.then(|| match (&mut target, &exe) {
+        (Some(target), Some(exe)) => read_go(target, exe, vmas).map(Box::new),
+        _ => Err(golang::Unmeasured::Unreadable),
+    });
     HeapReading {
         identity,
         walk: Some(outcome),
         memory_cgroup: None,
         java,
+        go,
     }
+}
+
+/// Go binaries' layouts by file identity (device, inode, size, modification time): each
+/// binary's symbols and DWARF are read once, whatever number of processes run it.
+type GoLayouts = Vec<(
+    (u64, u64, u64, i64),
+    Arc<Result<golang::Layout, golang::Unmeasured>>,
+)>;
+static GO_LAYOUTS: Mutex<GoLayouts> = Mutex::new(Vec::new());
+/// Binaries whose layout is kept; the oldest goes first.
+const GO_LAYOUTS_KEPT: usize = 64;
+
+/// A Go process's heap: its binary's layout (read once), its load address, its figures.
+fn read_go<T: Target>(
+    target: &mut T,
+    exe: &crate::source::PidFile,
+    vmas: &[Vma],
+) -> Result<golang::GoHeap, golang::Unmeasured> {
+    let id = exe.identity().map_err(|_| golang::Unmeasured::Unreadable)?;
+    let cached = {
+        let kept = GO_LAYOUTS.lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter()
+            .find(|(k, _)| *k == id)
+            .map(|(_, l)| Arc::clone(l))
+    };
+    let layout = match cached {
+        Some(l) => l,
+        None => {
+            // Read outside the lock: a large binary takes a while, and the others wait
+            // for nothing.
+            let l = Arc::new(golang::layout(&object::ReadCache::new(exe.file())));
+            let mut kept = GO_LAYOUTS.lock().unwrap_or_else(|e| e.into_inner());
+            if kept.len() >= GO_LAYOUTS_KEPT {
+                kept.remove(0);
+            }
+            kept.push((id, Arc::clone(&l)));
+            l
+        }
+    };
+    let layout = layout.as_ref().as_ref().map_err(|&e| e)?;
+    // The executable's first mapping: the lowest of those of its inode.
+    let (dev, ino) = (id.0, id.1);
+    let dev = (u64::from(nix::sys::stat::major(dev)) << 32) | u64::from(nix::sys::stat::minor(dev));
+    let base = vmas
+        .iter()
+        .filter(|v| v.file_id == Some((dev, ino)))
+        .map(|v| v.start)
+        .min()
+        .ok_or(golang::Unmeasured::Unreadable)?;
+    golang::read(target, layout, layout.bias(base))
 }
 
 fn measure_process<T: Target>(

@@ -171,6 +171,7 @@ fn walked(
         walk: Some(walk),
         memory_cgroup: None,
         java: None,
+        go: None,
     }));
     p
 }
