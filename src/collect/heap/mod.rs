@@ -392,7 +392,7 @@ fn read_go<T: Target>(
     let layout = layout.as_ref().as_ref().map_err(|&e| e)?;
     // The executable's first mapping: the lowest of those of its inode.
     let (dev, ino) = (id.0, id.1);
-    let dev = (u64::from(nix::sys::stat::major(dev)) << 32) | u64::from(nix::sys::stat::minor(dev));
+    let dev = (nix::sys::stat::major(dev) << 32) | nix::sys::stat::minor(dev);
     let base = vmas
         .iter()
         .filter(|v| v.file_id == Some((dev, ino)))
