@@ -66,7 +66,7 @@
             record: 'instance:membloat_arena_reserved_bytes:sum',
             expr: 'sum without (group) (membloat_group_arena_reserved_bytes)',
           },
-          // Per host and runtime (runtime="jvm"): the part of the measured hoarded bytes a
+          // Per host and runtime (runtime="jvm", "go"): the part of the measured hoarded bytes a
           // managed runtime's heap holds.
           {
             record: 'instance:membloat_runtime_held_bytes:sum',

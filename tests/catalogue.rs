@@ -26,7 +26,14 @@ const NOT_SERVED_HERE: [(&str, &str); 2] = [
 /// Rows only the live host can show: the fixture's SwapFree is absurd (dropped) and a
 /// fixture has no process memory for the heap walk to read, nor a JVM (the live run has
 /// one of its own).
-const LIVE_ONLY: [&str; 18] = [
+const LIVE_ONLY: [&str; 25] = [
+    "membloat_process_go_heap_in_use_bytes",
+    "membloat_process_go_heap_free_bytes",
+    "membloat_process_go_heap_free_resident_bytes",
+    "membloat_process_go_heap_released_bytes",
+    "membloat_process_go_gc_goal_bytes",
+    "membloat_process_go_memory_limit_bytes",
+    "membloat_process_go_unmeasured",
     "membloat_process_jvm_heap_max_bytes",
     "membloat_process_jvm_unmeasured",
     "membloat_swap_free_bytes",
@@ -108,6 +115,12 @@ fn every_family_served_has_its_row_and_every_row_is_served() {
     let _jvm = common::repro::Repro::java("java", &["-Xms64m", "-Xmx512m"], 200, 20);
     let _unpublished =
         common::repro::Repro::java("java", &["-XX:-UsePerfData", "-Xmx256m"], 100, 10);
+    // A Go program holding freed heap under a GOMEMLIMIT, and a stripped one, for the Go
+    // rows.
+    let gofree = common::repro::go("gofree", &[]);
+    let _go = common::repro::Repro::run_env(&gofree, &["7"], &[("GOMEMLIMIT", "2GiB")]);
+    let stripped = common::repro::go("gostripped", &["-ldflags=-s -w"]);
+    let _stripped = common::repro::Repro::run_env(&stripped, &["8"], &[]);
     let live = run(&[
         "--once",
         "--once.interval=1s",

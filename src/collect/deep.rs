@@ -157,6 +157,9 @@ impl DeepRun {
         if let Some(java) = &heap.java {
             self.jvm_reads.count(heap::jvm::Outcome::of(java));
         }
+        if let Some(go) = &heap.go {
+            self.go_reads.count(go);
+        }
     }
 }
 

@@ -41,6 +41,8 @@ pub struct DeepRun {
     pub heap_walk_cpu_seconds: f64,
     /// JVMs' perf data and heaps read, by how the read ended.
     pub jvm_reads: heap::jvm::ReadCounts,
+    /// Go programs' heaps read, by how the read ended.
+    pub go_reads: heap::golang::ReadCounts,
 }
 
 /// How one collector did in a scan.

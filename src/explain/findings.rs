@@ -125,11 +125,36 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
                 cost: cost.map(str::to_string),
             })
         };
-    // A JVM's held Java heap is its own finding, with its collector's remedy; the rest of
-    // the measured figure is glibc's.
+    // A runtime's held heap (a JVM's Java heap, a Go program's free heap) is its own
+    // finding, with the runtime's remedy; the rest of the measured figure is glibc's.
     let java_held = sig
         .runtime_held_bytes
         .filter(|&b| b >= signals::HOARD_MIN_MEASURED_BYTES && !sig.hoard_pending);
+    if let (Some(held), Some(g)) = (java_held, sig.go.as_deref()) {
+        let limit = g.memory_limit().map_or(String::from("no GOMEMLIMIT"), |l| {
+            format!("GOMEMLIMIT {}", size(l))
+        });
+        let evidence = format!(
+            "the Go runtime holds {} of free heap in RAM it does not use: {} free, {} released, {} in use, GC goal {}, {limit} (its own figures)",
+            size(held),
+            size(g.free_bytes),
+            size(g.released_bytes),
+            size(g.in_use_bytes),
+            size(g.gc_percent_goal_bytes),
+        );
+        let version = id.map_or("", |i| i.version.as_str());
+        push(
+            "go_heap",
+            held,
+            "measured",
+            evidence,
+            remedy::go_heap(version),
+        );
+    }
+    if let Some(why) = sig.go_unmeasured {
+        let (evidence, fix) = remedy::go_unmeasured(why);
+        push("go_heap_unmeasured", 0, "observed", evidence, fix);
+    }
     if let (Some(held), Some(j)) = (java_held, sig.java.as_deref()) {
         let evidence = format!(
             "the Java heap ({} collector) holds {} in RAM it does not use: {} resident, {} used, {} committed (its perf data)",

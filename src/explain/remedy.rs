@@ -1,6 +1,7 @@
 //! The exact remedy for each finding, by the process's allocator and runtime, with its cost
 //! where it has one.
 
+use crate::collect::heap::golang::Unmeasured as GoUnmeasured;
 use crate::collect::heap::jvm::{Collector, Outcome, Unmeasured};
 use crate::collect::heap::runtime::{Allocator, Runtime};
 
@@ -37,6 +38,53 @@ pub fn java_heap(collector: Collector) -> Remedy {
         what,
         Some("more frequent collections, and the heap regrows (page faults, zeroing) at the next burst"),
     )
+}
+
+/// What gives a Go program's free heap back: a soft memory limit the scavenger works to,
+/// or a forced return; before Go 1.16 the returned pages stayed in RSS (MADV_FREE) unless
+/// `madvdontneed` was set. `version` is the binary's (`go1.15.7`; empty when unknown).
+pub fn go_heap(version: &str) -> Remedy {
+    let minor = version
+        .strip_prefix("go1.")
+        .and_then(|v| v.split(['.', 'r', 'b']).next())
+        .and_then(|m| m.parse::<u32>().ok());
+    let mut what = String::from(
+        "GOMEMLIMIT near the container's limit (the scavenger returns free heap as the program nears it), or debug.FreeOSMemory() after a burst (returns it at once)",
+    );
+    if minor.is_some_and(|m| (12..=15).contains(&m)) {
+        what.push_str("; with Go 1.12-1.15 also GODEBUG=madvdontneed=1, or returned pages stay in RSS until the kernel needs them");
+    }
+    (
+        what,
+        Some("more frequent collections near the limit, and the heap regrows (page faults, zeroing) at the next burst"),
+    )
+}
+
+/// Why a Go program's heap was not read, and what would let it be.
+pub fn go_unmeasured(why: GoUnmeasured) -> (String, Remedy) {
+    let (evidence, fix) = match why {
+        GoUnmeasured::Stripped => (
+            "the Go binary has no symbol table (built with -ldflags=-s), so its runtime's figures cannot be found",
+            "build without -s (GoReleaser's default ldflags carry it); -w alone keeps the symbols but not the DWARF the fields' places come from",
+        ),
+        GoUnmeasured::NoDwarf => (
+            "the Go binary has no DWARF (built with -ldflags=-w), so where its runtime keeps its figures is unknown",
+            "build without -w (the DWARF adds to the file, not to the memory the program uses)",
+        ),
+        GoUnmeasured::UnknownLayout => (
+            "the Go binary's DWARF lacks a field this exporter reads: a Go version it does not know",
+            "tell the exporter's maintainers the Go version (`go version -m BINARY`)",
+        ),
+        GoUnmeasured::Unreadable => (
+            "the Go program's memory could not be read, so its heap was not measured",
+            "grant the exporter CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (see the README's Privileges)",
+        ),
+        GoUnmeasured::Moving => (
+            "the Go program's heap changed under two reads",
+            "wait for the next deep read",
+        ),
+    };
+    (evidence.into(), (fix.into(), None))
 }
 
 /// Why a JVM's Java heap was not measured, and what would let it be.

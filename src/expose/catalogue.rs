@@ -92,6 +92,8 @@ catalogue! {
         "Processes whose glibc heap can be measured but whose walks so far found it changing under the read: they show no hoarding figure (neither measured nor suspected) until a walk succeeds.";
     JVM_READS_TOTAL = membloat "jvm_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
         "Reads of deep-read JVMs' perf data (hsperfdata, read through the JVM's own mapping of it) by outcome: measured (figures and held heap); no_resident (figures, but the heap's range or file was not found: no held figure); not_published (no perf data: -XX:-UsePerfData, -XX:+PerfDisableSharedMem, or another JVM holds the file of the same /tmp and namespace pid); unreadable (no ptrace access); not_ready (the JVM is starting); malformed (outside HotSpot's format, or absurd figures).";
+    GO_READS_TOTAL = membloat "go_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
+        "Reads of deep-read Go programs' heaps (the runtime's own figures, found through the binary's symbols and DWARF) by outcome: measured; stripped (built with -ldflags=-s: no symbol table); no_dwarf (built with -ldflags=-w); unknown_layout (the DWARF lacks a field this exporter reads: a Go version it does not know); unreadable (no ptrace access); moving (the figures changed under two reads, tried again at the next deep read).";
     SCAN_ERRORS_TOTAL = membloat "scan_errors", Counter, None, ["collector", "reason"], EXPORTER, "the exporter",
         "Values skipped by reason: vanished (the process exited while being read), permission_denied (the exporter may not read it), malformed (unparseable or absurd), unsupported (the kernel lacks the file), io, hidden (/proc has hidepid and the exporter lacks CAP_SYS_PTRACE: other users' processes are not listed; once per scan), timeout (a read that outlasted --collector.processes.read-timeout: a process once, when it is left behind; a system collector every scan its reader is still stuck).";
     GROUPS_FOLDED = membloat "groups_folded", Gauge, None, [], PROCESSES, "the exporter",
@@ -122,8 +124,8 @@ catalogue! {
         "Highest oom_score in the group: the OOM killer picks the highest score first (/proc/PID/oom_score).";
     GROUP_HOARDED_BYTES = membloat "group_hoarded", Gauge, Bytes, ["group", "method"], PROCESSES, "/proc/PID/mem, pagemap, smaps",
         "Sum over the group of heap memory the allocator holds free, by method: measured (resident free pages of glibc's heaps that malloc_trim(0) would give back, read by the heap walk, 0 below 16 MiB) or suspected (inferred from smaps where no walk was possible). See membloat_process_hoarded_bytes.";
-    GROUP_RUNTIME_HELD_BYTES = membloat "group_runtime_held", Gauge, Bytes, ["group", "runtime"], PROCESSES, "/proc/PID/mem (hsperfdata, libjvm), pagemap",
-        "Sum over the group's measured processes of resident heap their runtime holds unused (runtime=\"jvm\": the Java heap's resident pages less what the JVM says is used); part of membloat_group_hoarded_bytes{method=\"measured\"}. Only groups with such a process.";
+    GROUP_RUNTIME_HELD_BYTES = membloat "group_runtime_held", Gauge, Bytes, ["group", "runtime"], PROCESSES, "/proc/PID/mem (hsperfdata, libjvm, Go's runtime), pagemap",
+        "Sum over the group's measured processes of resident heap their runtime holds unused (runtime=\"jvm\": the Java heap's resident pages less what the JVM says is used; runtime=\"go\": free Go heap in resident pages); part of membloat_group_hoarded_bytes{method=\"measured\"}. Only groups with such a process.";
     GROUP_HEAP_MEASURED_PROCESSES = membloat "group_heap_measured_processes", Gauge, None, ["group"], PROCESSES, "/proc/PID/mem",
         "Processes of the group whose glibc heaps the latest heap walk measured (deep tier).";
     GROUP_HEAP_FREE_BYTES = membloat "group_heap_free", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/mem",
@@ -182,8 +184,8 @@ catalogue! {
         "Size of the brk heap plus glibc arena heaps; Size far above Rss means the heap was trimmed (deep tier).";
     PROCESS_HOARDED_BYTES = membloat "process_hoarded", Gauge, Bytes, ["pid", "comm", "method"], PROCESSES, "/proc/PID/mem, pagemap, smaps",
         "Heap memory the allocator holds free. method=\"measured\": resident pages of glibc's free chunks that malloc_trim(0) would give back, counted from glibc's free lists (0 below 16 MiB); absent while a walkable heap is not yet measured (membloat_heap_pending_processes). method=\"suspected\" (no walk possible: other allocator, walk off, no privilege, unsupported glibc): the heap's Rss when it is >= 64 MiB and >= half of RssAnon, RSS >= 0.8 x peak, heap not trimmed and the process idle; /proc alone cannot tell free chunks from live data.";
-    PROCESS_RUNTIME_HELD_BYTES = membloat "process_runtime_held", Gauge, Bytes, ["pid", "comm", "runtime"], PROCESSES, "/proc/PID/mem (hsperfdata, libjvm), pagemap",
-        "Resident heap the process's managed runtime holds unused (runtime=\"jvm\": pages present in the Java heap's reserved range, or ZGC's heap file, less the used bytes of its spaces): its collector keeps them until it uncommits. Part of membloat_process_hoarded_bytes{method=\"measured\"} (0 there below 16 MiB).";
+    PROCESS_RUNTIME_HELD_BYTES = membloat "process_runtime_held", Gauge, Bytes, ["pid", "comm", "runtime"], PROCESSES, "/proc/PID/mem (hsperfdata, libjvm, Go's runtime), pagemap",
+        "Resident heap the process's managed runtime holds unused (runtime=\"jvm\": pages present in the Java heap's reserved range, or ZGC's heap file, less the used bytes of its spaces, kept until the collector uncommits; runtime=\"go\": free Go heap in resident pages, kept until the scavenger returns it). Part of membloat_process_hoarded_bytes{method=\"measured\"} (0 there below 16 MiB).";
     PROCESS_HEAP_FREE_BYTES = membloat "process_heap_free", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
         "Free chunk bytes in the process's glibc heaps, the top chunk included, by heap (main: the brk heap; arena: other threads' heaps). Heap walk of /proc/PID/mem.";
     PROCESS_HEAP_FREE_RESIDENT_BYTES = membloat "process_heap_free_resident", Gauge, Bytes, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem, pagemap",
@@ -212,6 +214,20 @@ catalogue! {
         "Metaspace a JVM uses (jstat's MU).";
     PROCESS_JVM_UNMEASURED = membloat "process_jvm_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/mem (hsperfdata, libjvm)",
         "1 for a JVM whose held Java heap could not be measured, by reason (as membloat_jvm_reads_total's outcomes): not_published (-XX:-UsePerfData, -XX:+PerfDisableSharedMem, or another JVM holds its perf-data file), no_resident (its heap's range or file was not found), unreadable, not_ready, malformed. Such a JVM has no measured hoarding figure.";
+    PROCESS_GO_HEAP_IN_USE_BYTES = membloat "process_go_heap_in_use", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
+        "A Go program's heap in spans in use (runtime/metrics' /memory/classes/heap/objects plus .../unused), as its runtime counts it (deep tier).";
+    PROCESS_GO_HEAP_FREE_BYTES = membloat "process_go_heap_free", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
+        "A Go program's free heap not yet returned to the OS (runtime/metrics' /memory/classes/heap/free): kept until its scavenger releases it.";
+    PROCESS_GO_HEAP_FREE_RESIDENT_BYTES = membloat "process_go_heap_free_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.mheap_.pages), pagemap",
+        "Of a Go program's free heap, the bytes in resident pages (its page allocator's free, unscavenged pages, then pagemap): the RAM its runtime holds unused, its measured hoarding.";
+    PROCESS_GO_HEAP_RELEASED_BYTES = membloat "process_go_heap_released", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
+        "A Go program's heap returned to the OS and not reused (runtime/metrics' /memory/classes/heap/released).";
+    PROCESS_GO_GC_GOAL_BYTES = membloat "process_go_gc_goal", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
+        "The heap size at which a Go program's next GC should end, as GOGC sets it (runtime/metrics' /gc/heap/goal unless GOMEMLIMIT binds).";
+    PROCESS_GO_MEMORY_LIMIT_BYTES = membloat "process_go_memory_limit", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
+        "A Go program's soft memory limit (GOMEMLIMIT or debug.SetMemoryLimit); absent when none is set.";
+    PROCESS_GO_UNMEASURED = membloat "process_go_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/exe, /proc/PID/mem",
+        "1 for a Go program whose heap could not be read, by reason (as membloat_go_reads_total's outcomes): stripped (-ldflags=-s), no_dwarf (-ldflags=-w), unknown_layout, unreadable, moving. Such a program has no hoarding figure.";
     PROCESS_ARENA_HEAPS = membloat "process_arena_heaps", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/mem, smaps",
         "Heaps of glibc's non-main arenas: from glibc's ring of arenas and heap_info headers when the heap walk measured the process, else from the maps' shape (64 MiB-aligned anonymous heaps, merged neighbours counted; deep tier).";
     PROCESS_ARENA_RESERVED_BYTES = membloat "process_arena_reserved", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",

@@ -12,18 +12,20 @@ use super::catalogue::{
     GROUP_UNTOUCHED_COMMIT_BYTES, GROUP_VIRTUAL_BYTES, PROCESS_ALLOCATOR_INFO,
     PROCESS_ANON_HUGE_BYTES, PROCESS_ARENA_AT_CEILING, PROCESS_ARENA_HEAPS,
     PROCESS_ARENA_RESERVED_BYTES, PROCESS_COMMIT_BYTES, PROCESS_CPU_SECONDS_TOTAL,
-    PROCESS_HEAP_FREE_BYTES, PROCESS_HEAP_FREE_CHUNKS, PROCESS_HEAP_FREE_RESIDENT_BYTES,
-    PROCESS_HEAP_RECLAIMABLE_BYTES, PROCESS_HEAP_RESIDENT_BYTES, PROCESS_HEAP_SIZE_BYTES,
-    PROCESS_HEAP_TOP_BYTES, PROCESS_HOARDED_BYTES, PROCESS_IDLE, PROCESS_JVM_HEAP_COMMITTED_BYTES,
-    PROCESS_JVM_HEAP_MAX_BYTES, PROCESS_JVM_HEAP_RESIDENT_BYTES, PROCESS_JVM_HEAP_USED_BYTES,
-    PROCESS_JVM_INFO, PROCESS_JVM_METASPACE_COMMITTED_BYTES, PROCESS_JVM_METASPACE_USED_BYTES,
-    PROCESS_JVM_UNMEASURED, PROCESS_OOM_RANK, PROCESS_OOM_SCORE, PROCESS_OOM_SCORE_ADJ,
-    PROCESS_PSS_BYTES, PROCESS_REGROWN_BYTES_TOTAL, PROCESS_REGROWN_SINCE_TROUGH_BYTES,
-    PROCESS_RESIDENT_ANON_BYTES, PROCESS_RESIDENT_BYTES, PROCESS_RESIDENT_FILE_BYTES,
-    PROCESS_RESIDENT_PEAK_BYTES, PROCESS_RESIDENT_SHMEM_BYTES, PROCESS_RETAINED_PEAK_RATIO,
-    PROCESS_RUNTIME_HELD_BYTES, PROCESS_START_TIME_SECONDS, PROCESS_SWAP_BYTES,
-    PROCESS_THP_ANON_RATIO, PROCESS_THP_ENABLED, PROCESS_THREADS, PROCESS_UNTOUCHED_COMMIT_BYTES,
-    PROCESS_VIRTUAL_BYTES,
+    PROCESS_GO_GC_GOAL_BYTES, PROCESS_GO_HEAP_FREE_BYTES, PROCESS_GO_HEAP_FREE_RESIDENT_BYTES,
+    PROCESS_GO_HEAP_IN_USE_BYTES, PROCESS_GO_HEAP_RELEASED_BYTES, PROCESS_GO_MEMORY_LIMIT_BYTES,
+    PROCESS_GO_UNMEASURED, PROCESS_HEAP_FREE_BYTES, PROCESS_HEAP_FREE_CHUNKS,
+    PROCESS_HEAP_FREE_RESIDENT_BYTES, PROCESS_HEAP_RECLAIMABLE_BYTES, PROCESS_HEAP_RESIDENT_BYTES,
+    PROCESS_HEAP_SIZE_BYTES, PROCESS_HEAP_TOP_BYTES, PROCESS_HOARDED_BYTES, PROCESS_IDLE,
+    PROCESS_JVM_HEAP_COMMITTED_BYTES, PROCESS_JVM_HEAP_MAX_BYTES, PROCESS_JVM_HEAP_RESIDENT_BYTES,
+    PROCESS_JVM_HEAP_USED_BYTES, PROCESS_JVM_INFO, PROCESS_JVM_METASPACE_COMMITTED_BYTES,
+    PROCESS_JVM_METASPACE_USED_BYTES, PROCESS_JVM_UNMEASURED, PROCESS_OOM_RANK, PROCESS_OOM_SCORE,
+    PROCESS_OOM_SCORE_ADJ, PROCESS_PSS_BYTES, PROCESS_REGROWN_BYTES_TOTAL,
+    PROCESS_REGROWN_SINCE_TROUGH_BYTES, PROCESS_RESIDENT_ANON_BYTES, PROCESS_RESIDENT_BYTES,
+    PROCESS_RESIDENT_FILE_BYTES, PROCESS_RESIDENT_PEAK_BYTES, PROCESS_RESIDENT_SHMEM_BYTES,
+    PROCESS_RETAINED_PEAK_RATIO, PROCESS_RUNTIME_HELD_BYTES, PROCESS_START_TIME_SECONDS,
+    PROCESS_SWAP_BYTES, PROCESS_THP_ANON_RATIO, PROCESS_THP_ENABLED, PROCESS_THREADS,
+    PROCESS_UNTOUCHED_COMMIT_BYTES, PROCESS_VIRTUAL_BYTES,
 };
 use super::{u, Families, Labels, Num};
 use crate::collect::heap::jvm::Space;
@@ -82,12 +84,17 @@ pub(super) fn encode_groups(
     f.family(&GROUP_HOARDED_BYTES, hoarded)?;
     let held: Vec<(Labels, Num)> = groups
         .iter()
-        .filter(|g| g.jvm_processes > 0)
-        .map(|g| {
-            (
-                vec![("group", g.name.as_str()), ("runtime", "jvm")],
-                Num::U(g.jvm_held_bytes),
-            )
+        .flat_map(|g| {
+            ["jvm", "go"]
+                .into_iter()
+                .zip(g.runtime_held)
+                .filter(|(_, (n, _))| *n > 0)
+                .map(|(runtime, (_, bytes))| {
+                    (
+                        vec![("group", g.name.as_str()), ("runtime", runtime)],
+                        Num::U(bytes),
+                    )
+                })
         })
         .collect();
     f.family(&GROUP_RUNTIME_HELD_BYTES, held)?;
@@ -130,8 +137,8 @@ enum Get {
     JvmInfo,
     /// One sample per space of a JVM's heap (`generation`, `space`).
     PerJvmSpace(fn(&Space) -> u64),
-    /// 1 with why a JVM's heap was not measured (`reason`).
-    JvmUnmeasured,
+    /// 1 with why a runtime's heap was not measured (`reason`): a JVM's, a Go program's.
+    Unmeasured(fn(&ProcessReport) -> Option<&'static str>),
 }
 
 fn flag(b: Option<bool>) -> Option<Num> {
@@ -248,7 +255,38 @@ const TOP: &[(&Metric, Get)] = &[
         &PROCESS_JVM_METASPACE_USED_BYTES,
         Get::One(|p| Some(Num::U(p.signals.java.as_ref()?.metaspace?.1))),
     ),
-    (&PROCESS_JVM_UNMEASURED, Get::JvmUnmeasured),
+    (
+        &PROCESS_JVM_UNMEASURED,
+        Get::Unmeasured(|p| Some(p.signals.jvm_unmeasured?.as_str())),
+    ),
+    (
+        &PROCESS_GO_HEAP_IN_USE_BYTES,
+        Get::One(|p| u(Some(p.signals.go.as_ref()?.in_use_bytes))),
+    ),
+    (
+        &PROCESS_GO_HEAP_FREE_BYTES,
+        Get::One(|p| u(Some(p.signals.go.as_ref()?.free_bytes))),
+    ),
+    (
+        &PROCESS_GO_HEAP_FREE_RESIDENT_BYTES,
+        Get::One(|p| u(Some(p.signals.go.as_ref()?.free_resident_bytes))),
+    ),
+    (
+        &PROCESS_GO_HEAP_RELEASED_BYTES,
+        Get::One(|p| u(Some(p.signals.go.as_ref()?.released_bytes))),
+    ),
+    (
+        &PROCESS_GO_GC_GOAL_BYTES,
+        Get::One(|p| u(Some(p.signals.go.as_ref()?.gc_percent_goal_bytes))),
+    ),
+    (
+        &PROCESS_GO_MEMORY_LIMIT_BYTES,
+        Get::One(|p| u(p.signals.go.as_ref()?.memory_limit())),
+    ),
+    (
+        &PROCESS_GO_UNMEASURED,
+        Get::Unmeasured(|p| Some(p.signals.go_unmeasured?.as_str())),
+    ),
     (&PROCESS_ARENA_HEAPS, Get::One(|p| u(p.signals.arena_heaps))),
     (
         &PROCESS_ARENA_RESERVED_BYTES,
@@ -327,7 +365,8 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
                 .enumerate()
                 .filter_map(|(i, p)| {
                     let held = p.signals.runtime_held_bytes?;
-                    Some((with(labels(i), "runtime", "jvm"), Num::U(held)))
+                    let by = p.signals.runtime_held_by?.as_str();
+                    Some((with(labels(i), "runtime", by), Num::U(held)))
                 })
                 .collect(),
             Get::PerJvmSpace(get) => top
@@ -340,13 +379,10 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
                     (with(l, "space", s.name.as_str()), Num::U(get(s)))
                 })
                 .collect(),
-            Get::JvmUnmeasured => top
+            Get::Unmeasured(why) => top
                 .iter()
                 .enumerate()
-                .filter_map(|(i, p)| {
-                    let why = p.signals.jvm_unmeasured?.as_str();
-                    Some((with(labels(i), "reason", why), Num::U(1)))
-                })
+                .filter_map(|(i, p)| Some((with(labels(i), "reason", why(p)?), Num::U(1))))
                 .collect(),
             Get::JvmInfo => {
                 if top.iter().any(|p| p.signals.java.is_some()) {

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::UNIX_EPOCH;
 
 use crate::collect::heap::runtime::Identity;
+use crate::collect::heap::runtime::Runtime;
 use crate::collect::{CollectorRun, DeepRun, ErrorCounts, Host, ProcessSample, ReadStats, Sample};
 use crate::family::{Collector, Family};
 use crate::model::groups::{groups, GroupStats};
@@ -80,6 +81,8 @@ pub struct Snapshot {
     pub heap_walks_total: crate::collect::heap::WalkCounts,
     /// JVM reads by outcome since start.
     pub jvm_reads_total: crate::collect::heap::jvm::ReadCounts,
+    /// Go heap reads since start, by outcome.
+    pub go_reads_total: crate::collect::heap::golang::ReadCounts,
     /// Processes whose heap is walkable but not yet measured (see `Signals::hoard_pending`).
     pub heap_pending_processes: u64,
     /// CPU time of the heap walks since start.
@@ -90,9 +93,10 @@ pub struct Snapshot {
     /// Measured hoarded bytes summed by the processes' memory cgroup (those the deep tier
     /// read and whose heap it measured).
     pub cgroup_hoarded_bytes: BTreeMap<String, u64>,
-    /// Held Java heap of the measured JVMs summed by memory cgroup (part of
-    /// `cgroup_hoarded_bytes` where it is 16 MiB or more a process).
-    pub cgroup_jvm_held_bytes: BTreeMap<String, u64>,
+    /// Heap the measured runtimes hold (a JVM's Java heap, a Go program's free heap)
+    /// summed by memory cgroup and runtime (part of `cgroup_hoarded_bytes` where it is
+    /// 16 MiB or more a process).
+    pub cgroup_runtime_held_bytes: BTreeMap<(String, Runtime), u64>,
     /// OOM kills from the kernel log since start, and the latest few with their victims;
     /// `None` when the kmsg collector is off.
     pub kills: Option<Kills>,
@@ -156,7 +160,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
     let mut states = prev.processes;
     let mut sigs = Vec::with_capacity(sample.processes.len());
     let mut cgroup_hoarded_bytes = BTreeMap::new();
-    let mut cgroup_jvm_held_bytes = BTreeMap::new();
+    let mut cgroup_runtime_held_bytes = BTreeMap::new();
     for p in &sample.processes {
         let (mut state, sig) = signals::advance(
             states.get(&p.key()),
@@ -173,11 +177,13 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         ) {
             *cgroup_hoarded_bytes.entry(cgroup.clone()).or_insert(0u64) += bytes;
         }
-        if let (Some(held), Some(cgroup)) = (
+        if let (Some(held), Some(runtime), Some(cgroup)) = (
             sig.runtime_held_bytes,
+            sig.runtime_held_by,
             state.heap().and_then(|h| h.memory_cgroup.as_ref()),
         ) {
-            *cgroup_jvm_held_bytes.entry(cgroup.clone()).or_insert(0u64) += held;
+            let key = (cgroup.clone(), runtime);
+            *cgroup_runtime_held_bytes.entry(key).or_insert(0u64) += held;
         }
         states.insert(p.key(), state);
         sigs.push(sig);
@@ -236,6 +242,9 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         jvm_reads_total: prev
             .jvm_reads_total
             .plus(&sample.deep.map(|d| d.jvm_reads).unwrap_or_default()),
+        go_reads_total: prev
+            .go_reads_total
+            .plus(&sample.deep.map(|d| d.go_reads).unwrap_or_default()),
         pressure,
         oom_kills,
         last_oom_kill_unix_seconds: system.last_oom_kill_unix_seconds,
@@ -256,13 +265,14 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         deep_cpu_seconds_total: next.deep_cpu_seconds_total,
         heap_walks_total: next.heap_walks_total,
         jvm_reads_total: next.jvm_reads_total,
+        go_reads_total: next.go_reads_total,
         heap_pending_processes: sigs.iter().filter(|s| s.hoard_pending).count() as u64,
         heap_walk_cpu_seconds_total: next.heap_walk_cpu_seconds_total,
         deep: sample.deep,
         reads: sample.reads,
         own: sample.own,
         cgroup_hoarded_bytes,
-        cgroup_jvm_held_bytes,
+        cgroup_runtime_held_bytes,
         kills: kmsg_ran.then(|| next.kills.clone()),
         collectors: sample.collectors,
         host: sample.host,

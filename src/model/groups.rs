@@ -39,10 +39,9 @@ pub struct GroupStats {
     pub untouched_commit_bytes: u64,
     pub arena_heaps: u64,
     pub arena_reserved_bytes: u64,
-    /// JVMs whose held Java heap was measured, and its sum (part of the measured hoarded
-    /// bytes).
-    pub jvm_processes: u64,
-    pub jvm_held_bytes: u64,
+    /// Processes whose runtime's held heap was measured, and its sum (part of the measured
+    /// hoarded bytes), by runtime: JVMs, then Go programs.
+    pub runtime_held: [(u64, u64); 2],
 }
 
 impl GroupStats {
@@ -53,9 +52,11 @@ impl GroupStats {
             _ => &mut self.hoarded_suspected_bytes,
         };
         *by_method = by_method.saturating_add(hoarded);
-        if let Some(held) = sig.runtime_held_bytes {
-            self.jvm_processes += 1;
-            self.jvm_held_bytes = self.jvm_held_bytes.saturating_add(held);
+        if let (Some(held), Some(by)) = (sig.runtime_held_bytes, sig.runtime_held_by) {
+            let i = usize::from(by == crate::collect::heap::runtime::Runtime::Go);
+            let (n, bytes) = &mut self.runtime_held[i];
+            *n += 1;
+            *bytes = bytes.saturating_add(held);
         }
         if let Some(h) = &sig.heap {
             self.heap_measured_processes += 1;

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::collect::heap::golang::{self, GoHeap};
 use crate::collect::heap::jvm::{self, JavaHeap};
 use crate::collect::heap::runtime::{Allocator, Runtime};
 use crate::collect::heap::{HeapMeasure, HeapReading};
@@ -183,10 +184,17 @@ pub struct Signals {
     /// A JVM's own account of its Java heap (boxed: only JVMs have one).
     pub java: Option<Box<JavaHeap>>,
     /// Resident heap a managed runtime holds unused (a JVM's collector keeps it until it
-    /// uncommits): part of `hoarded_bytes` when measured.
+    /// uncommits, Go's until its scavenger releases it): part of `hoarded_bytes` when
+    /// measured.
     pub runtime_held_bytes: Option<u64>,
+    /// The runtime that holds `runtime_held_bytes`.
+    pub runtime_held_by: Option<Runtime>,
     /// Why a JVM's held heap has no figure (then neither has its measured hoarding).
     pub jvm_unmeasured: Option<jvm::Outcome>,
+    /// A Go runtime's own account of its heap (boxed: only Go programs have one).
+    pub go: Option<Box<GoHeap>>,
+    /// Why a Go program's heap has no figure (then neither has its hoarding).
+    pub go_unmeasured: Option<golang::Unmeasured>,
     /// Commit charge: Size of mappings charged to the commit limit (deep tier).
     pub commit_bytes: Option<u64>,
     /// Commit charge not backed by RAM or swap: can still become RSS, oom_score omits it.
@@ -285,7 +293,10 @@ pub fn advance(
         measured_heap(&mut sig, m, online_cpus);
     }
     if let Some(read) = heap.and_then(|h| h.java.as_ref()) {
-        runtime_heap(&mut sig, read);
+        jvm_heap(&mut sig, read);
+    }
+    if let Some(read) = heap.and_then(|h| h.go.as_ref()) {
+        go_heap(&mut sig, read);
     }
     if let Some(d) = &mut next.deep {
         d.hoarded_bytes = sig.hoarded_bytes;
@@ -415,23 +426,44 @@ fn measured_heap(sig: &mut Signals, m: HeapMeasure, online_cpus: u64) {
     sig.hoard_method = Some(Method::Measured);
 }
 
-/// A JVM's held heap, read from its perf data: measured, it joins glibc's measured free
-/// pages (a suspected native figure gives way to it); not measured, the process has no
-/// measured figure at all, since glibc's alone would leave out the largest holder.
-fn runtime_heap(sig: &mut Signals, read: &Result<Box<JavaHeap>, jvm::Unmeasured>) {
+/// A JVM's held heap, read from its perf data.
+fn jvm_heap(sig: &mut Signals, read: &Result<Box<JavaHeap>, jvm::Unmeasured>) {
     if let Ok(java) = read {
-        sig.runtime_held_bytes = java.held_bytes();
         sig.java = Some(java.clone());
     }
     let outcome = jvm::Outcome::of(read);
-    if outcome != jvm::Outcome::Measured {
+    let unmeasured = outcome != jvm::Outcome::Measured;
+    if unmeasured {
         sig.jvm_unmeasured = Some(outcome);
-        if sig.hoard_method == Some(Method::Measured) {
-            sig.hoarded_bytes = None;
-            sig.hoard_method = None;
-        }
     }
-    if let (Some(held), false) = (sig.runtime_held_bytes, sig.hoard_pending) {
+    let held = read.as_ref().ok().and_then(|j| j.held_bytes());
+    runtime_heap(sig, Runtime::Jvm, held, unmeasured);
+}
+
+/// A Go program's free heap in resident pages, read from its runtime's variables.
+fn go_heap(sig: &mut Signals, read: &Result<Box<GoHeap>, golang::Unmeasured>) {
+    match read {
+        Ok(go) => sig.go = Some(go.clone()),
+        Err(why) => sig.go_unmeasured = Some(*why),
+    }
+    let held = read.as_ref().ok().map(|g| g.free_resident_bytes);
+    runtime_heap(sig, Runtime::Go, held, read.is_err());
+}
+
+/// A managed runtime's held heap: measured, it joins glibc's measured free pages (a
+/// suspected native figure gives way to it); not measured, the process has no measured
+/// figure at all, since glibc's alone would leave out the largest holder (and a Go
+/// program has no other: the mappings' shape says nothing of its heap).
+fn runtime_heap(sig: &mut Signals, runtime: Runtime, held: Option<u64>, unmeasured: bool) {
+    if let Some(held) = held {
+        sig.runtime_held_bytes = Some(held);
+        sig.runtime_held_by = Some(runtime);
+    }
+    if unmeasured && (sig.hoard_method == Some(Method::Measured) || runtime == Runtime::Go) {
+        sig.hoarded_bytes = None;
+        sig.hoard_method = None;
+    }
+    if let (Some(held), false) = (held, sig.hoard_pending) {
         let native = match sig.hoard_method {
             Some(Method::Measured) => sig.hoarded_bytes.unwrap_or(0),
             _ => 0,

@@ -36,6 +36,30 @@ pub fn build(name: &str) -> PathBuf {
     final_out
 }
 
+/// The random Go program of tests/reproducers/gofree.go, built once per test binary run
+/// with the installed Go and `flags` (`-ldflags=-s -w` strips it).
+pub fn go(name: &str, flags: &[&str]) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("repro-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(name);
+    if !out.exists() {
+        let tmp = dir.join(format!("{name}.{:?}.tmp", std::thread::current().id()));
+        let status = tool("go")
+            .arg("build")
+            .args(flags)
+            .arg("-o")
+            .arg(&tmp)
+            .arg(src.join("gofree.go"))
+            .env("CGO_ENABLED", "0")
+            .env("GOFLAGS", "-mod=mod")
+            .status();
+        assert!(status.unwrap().success(), "building {name}");
+        std::fs::rename(&tmp, &out).unwrap();
+    }
+    out
+}
+
 /// The C compiler line of every reproducer: without -fno-builtin-* the optimiser deletes
 /// the unused malloc/free pairs.
 pub fn cc(out: &Path, src: &Path) -> Command {
@@ -80,6 +104,14 @@ impl Repro {
         let mut cmd = Command::new(path);
         cmd.args(args);
         Repro::spawn(alias, cmd)
+    }
+
+    /// Runs the program `built` with `args` and `env`.
+    pub fn run_env(built: &Path, args: &[&str], env: &[(&str, &str)]) -> Repro {
+        let mut cmd = Command::new(built);
+        cmd.args(args).envs(env.iter().copied());
+        let name = built.file_name().unwrap().to_string_lossy().into_owned();
+        Repro::spawn(&name, cmd)
     }
 
     /// A Python reproducer from tests/reproducers, run by python3.

@@ -2,7 +2,7 @@
 // random goroutines, every page touched, a random share dropped, runtime.GC() twice, then
 // idle. Each line read on stdin asks for the runtime's own figures (runtime/metrics),
 // printed as one JSON line; "free" first returns the free heap to the OS
-// (debug.FreeOSMemory), as an operator's remedy would.
+// (debug.FreeOSMemory), as an operator's remedy would. At the end of stdin it idles.
 //
 //	gofree SEED
 package main
@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"runtime"
@@ -19,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 var kept [][][]byte
@@ -104,5 +106,7 @@ func main() {
 		line, _ := json.Marshal(figures())
 		fmt.Println(string(line))
 	}
+	// Without a reader on stdin, idle until killed.
+	time.Sleep(math.MaxInt64)
 	runtime.KeepAlive(kept)
 }

@@ -48,6 +48,43 @@ impl Unmeasured {
     }
 }
 
+/// Go heap reads by how they ended: `measured`, or each [`Unmeasured`] reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadCounts([u64; 1 + Unmeasured::ALL.len()]);
+
+impl ReadCounts {
+    /// The `outcome` labels, in the order of [`ReadCounts::values`].
+    pub const OUTCOMES: [&'static str; 1 + Unmeasured::ALL.len()] = [
+        "measured",
+        "stripped",
+        "no_dwarf",
+        "unknown_layout",
+        "unreadable",
+        "moving",
+    ];
+
+    pub fn count<T>(&mut self, read: &Result<T, Unmeasured>) {
+        let i = match read {
+            Ok(_) => 0,
+            Err(e) => 1 + Unmeasured::ALL.iter().position(|u| u == e).unwrap_or(0),
+        };
+        self.0[i] += 1;
+    }
+
+    /// Each outcome's count, in the order of [`ReadCounts::OUTCOMES`].
+    pub fn values(&self) -> [u64; 1 + Unmeasured::ALL.len()] {
+        self.0
+    }
+
+    /// These counts plus `other`'s (running totals across scans).
+    pub fn plus(mut self, other: &ReadCounts) -> ReadCounts {
+        for (sum, n) in self.0.iter_mut().zip(other.0) {
+            *sum = sum.saturating_add(n);
+        }
+        self
+    }
+}
+
 /// The runtime's figures, as `runtime/metrics` names them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GoHeap {
@@ -66,6 +103,13 @@ pub struct GoHeap {
     pub gc_percent_goal_bytes: u64,
     /// `GOMEMLIMIT` (`/gc/gomemlimit:bytes`; `math.MaxInt64` when unset).
     pub memory_limit_bytes: u64,
+}
+
+impl GoHeap {
+    /// `GOMEMLIMIT`, when one is set (the runtime keeps `math.MaxInt64` for none).
+    pub fn memory_limit(&self) -> Option<u64> {
+        (self.memory_limit_bytes < i64::MAX as u64).then_some(self.memory_limit_bytes)
+    }
 }
 
 /// Where the runtime keeps what [`read`] needs, in one binary.

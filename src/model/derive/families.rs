@@ -3,8 +3,12 @@
 //! the model derives a figure from adds its row to its unit's rows and its family here.
 
 use super::Snapshot;
+use crate::collect::heap::runtime::Runtime;
 use crate::family::{Family, Value as Num};
 use crate::units::{cgroup, meminfo, pressure, thp, vmstat};
+
+/// The runtimes whose held heap is measured, in the order of their samples.
+pub(crate) const HELD_BY: [Runtime; 2] = [Runtime::Jvm, Runtime::Go];
 
 fn u(v: Option<u64>) -> Option<Num> {
     v.map(Num::U)
@@ -63,9 +67,14 @@ pub(super) fn derived(s: &Snapshot) -> Vec<(&'static str, Family)> {
             if let Some(bytes) = s.cgroup_hoarded_bytes.get(path) {
                 hoarded.push(vec![("cgroup", path.clone())], Num::U(*bytes));
             }
-            if let Some(bytes) = s.cgroup_jvm_held_bytes.get(path) {
-                let labels = vec![("cgroup", path.clone()), ("runtime", "jvm".to_string())];
-                held.push(labels, Num::U(*bytes));
+            for runtime in HELD_BY {
+                if let Some(bytes) = s.cgroup_runtime_held_bytes.get(&(path.clone(), runtime)) {
+                    let labels = vec![
+                        ("cgroup", path.clone()),
+                        ("runtime", runtime.as_str().to_string()),
+                    ];
+                    held.push(labels, Num::U(*bytes));
+                }
             }
         }
         out.extend([("cgroup", hoarded), ("cgroup", held)]);
