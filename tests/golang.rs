@@ -8,7 +8,8 @@
 //!
 //! The toolchains come from the Go module proxy (`GOTOOLCHAIN=go1.N.P go build`):
 //! `MEMBLOAT_GO_VERSIONS` (comma separated) replaces the default list, and
-//! `MEMBLOAT_GO_PROGRAMS` sets the random programs per version and build (default 2).
+//! `MEMBLOAT_GO_PROGRAMS` sets the random programs per version and build (default 4: a
+//! dozen per version).
 //! Reading another process's memory needs ptrace access: the test's own children are
 //! readable by it.
 
@@ -222,7 +223,7 @@ fn the_go_heap_read_from_outside_equals_the_runtimes_own_figures() {
     let programs: u64 = std::env::var("MEMBLOAT_GO_PROGRAMS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(2);
+        .unwrap_or(4);
     let seed0: u64 = std::env::var("MEMBLOAT_GO_SEED")
         .ok()
         .and_then(|v| v.parse().ok())

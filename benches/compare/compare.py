@@ -112,6 +112,28 @@ class Population:
         self.proc.wait()
 
 
+class GoPrograms:
+    """COUNT random Go programs (tests/reproducers/gofree.go), each holding freed heap."""
+
+    def __init__(self, work, count):
+        exe = os.path.join(work, "gofree")
+        if not os.path.exists(exe):
+            src = os.path.join(ROOT, "tests", "reproducers", "gofree.go")
+            env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod")
+            subprocess.run(["go", "build", "-o", exe, src], check=True, env=env)
+        self.procs = []
+        for i in range(count):
+            p = subprocess.Popen([exe, str(1000 + i)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            if not p.stdout.readline().startswith("ready"):
+                raise RuntimeError("a Go program did not start")
+            self.procs.append(p)
+
+    def stop(self):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+
+
 def reap():
     """Children of a killed population are reparented to us (pid 1 of the namespace)."""
     while True:
@@ -292,6 +314,9 @@ def measure(exe, work, n, args):
     pops = [Population(os.path.join(work, "idle"), n, SMALL_KIB)]
     if args.large:
         pops.append(Population(os.path.join(work, "idle"), args.large, LARGE_KIB))
+    if args.go:
+        log(f"with {args.go} Go programs holding freed heap")
+        pops.append(GoPrograms(work, args.go))
     try:
         res["visible_pids"] = sum(1 for e in os.listdir("/proc") if e.isdigit())
         floor = Floor(work)
@@ -455,6 +480,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--procs", default="1000,5000", help="population sizes, comma separated")
     ap.add_argument("--large", type=int, default=2, help="processes of 1 GiB in the population")
+    ap.add_argument("--go", type=int, default=0, help="random Go programs (gofree.go) in the population")
     ap.add_argument("--windows", type=int, default=6, help="measurement windows per reader")
     ap.add_argument("--latency-seconds", type=float, default=10)
     ap.add_argument("--churn-seconds", type=int, default=60, help="0 skips the churn run")
