@@ -42,6 +42,7 @@ enum Build {
     Pie,
     Cgo,
     Stripped,
+    NoDwarf,
 }
 
 impl Build {
@@ -51,6 +52,7 @@ impl Build {
             Build::Pie => (&["-buildmode=pie"], "0"),
             Build::Cgo => (&["-tags", "withcgo"], "1"),
             Build::Stripped => (&["-ldflags=-s -w"], "0"),
+            Build::NoDwarf => (&["-ldflags=-w"], "0"),
         }
     }
 }
@@ -268,10 +270,15 @@ fn the_go_heap_read_from_outside_equals_the_runtimes_own_figures() {
                 }
             }
         }
-        // A stripped binary: the reason, never a figure.
-        let bin = build(&version, Build::Stripped).unwrap_or_else(|e| panic!("{e}"));
-        let p = Program::start(&bin, seed0);
-        assert_eq!(read(p.pid()), Err(Unmeasured::Stripped), "{version}");
+        // A stripped binary, and one without DWARF: the reason, never a figure.
+        for (how, why) in [
+            (Build::Stripped, Unmeasured::Stripped),
+            (Build::NoDwarf, Unmeasured::NoDwarf),
+        ] {
+            let bin = build(&version, how).unwrap_or_else(|e| panic!("{e}"));
+            let p = Program::start(&bin, seed0);
+            assert_eq!(read(p.pid()), Err(why), "{version} {how:?}");
+        }
     }
     assert!(
         wrong.is_empty(),
