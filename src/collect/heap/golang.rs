@@ -172,9 +172,13 @@ impl Layout {
 pub const GO_PAGE: u64 = 8192;
 /// Pages of one page-allocator chunk (4 MiB).
 const CHUNK_PAGES: u64 = 512;
-/// `arenaBaseOffset` of linux/amd64: addresses are offset so that the heap's index starts
-/// at the bottom of the 48-bit range.
+/// Go's `arenaBaseOffset` for the exporter's own architecture (the processes it reads are
+/// of it): on amd64 addresses are offset so that the heap's index starts at the bottom of
+/// the 48-bit range; 0 elsewhere on Linux (arm64 among them).
+#[cfg(target_arch = "x86_64")]
 const ARENA_BASE_OFFSET: u64 = 0xffff_8000_0000_0000;
+#[cfg(not(target_arch = "x86_64"))]
+const ARENA_BASE_OFFSET: u64 = 0;
 /// Ranges of the heap followed at most (a heap has a handful).
 const MAX_RANGES: u64 = 4096;
 /// Chunks of 4 MiB followed at most: 1 TiB of heap.
