@@ -19,8 +19,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use membloat_exporter::collect::heap;
 use membloat_exporter::collect::heap::golang::{GoHeap, Unmeasured};
+use membloat_exporter::collect::heap::{self, golang};
 use membloat_exporter::parse::smaps;
 use membloat_exporter::source::Source;
 
@@ -400,4 +400,44 @@ fn the_daemon_serves_a_go_programs_held_heap_and_explains_it() {
     }
     let f = explained(spid, "go_heap_unmeasured");
     assert!(f["remedy"].as_str().unwrap().contains("-s"), "{f}");
+}
+
+/// A damaged binary (bytes overwritten at random places, or cut short) gives a layout or a
+/// reason, never a panic or an absurd allocation: the symbol table and DWARF of a process
+/// are input the exporter does not control.
+#[test]
+fn a_damaged_go_binary_gives_a_reason_never_a_panic() {
+    let bin = build("local", Build::Plain).unwrap_or_else(|e| panic!("{e}"));
+    let good = std::fs::read(&bin).unwrap();
+    assert!(golang::layout(&good[..]).is_ok());
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut laid, mut refused) = (0, 0);
+    for round in 0..200 {
+        let mut bad = good.clone();
+        if round % 10 == 0 {
+            let keep = (next() % bad.len() as u64) as usize;
+            bad.truncate(keep);
+        } else {
+            for _ in 0..(1 + next() % 64) {
+                let at = (next() % bad.len() as u64) as usize;
+                bad[at] = next() as u8;
+            }
+        }
+        match golang::layout(&bad[..]) {
+            Ok(_) => laid += 1,
+            Err(_) => refused += 1,
+        }
+    }
+    eprintln!("damaged binaries: {laid} still laid out, {refused} refused");
+    // Damage where the reader looks is seen (a panic above would fail the test first).
+    assert!(
+        refused > 0,
+        "{laid} damaged binaries laid out, none refused"
+    );
 }

@@ -179,6 +179,9 @@ const CHUNK_PAGES: u64 = 512;
 const ARENA_BASE_OFFSET: u64 = 0xffff_8000_0000_0000;
 #[cfg(not(target_arch = "x86_64"))]
 const ARENA_BASE_OFFSET: u64 = 0;
+/// A DWARF section larger than this (inflated) is not read: a Go binary's `.debug_info` is
+/// a few MiB, a kubelet's tens.
+const MAX_SECTION_BYTES: usize = 256 << 20;
 /// Ranges of the heap followed at most (a heap has a handful).
 const MAX_RANGES: u64 = 4096;
 /// Chunks of 4 MiB followed at most: 1 TiB of heap.
@@ -261,13 +264,15 @@ fn uncompressed<'a, R: object::ReadRef<'a>>(
     use std::io::Read;
     let c = section.compressed_data().ok()?;
     match c.format {
+        object::CompressionFormat::None if c.data.len() > MAX_SECTION_BYTES => None,
         object::CompressionFormat::None => Some(c.data.to_vec()),
         object::CompressionFormat::Zlib => {
             let size = usize::try_from(c.uncompressed_size).ok()?;
-            if size > 1 << 30 {
+            if size > MAX_SECTION_BYTES {
                 return None;
             }
-            let mut out = Vec::with_capacity(size);
+            // What the header claims is not trusted for the allocation: the data decides.
+            let mut out = Vec::with_capacity(size.min(1 << 24));
             flate2::read::ZlibDecoder::new(c.data)
                 .take(size as u64)
                 .read_to_end(&mut out)
@@ -456,6 +461,16 @@ fn from_types(t: &Types, sym: &Symbols) -> Option<Layout> {
     let (scav_off, _) = t.member(palloc, "scavenged")?;
     let (pcache, pcache_ty) = t.member(t.named("runtime.p")?, "pcache")?;
     let page_cache = t.resolved(pcache_ty?);
+    // What the reads below allocate and divide by comes from the binary: bounded here, so
+    // a damaged or hostile DWARF is an unknown layout, never a panic or a huge buffer.
+    let sane = |v: u64, most: u64| (1..=most).contains(&v);
+    if !(sane(l1.count?, 1 << 20)
+        && sane(l2.count?, 1 << 20)
+        && sane(palloc.size?, 4096)
+        && sane(range.size?, 64))
+    {
+        return None;
+    }
     Some(Layout {
         gc_controller: sym.gc_controller,
         mheap: sym.mheap,
@@ -571,6 +586,8 @@ fn free_pages<T: Target>(target: &mut T, l: &Layout, bias: u64) -> Result<(u64, 
         }
         let mut chunk = base;
         while chunk < limit {
+            // The chunk's end, which the pages below stay within.
+            let next = chunk.checked_add(chunk_bytes).ok_or(Fault::Inconsistent)?;
             chunks += 1;
             if chunks > MAX_CHUNKS {
                 return Err(Fault::Budget);
@@ -584,7 +601,11 @@ fn free_pages<T: Target>(target: &mut T, l: &Layout, bias: u64) -> Result<(u64, 
                 Some(&p) => p,
                 None => {
                     let mut p = [0u8; 8];
-                    let at = l.mheap.wrapping_add(bias).wrapping_add(l.chunks) + i1 * 8;
+                    let at = l
+                        .mheap
+                        .wrapping_add(bias)
+                        .wrapping_add(l.chunks)
+                        .wrapping_add(i1 * 8);
                     target.read(at, &mut p)?;
                     let p = u64::from_le_bytes(p);
                     l1_cache.insert(i1, p);
@@ -594,7 +615,7 @@ fn free_pages<T: Target>(target: &mut T, l: &Layout, bias: u64) -> Result<(u64, 
             if l2 == 0 {
                 return Err(Fault::Inconsistent);
             }
-            target.read(l2 + i2 * l.palloc_bytes, &mut palloc)?;
+            target.read(l2.wrapping_add(i2 * l.palloc_bytes), &mut palloc)?;
             // A run of free, unscavenged pages at a time: one pagemap read each.
             let bit = |off: u64, page: u64| word(&palloc, off + page / 64 * 8) >> (page % 64) & 1;
             let mut page = 0;
@@ -613,7 +634,7 @@ fn free_pages<T: Target>(target: &mut T, l: &Layout, bias: u64) -> Result<(u64, 
                 free += to - from;
                 resident += target.resident_bytes(from, to)?;
             }
-            chunk += chunk_bytes;
+            chunk = next;
         }
     }
     let (cached, cached_resident) = cached_pages(target, l, bias)?;
@@ -648,13 +669,15 @@ fn cached_pages<T: Target>(target: &mut T, l: &Layout, bias: u64) -> Result<(u64
         if p == 0 {
             continue;
         }
-        target.read(p + l.pcache, &mut cache[..end as usize])?;
+        target.read(p.wrapping_add(l.pcache), &mut cache[..end as usize])?;
         let base = word(&cache, l.pcache_base);
         let backed_free = word(&cache, l.pcache_free) & !word(&cache, l.pcache_scav);
         for page in (0..64).filter(|i| backed_free >> i & 1 == 1) {
-            let from = base + page * GO_PAGE;
+            let from = base
+                .checked_add(page * GO_PAGE)
+                .ok_or(Fault::Inconsistent)?;
             free += GO_PAGE;
-            resident += target.resident_bytes(from, from + GO_PAGE)?;
+            resident += target.resident_bytes(from, from.saturating_add(GO_PAGE))?;
         }
     }
     Ok((free, resident))
