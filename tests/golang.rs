@@ -73,7 +73,9 @@ fn build(version: &str, how: Build) -> Result<PathBuf, String> {
         return Ok(out);
     }
     let (flags, cgo) = how.flags();
-    let tmp = out.with_extension("tmp");
+    // Built under a name of this thread's, then renamed: tests building the same program in
+    // parallel never see each other's half-written file.
+    let tmp = out.with_extension(format!("{:?}.tmp", std::thread::current().id()));
     let mut go = common::tool("go");
     go.arg("build")
         .args(flags)
@@ -91,6 +93,18 @@ fn build(version: &str, how: Build) -> Result<PathBuf, String> {
         return Err(format!(
             "go build with {version}: {}",
             String::from_utf8_lossy(&done.stderr)
+        ));
+    }
+    // The binary says which Go built it: a `go` older than 1.21 ignores GOTOOLCHAIN and
+    // would build every "version" with itself.
+    let file = std::fs::File::open(&tmp).unwrap();
+    let built = heap::runtime::go_version(|off, buf| {
+        std::os::unix::fs::FileExt::read_exact_at(&file, buf, off).is_ok()
+    });
+    if version != "local" && built.as_deref() != Some(version) {
+        return Err(format!(
+            "asked for {version}, the binary says {built:?}: the installed go cannot fetch \
+             toolchains (GOTOOLCHAIN needs Go 1.21 or newer)"
         ));
     }
     std::fs::rename(&tmp, &out).unwrap();
