@@ -303,29 +303,6 @@ fn the_go_heap_read_from_outside_equals_the_runtimes_own_figures() {
     assert!(measured > 0);
 }
 
-/// `explain --format json --pid PID`'s finding of `kind`.
-fn explained(pid: u32, kind: &str) -> serde_json::Value {
-    let out = Command::new(common::bin())
-        .args([
-            "explain",
-            "--explain.interval=500ms",
-            "--format",
-            "json",
-            "--pid",
-        ])
-        .arg(pid.to_string())
-        .output()
-        .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let found = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["kind"] == kind)
-        .cloned();
-    found.unwrap_or_else(|| panic!("no {kind} finding: {doc:#}"))
-}
-
 /// Through the daemon: a Go program's free heap is its measured hoarding, held by the
 /// runtime `go`, with its runtime's own figures beside it; `explain` names the Go remedy;
 /// a stripped binary shows its reason and no hoarding figure at all.
@@ -408,11 +385,11 @@ fn the_daemon_serves_a_go_programs_held_heap_and_explains_it() {
     );
     drop(d);
     if want > 0.0 {
-        let f = explained(pid, "go_heap");
+        let f = common::explained(pid, "go_heap");
         assert!(f["remedy"].as_str().unwrap().contains("GOMEMLIMIT"), "{f}");
         assert_eq!(f["certainty"], "measured", "{f}");
     }
-    let f = explained(spid, "go_heap_unmeasured");
+    let f = common::explained(spid, "go_heap_unmeasured");
     assert!(f["remedy"].as_str().unwrap().contains("-s"), "{f}");
 }
 

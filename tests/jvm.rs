@@ -391,29 +391,6 @@ fn first_held(d: &Daemon, held: &str) -> String {
     t
 }
 
-/// `explain --format json --pid PID`'s finding of `kind`.
-fn explained(pid: u32, kind: &str) -> serde_json::Value {
-    let out = Command::new(bin())
-        .args([
-            "explain",
-            "--explain.interval=500ms",
-            "--format",
-            "json",
-            "--pid",
-        ])
-        .arg(pid.to_string())
-        .output()
-        .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let found = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["kind"] == kind)
-        .cloned();
-    found.unwrap_or_else(|| panic!("no {kind} finding: {doc:#}"))
-}
-
 /// The value of the series `name{labels}` in `text`, by its exact label set.
 fn series(text: &str, name_and_labels: &str) -> Option<f64> {
     value(text, name_and_labels)

@@ -458,3 +458,26 @@ impl Drop for KernelSettings {
         }
     }
 }
+
+/// `explain --format json --pid PID`'s finding of `kind`.
+pub fn explained(pid: u32, kind: &str) -> serde_json::Value {
+    let out = std::process::Command::new(bin())
+        .args([
+            "explain",
+            "--explain.interval=500ms",
+            "--format",
+            "json",
+            "--pid",
+        ])
+        .arg(pid.to_string())
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let found = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == kind)
+        .cloned();
+    found.unwrap_or_else(|| panic!("no {kind} finding: {doc:#}"))
+}
