@@ -167,21 +167,6 @@ impl Drop for Sleepers {
     }
 }
 
-/// Spawns a program the test has just copied. A child another test's thread forks while
-/// the copy is open for writing holds that descriptor until it execs, and meanwhile the
-/// kernel refuses to run the file (ETXTBSY): try again for up to 5 s.
-fn spawn_copied(cmd: &mut std::process::Command) -> std::process::Child {
-    for _ in 0..500 {
-        match cmd.spawn() {
-            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            other => return other.unwrap(),
-        }
-    }
-    panic!("{cmd:?}: text file busy for 5 s");
-}
-
 /// A process that runs without touching its memory has `stat` alone read every scan
 /// while its CPU time moves; once it stops, it is seen idle at the next scans and its CPU
 /// time stays put (nothing but its kept `statm` is read).
@@ -189,10 +174,11 @@ fn spawn_copied(cmd: &mut std::process::Command) -> std::process::Child {
 fn a_process_with_still_memory_is_followed_by_its_cpu_time_and_seen_idle_when_it_stops() {
     let dir = tempfile::tempdir().unwrap();
     let shell = dir.path().join("spinner");
-    std::fs::copy("/bin/sh", &shell).unwrap();
-    let spinner = Sleepers(vec![spawn_copied(
-        std::process::Command::new(&shell).args(["-c", "while :; do :; done"]),
-    )]);
+    copy_program(Path::new("/bin/sh"), &shell);
+    let spinner = Sleepers(vec![std::process::Command::new(&shell)
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap()]);
     let pid = spinner.0[0].id();
     let d = Daemon::start(NO_REFRESH);
     let cpu = format!("membloat_process_cpu_seconds_total{{pid=\"{pid}\",comm=\"spinner\"}}");
@@ -305,7 +291,7 @@ fn a_pid_taken_by_a_new_process_is_never_reported_with_the_old_ones_figures() {
     let d = Daemon::start(NO_REFRESH);
     let dir = tempfile::tempdir().unwrap();
     let sleeper = dir.path().join("newcomer");
-    std::fs::copy("/bin/sleep", &sleeper).unwrap();
+    copy_program(Path::new("/bin/sleep"), &sleeper);
     for _ in 0..20 {
         // The old process: 256 MiB resident, seen by a scan with its descriptor kept.
         let mut old = Repro::start_as("burst", "oldtimer", &["262144"]);
@@ -606,7 +592,7 @@ fn a_listing_is_reused_while_no_pid_is_handed_out_and_a_new_process_is_read_by_t
     let exporter = children.split_whitespace().next().unwrap().to_string();
     let dir = tempfile::tempdir().unwrap();
     let newcomer = dir.path().join("nsnewcomer");
-    std::fs::copy("/bin/sleep", &newcomer).unwrap();
+    copy_program(Path::new("/bin/sleep"), &newcomer);
     let at = scans(&d);
     // Ended with the namespace when the exporter, its first process, is killed.
     let _entered = Sleepers(vec![tool("nsenter")

@@ -243,6 +243,26 @@ pub fn which(name: &str) -> std::path::PathBuf {
     std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
 }
 
+/// Copies a program to run it under another name. `cp` writes the copy, not this
+/// process: a descriptor open for writing here would be inherited by every child another
+/// test's thread forks before it execs, and meanwhile the kernel refuses to run the copy
+/// (ETXTBSY, seen in CI). Written under a temporary name and renamed, so a test running the
+/// same copy in parallel never runs a half-written file.
+pub fn copy_program(from: &Path, to: &Path) {
+    if to.exists() {
+        return;
+    }
+    let tmp = to.with_extension(format!("{:?}.tmp", std::thread::current().id()));
+    let status = Command::new("cp").arg(from).arg(&tmp).status();
+    assert!(
+        status.map(|s| s.success()).unwrap_or(false),
+        "cp {} {}",
+        from.display(),
+        tmp.display()
+    );
+    std::fs::rename(&tmp, to).unwrap();
+}
+
 pub fn tool(name: &str) -> Command {
     let found = Command::new("sh")
         .arg("-c")

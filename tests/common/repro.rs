@@ -98,9 +98,7 @@ impl Repro {
     /// Runs the program `built` under the file name `alias` (its comm and group).
     pub fn run_as(built: &Path, alias: &str, args: &[&str]) -> Repro {
         let path = built.with_file_name(alias);
-        if !path.exists() {
-            std::fs::copy(built, &path).unwrap();
-        }
+        super::copy_program(built, &path);
         let mut cmd = Command::new(path);
         cmd.args(args);
         Repro::spawn(alias, cmd)
