@@ -447,6 +447,77 @@ fn cgroup_v2_reports_leaf_cgroups_only_so_nothing_is_counted_twice() {
     );
 }
 
+/// cgroup v2's own figures of a container, as its files say: peak, the high and max
+/// events, and its memory pressure in seconds. A kernel without memory.peak (5.10) or
+/// without PSI (psi=0) has no such series and no error; an unparseable memory.pressure is
+/// counted as malformed and the container's other series stay.
+#[test]
+fn cgroup_v2_peak_events_and_pressure_are_the_files_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = v2_fixture(dir.path());
+    let series = |m: &str| format!("{m}{{cgroup=\"/{V2_CONTAINER}\"}}");
+    let text = once(&root, &[]);
+    for (metric, want) in [
+        ("membloat_cgroup_memory_peak_bytes", 130023424.0),
+        ("membloat_cgroup_memory_usage_bytes", 115343360.0),
+        ("membloat_cgroup_memory_limit_bytes", 134217728.0),
+        ("membloat_cgroup_memory_high_events_total", 17.0),
+        ("membloat_cgroup_memory_max_events_total", 42.0),
+        ("membloat_cgroup_limit_ooms_total", 1.0),
+        ("membloat_cgroup_oom_kills_total", 2.0),
+        (
+            "membloat_cgroup_pressure_memory_waiting_seconds_total",
+            2.75,
+        ),
+        (
+            "membloat_cgroup_pressure_memory_stalled_seconds_total",
+            1.25,
+        ),
+    ] {
+        assert_eq!(value(&text, &series(metric)), Some(want), "{metric}");
+    }
+    promtool_check(&text);
+    let malformed = "membloat_scan_errors_total{collector=\"cgroup\",reason=\"malformed\"}";
+    assert_eq!(value(&text, malformed).unwrap_or(0.0), 0.0);
+
+    // 5.10: no memory.peak; psi=0: no memory.pressure.
+    let ctr = root.join("sys/fs/cgroup").join(V2_CONTAINER);
+    std::fs::remove_file(ctr.join("memory.peak")).unwrap();
+    std::fs::remove_file(ctr.join("memory.pressure")).unwrap();
+    let text = once(&root, &[]);
+    for metric in [
+        "membloat_cgroup_memory_peak_bytes",
+        "membloat_cgroup_pressure_memory_waiting_seconds_total",
+        "membloat_cgroup_pressure_memory_stalled_seconds_total",
+    ] {
+        assert_eq!(value(&text, &series(metric)), None, "{metric}");
+        assert!(
+            !text.lines().any(|l| l.starts_with(&format!("{metric}{{"))),
+            "{metric}"
+        );
+    }
+    assert_eq!(value(&text, malformed).unwrap_or(0.0), 0.0);
+    assert_eq!(
+        value(
+            &text,
+            "membloat_scrape_collector_success{collector=\"cgroup\"}"
+        ),
+        Some(1.0)
+    );
+
+    // A pressure file that is not PSI's: counted, and the rest of the container stays.
+    std::fs::write(ctr.join("memory.pressure"), "some total=soon\n").unwrap();
+    let text = once(&root, &[]);
+    // Once per scan that read it.
+    let scans = value(&text, "membloat_scans_total");
+    assert!(scans >= Some(1.0));
+    assert_eq!(value(&text, malformed), scans);
+    assert_eq!(
+        value(&text, &series("membloat_cgroup_memory_max_events_total")),
+        Some(42.0)
+    );
+}
+
 /// Container cgroups from containerd, CRI-O and Docker under cgroup v1 and v2, and systemd
 /// units: `membloat_cgroup_info` names the pod UID, container ID, runtime and QoS class a
 /// user joins with kube-state-metrics (docs/kubernetes.md).

@@ -1,11 +1,13 @@
 //! cgroup `memory.stat`: anonymous and huge-page memory of one cgroup, and with it the
 //! cgroup's usage and limit (`memory.current`/`memory.max` on v2,
-//! `memory.usage_in_bytes`/`memory.limit_in_bytes` on v1).
+//! `memory.usage_in_bytes`/`memory.limit_in_bytes` on v1), and on v2 its peak
+//! (`memory.peak`), its `memory.events` and its own memory pressure (`memory.pressure`).
 
+use super::pressure::Pressure;
 use super::ParseError;
 
 /// Anonymous memory of a cgroup, bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct MemoryStat {
     /// v2 `anon` (hierarchical); v1 `rss` (this cgroup's own processes only).
     pub anon_bytes: u64,
@@ -25,6 +27,16 @@ pub struct MemoryStat {
     pub usage_bytes: Option<u64>,
     /// Its limit: v2 `memory.max`, v1 `memory.limit_in_bytes`; `None` when unlimited.
     pub limit_bytes: Option<u64>,
+    /// The most ever charged to it: v2 `memory.peak` (kernel 5.19+).
+    pub peak_bytes: Option<u64>,
+    /// Times its usage went over `memory.high` and its tasks were throttled and made to
+    /// reclaim: v2 `memory.events` `high`.
+    pub high_events: Option<u64>,
+    /// Times its usage was about to go over `memory.max`, so it reclaimed directly (an OOM
+    /// follows when that fails): v2 `memory.events` `max`.
+    pub max_events: Option<u64>,
+    /// Its own memory stall time: v2 `memory.pressure` (kernel 4.20+ with PSI on).
+    pub pressure: Option<Pressure>,
 }
 
 /// At or above this, a v1 limit is the kernel's "unlimited" (PAGE_COUNTER_MAX pages,
@@ -87,14 +99,27 @@ impl MemoryStat {
         Some(usage.saturating_sub(self.inactive_file_bytes.unwrap_or(0)))
     }
 
-    /// Adds the OOM counters of v2 `memory.events` or v1 `memory.oom_control`; a value
-    /// that is not a number is left out.
+    /// Adds the peak, from `memory.peak`; not a number leaves it out.
+    pub fn add_peak(&mut self, text: &str) {
+        self.peak_bytes = text.trim().parse().ok();
+    }
+
+    /// Adds the cgroup's own memory pressure, from `memory.pressure`.
+    pub fn add_pressure(&mut self, text: &str) -> Result<(), ParseError> {
+        self.pressure = Some(Pressure::parse(text)?);
+        Ok(())
+    }
+
+    /// Adds the counters of v2 `memory.events` (`high`, `max`, `oom`, `oom_kill`) or v1
+    /// `memory.oom_control` (`oom_kill`); a value that is not a number is left out.
     pub fn add_events(&mut self, text: &str) {
         for line in text.lines() {
             let Some((key, value)) = line.split_once(' ') else {
                 continue;
             };
             let slot = match key {
+                "high" => &mut self.high_events,
+                "max" => &mut self.max_events,
                 "oom" => &mut self.limit_ooms,
                 "oom_kill" => &mut self.oom_kills,
                 _ => continue,
@@ -130,11 +155,23 @@ mod tests {
             })
         );
         let mut m = MemoryStat::default();
-        m.add_events("low 0\nhigh 0\nmax 7\noom 2\noom_kill 3\noom_group_kill 0\n");
+        m.add_events("low 0\nhigh 4\nmax 7\noom 2\noom_kill 3\noom_group_kill 0\n");
         assert_eq!((m.limit_ooms, m.oom_kills), (Some(2), Some(3)));
+        assert_eq!((m.high_events, m.max_events), (Some(4), Some(7)));
+        m.add_peak("8392704\n");
+        assert_eq!(m.peak_bytes, Some(8392704));
+        // 5.10's cgroup pressure has no full line for cpu, but memory's always has both.
+        m.add_pressure("some avg10=0.00 avg60=0.00 avg300=0.00 total=2500000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=1000000\n").unwrap();
+        let p = m.pressure.unwrap();
+        assert_eq!((p.some_seconds, p.full_seconds), (Some(2.5), Some(1.0)));
+        assert!(m.add_pressure("some total=x\n").is_err());
         let mut m = MemoryStat::default();
         m.add_events("oom_kill_disable 0\nunder_oom 0\noom_kill 5\n");
         assert_eq!((m.limit_ooms, m.oom_kills), (None, Some(5)));
+        assert_eq!(
+            (m.high_events, m.max_events, m.peak_bytes),
+            (None, None, None)
+        );
         m.add_events("oom_kill x\n");
         assert_eq!(m.oom_kills, None);
         assert!(MemoryStat::parse("cache 1\n").is_err());

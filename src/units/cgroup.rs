@@ -4,6 +4,7 @@
 
 use crate::family::{Collector, Family, Metric, Section, Value};
 use crate::parse::memory_stat::MemoryStat;
+use crate::parse::pressure::Pressure;
 use crate::source::{ReadError, Reason};
 
 use super::{Reader, Reading, Unit};
@@ -13,7 +14,7 @@ const SECTION: Section = Section::Of(COLLECTOR);
 
 pub const UNIT: Unit = Unit {
     name: "cgroup",
-    what: "anonymous and huge page memory per memory cgroup (container) from memory.stat",
+    what: "memory, limit, peak, events and memory pressure per memory cgroup (container)",
     rows: &[
         CGROUP_INFO,
         CGROUP_ANON_BYTES,
@@ -21,10 +22,15 @@ pub const UNIT: Unit = Unit {
         CGROUP_MEMORY_USAGE_BYTES,
         CGROUP_MEMORY_LIMIT_BYTES,
         CGROUP_WORKING_SET_BYTES,
+        CGROUP_MEMORY_PEAK_BYTES,
         CGROUP_HOARDED_BYTES,
         CGROUP_RUNTIME_HELD_BYTES,
         CGROUP_OOM_KILLS_TOTAL,
         CGROUP_LIMIT_OOMS_TOTAL,
+        CGROUP_MEMORY_HIGH_EVENTS_TOTAL,
+        CGROUP_MEMORY_MAX_EVENTS_TOTAL,
+        CGROUP_PRESSURE_MEMORY_WAITING_SECONDS_TOTAL,
+        CGROUP_PRESSURE_MEMORY_STALLED_SECONDS_TOTAL,
     ],
     fixes: &[],
     start: || super::stateless(read),
@@ -103,6 +109,18 @@ fn read(r: &mut Reader) -> Result<Cgroups, Reason> {
         if let Ok(text) = r.source.read_path(&dir.join(limit), r.buf) {
             stat.add_limit(text);
         }
+        if v2 {
+            // Absent before 5.19.
+            if let Ok(text) = r.source.read_path(&dir.join("memory.peak"), r.buf) {
+                stat.add_peak(text);
+            }
+            // Absent, or refused to be read, without PSI (psi=0): then no series.
+            if let Ok(text) = r.source.read_path(&dir.join("memory.pressure"), r.buf) {
+                if stat.add_pressure(text).is_err() {
+                    r.count(Reason::Malformed, 1);
+                }
+            }
+        }
         // An empty cgroup is left out, unless the OOM killer emptied it.
         let killed = stat.oom_kills.unwrap_or(0) + stat.limit_ooms.unwrap_or(0) > 0;
         if stat.anon_bytes == 0 && stat.anon_huge_bytes == 0 && !killed {
@@ -147,6 +165,15 @@ impl Reading for Cgroups {
             }
             f
         };
+        let seconds = |metric: &'static Metric, get: fn(&Pressure) -> Option<f64>| {
+            let mut f = Family::new(metric);
+            for (path, m) in &self.0 {
+                if let Some(v) = m.pressure.as_ref().and_then(get) {
+                    f.push(vec![("cgroup", path.clone())], Value::F(v));
+                }
+            }
+            f
+        };
         vec![
             info,
             rows(&CGROUP_ANON_BYTES, |m| Some(m.anon_bytes)),
@@ -154,8 +181,17 @@ impl Reading for Cgroups {
             rows(&CGROUP_MEMORY_USAGE_BYTES, |m| m.usage_bytes),
             rows(&CGROUP_MEMORY_LIMIT_BYTES, |m| m.limit_bytes),
             rows(&CGROUP_WORKING_SET_BYTES, |m| m.working_set_bytes()),
+            rows(&CGROUP_MEMORY_PEAK_BYTES, |m| m.peak_bytes),
             rows(&CGROUP_OOM_KILLS_TOTAL, |m| m.oom_kills),
             rows(&CGROUP_LIMIT_OOMS_TOTAL, |m| m.limit_ooms),
+            rows(&CGROUP_MEMORY_HIGH_EVENTS_TOTAL, |m| m.high_events),
+            rows(&CGROUP_MEMORY_MAX_EVENTS_TOTAL, |m| m.max_events),
+            seconds(&CGROUP_PRESSURE_MEMORY_WAITING_SECONDS_TOTAL, |p| {
+                p.some_seconds
+            }),
+            seconds(&CGROUP_PRESSURE_MEMORY_STALLED_SECONDS_TOTAL, |p| {
+                p.full_seconds
+            }),
         ]
     }
 }
@@ -258,4 +294,54 @@ pub const CGROUP_LIMIT_OOMS_TOTAL: Metric = crate::family::metric!(
     SECTION,
     "/sys/fs/cgroup/**/memory.events",
     "Times the cgroup reached its memory limit and the OOM killer ran inside it (memory.events oom; cgroup v2 only): OOM kills of a container's own limit, not the host's.",
+);
+
+pub const CGROUP_MEMORY_PEAK_BYTES: Metric = crate::family::metric!(
+    membloat "cgroup_memory_peak",
+    Gauge,
+    Bytes,
+    ["cgroup"],
+    SECTION,
+    "/sys/fs/cgroup/**/memory.peak",
+    "The most memory ever charged to a memory cgroup since it was made (memory.peak; cgroup v2 on kernel 5.19+, absent before): how close a container came to its limit between two scrapes.",
+);
+
+pub const CGROUP_MEMORY_HIGH_EVENTS_TOTAL: Metric = crate::family::metric!(
+    membloat "cgroup_memory_high_events",
+    Counter,
+    None,
+    ["cgroup"],
+    SECTION,
+    "/sys/fs/cgroup/**/memory.events",
+    "Times the cgroup's usage went over memory.high and its tasks were throttled and made to reclaim (memory.events high; cgroup v2 only).",
+);
+
+pub const CGROUP_MEMORY_MAX_EVENTS_TOTAL: Metric = crate::family::metric!(
+    membloat "cgroup_memory_max_events",
+    Counter,
+    None,
+    ["cgroup"],
+    SECTION,
+    "/sys/fs/cgroup/**/memory.events",
+    "Times the cgroup's usage was about to go over memory.max and it had to reclaim first (memory.events max; cgroup v2 only); an OOM kill inside it follows when reclaim fails.",
+);
+
+pub const CGROUP_PRESSURE_MEMORY_WAITING_SECONDS_TOTAL: Metric = crate::family::metric!(
+    membloat "cgroup_pressure_memory_waiting",
+    Counter,
+    Seconds,
+    ["cgroup"],
+    SECTION,
+    "/sys/fs/cgroup/**/memory.pressure some",
+    "Time in which at least one task of the cgroup stalled on memory (memory.pressure some; cgroup v2 with PSI, absent when booted psi=0): a container reclaiming near its limit stalls here before it is OOM-killed.",
+);
+
+pub const CGROUP_PRESSURE_MEMORY_STALLED_SECONDS_TOTAL: Metric = crate::family::metric!(
+    membloat "cgroup_pressure_memory_stalled",
+    Counter,
+    Seconds,
+    ["cgroup"],
+    SECTION,
+    "/sys/fs/cgroup/**/memory.pressure full",
+    "Time in which all non-idle tasks of the cgroup stalled on memory at once (memory.pressure full; cgroup v2 with PSI).",
 );

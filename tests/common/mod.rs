@@ -54,6 +54,45 @@ pub fn fixture_copy(dir: &Path) -> PathBuf {
     root
 }
 
+/// The container of `v2_fixture`, a kubelet path of the systemd cgroup driver.
+pub const V2_CONTAINER: &str = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0d5b3b24_5f6a_4c1e_9a0b_3c2d1e0f9a8b.slice/cri-containerd-a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1.scope";
+
+/// A copy of the fixture tree whose cgroup hierarchy is v2 alone, with one container
+/// showing every file a 6.1+ kernel gives a memory cgroup (the shapes of Debian 12's
+/// 6.1): memory.stat, current, max, peak, events and pressure. Its root.
+pub fn v2_fixture(dir: &Path) -> PathBuf {
+    let root = fixture_copy(dir);
+    let cg = root.join("sys/fs/cgroup");
+    std::fs::remove_dir_all(&cg).unwrap();
+    let ctr = cg.join(V2_CONTAINER);
+    std::fs::create_dir_all(&ctr).unwrap();
+    let write = |dir: &Path, name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    write(
+        &cg,
+        "cgroup.controllers",
+        "cpuset cpu io memory hugetlb pids rdma misc\n",
+    );
+    write(
+        &ctr,
+        "memory.stat",
+        "anon 104857600\nfile 8388608\nkernel 1048576\nanon_thp 0\nfile_thp 0\ninactive_file 4194304\n",
+    );
+    write(&ctr, "memory.current", "115343360\n");
+    write(&ctr, "memory.max", "134217728\n");
+    write(&ctr, "memory.peak", "130023424\n");
+    write(
+        &ctr,
+        "memory.events",
+        "low 0\nhigh 17\nmax 42\noom 1\noom_kill 2\noom_group_kill 0\n",
+    );
+    write(
+        &ctr,
+        "memory.pressure",
+        "some avg10=1.50 avg60=0.40 avg300=0.10 total=2750000\nfull avg10=0.50 avg60=0.10 avg300=0.02 total=1250000\n",
+    );
+    root
+}
+
 /// Replaces the file at `path` by a FIFO: opening it blocks until a writer comes, as a
 /// read on a hung filesystem or of a process stuck in the kernel does.
 pub fn make_fifo(path: &Path) {
