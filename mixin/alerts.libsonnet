@@ -153,6 +153,25 @@
               runbook_url: '%s#membloatcontainernearlimithoarding' % c.runbookURLBase,
             },
           },
+          // cgroup v2's own PSI: a container reclaiming against its limit stalls before it is
+          // OOM-killed. Near the limit and stalling is the kill coming, hoarding or not.
+          {
+            alert: 'MembloatContainerNearLimitStalling',
+            expr: |||
+              rate(membloat_cgroup_pressure_memory_waiting_seconds_total[5m]) > %(containerStallRatio).2f
+              and on (job, instance, cgroup)
+              (membloat_cgroup_working_set_bytes / membloat_cgroup_memory_limit_bytes > %(containerNearLimitRatio).2f)
+            ||| % c,
+            'for': '10m',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: 'Container {{ $labels.cgroup }} on {{ $labels.instance }} is near its memory limit and its tasks stall on memory {{ $value | humanizePercentage }} of the time.',
+              description: "The working set of {{ $labels.cgroup }} is above %(containerNearLimitPercent)d %% of its memory limit and, by its own memory.pressure (cgroup v2), at least one of its tasks waited on memory reclaim {{ $value | humanizePercentage }} of the last 5 minutes: it is reclaiming against its limit, slower for it, and an OOM kill inside it follows if reclaim fails. membloat_cgroup_hoarded_bytes says whether freed heap its allocators hold would give the room back; membloat_cgroup_info names its pod." % (c { containerNearLimitPercent: c.containerNearLimitRatio * 100 }),
+              runbook_url: '%s#membloatcontainernearlimitstalling' % c.runbookURLBase,
+            },
+          },
           // The memory part of oom_score, without oom_score_adj: oom_score is
           // (1000 + 1000 x share of RAM and swap + oom_score_adj) x 2/3. A Kubernetes
           // BestEffort pod (adj 1000) scores high with no memory: killing it frees little, so

@@ -23,7 +23,8 @@
     oomVictimShare: 0.30,  // ...holding this share of RAM and swap
     regrowthMiB: 256,  // MembloatKhugepagedRegrowth
     hoardedMiB: 512,  // MembloatAllocatorHoarding, MembloatAllocatorHoardingSuspected, MembloatJavaHeapHeld
-    containerNearLimitRatio: 0.9,  // MembloatContainerNearLimitHoarding: working set / limit
+    containerNearLimitRatio: 0.9,  // MembloatContainerNearLimitHoarding, MembloatContainerNearLimitStalling: working set / limit
+    containerStallRatio: 0.10,  // MembloatContainerNearLimitStalling: share of time a task stalled (cgroup PSI some)
     hiddenTHPRatio: 0.05,  // MembloatHiddenTHPMemoryLarge: share of RAM
     swapThrashPagesPerSecond: 256,  // MembloatSwapThrashing, each way
     notScanningSeconds: 300,  // MembloatNotScanning

@@ -165,6 +165,11 @@ function(config)
               ['sum without (runtime) (membloat_cgroup_runtime_held_bytes{SEL}) and membloat_cgroup_memory_limit_bytes{SEL}'],
             ],
             overrides=[['Value #B', 'percentunit']]),
+      ts('Memory stalls by container',
+         "Share of time at least one task of a memory cgroup waited on memory (its own memory.pressure some; cgroup v2 with PSI), the 10 highest: a container reclaiming against its limit stalls here before its OOM kill. Above 10 % near its limit fires MembloatContainerNearLimitStalling.",
+         'percentunit',
+         [['topk(10, rate(membloat_cgroup_pressure_memory_waiting_seconds_total{SEL}[$__rate_interval]))', '{{cgroup}} {{instance}}']],
+         min=0),
 
       row('OOM settings and the exporter', collapsed=true),
       stat('panic_on_oom',

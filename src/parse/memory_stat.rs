@@ -35,6 +35,9 @@ pub struct MemoryStat {
     /// Times its usage was about to go over `memory.max`, so it reclaimed directly (an OOM
     /// follows when that fails): v2 `memory.events` `max`.
     pub max_events: Option<u64>,
+    /// Times the OOM killer killed the whole cgroup at once (`memory.oom.group` set):
+    /// v2 `memory.events` `oom_group_kill` (kernel 5.17+).
+    pub oom_group_kills: Option<u64>,
     /// Its own memory stall time: v2 `memory.pressure` (kernel 4.20+ with PSI on).
     pub pressure: Option<Pressure>,
 }
@@ -110,7 +113,8 @@ impl MemoryStat {
         Ok(())
     }
 
-    /// Adds the counters of v2 `memory.events` (`high`, `max`, `oom`, `oom_kill`) or v1
+    /// Adds the counters of v2 `memory.events` (`high`, `max`, `oom`, `oom_kill`,
+    /// `oom_group_kill`) or v1
     /// `memory.oom_control` (`oom_kill`); a value that is not a number is left out.
     pub fn add_events(&mut self, text: &str) {
         for line in text.lines() {
@@ -122,6 +126,7 @@ impl MemoryStat {
                 "max" => &mut self.max_events,
                 "oom" => &mut self.limit_ooms,
                 "oom_kill" => &mut self.oom_kills,
+                "oom_group_kill" => &mut self.oom_group_kills,
                 _ => continue,
             };
             *slot = value.trim().parse().ok();
@@ -155,8 +160,9 @@ mod tests {
             })
         );
         let mut m = MemoryStat::default();
-        m.add_events("low 0\nhigh 4\nmax 7\noom 2\noom_kill 3\noom_group_kill 0\n");
+        m.add_events("low 0\nhigh 4\nmax 7\noom 2\noom_kill 3\noom_group_kill 1\n");
         assert_eq!((m.limit_ooms, m.oom_kills), (Some(2), Some(3)));
+        assert_eq!(m.oom_group_kills, Some(1));
         assert_eq!((m.high_events, m.max_events), (Some(4), Some(7)));
         m.add_peak("8392704\n");
         assert_eq!(m.peak_bytes, Some(8392704));

@@ -27,6 +27,7 @@ pub const UNIT: Unit = Unit {
         CGROUP_RUNTIME_HELD_BYTES,
         CGROUP_OOM_KILLS_TOTAL,
         CGROUP_LIMIT_OOMS_TOTAL,
+        CGROUP_OOM_GROUP_KILLS_TOTAL,
         CGROUP_MEMORY_HIGH_EVENTS_TOTAL,
         CGROUP_MEMORY_MAX_EVENTS_TOTAL,
         CGROUP_PRESSURE_MEMORY_WAITING_SECONDS_TOTAL,
@@ -184,6 +185,7 @@ impl Reading for Cgroups {
             rows(&CGROUP_MEMORY_PEAK_BYTES, |m| m.peak_bytes),
             rows(&CGROUP_OOM_KILLS_TOTAL, |m| m.oom_kills),
             rows(&CGROUP_LIMIT_OOMS_TOTAL, |m| m.limit_ooms),
+            rows(&CGROUP_OOM_GROUP_KILLS_TOTAL, |m| m.oom_group_kills),
             rows(&CGROUP_MEMORY_HIGH_EVENTS_TOTAL, |m| m.high_events),
             rows(&CGROUP_MEMORY_MAX_EVENTS_TOTAL, |m| m.max_events),
             seconds(&CGROUP_PRESSURE_MEMORY_WAITING_SECONDS_TOTAL, |p| {
@@ -294,6 +296,16 @@ pub const CGROUP_LIMIT_OOMS_TOTAL: Metric = crate::family::metric!(
     SECTION,
     "/sys/fs/cgroup/**/memory.events",
     "Times the cgroup reached its memory limit and the OOM killer ran inside it (memory.events oom; cgroup v2 only): OOM kills of a container's own limit, not the host's.",
+);
+
+pub const CGROUP_OOM_GROUP_KILLS_TOTAL: Metric = crate::family::metric!(
+    membloat "cgroup_oom_group_kills",
+    Counter,
+    None,
+    ["cgroup"],
+    SECTION,
+    "/sys/fs/cgroup/**/memory.events",
+    "Times the OOM killer killed the cgroup's processes all at once because memory.oom.group is set, as Kubernetes 1.28+ does for containers on cgroup v2 (memory.events oom_group_kill; kernel 5.17+): each victim still counts in membloat_cgroup_oom_kills_total.",
 );
 
 pub const CGROUP_MEMORY_PEAK_BYTES: Metric = crate::family::metric!(

@@ -83,7 +83,7 @@ pub fn v2_fixture(dir: &Path) -> PathBuf {
     write(
         &ctr,
         "memory.events",
-        "low 0\nhigh 17\nmax 42\noom 1\noom_kill 2\noom_group_kill 0\n",
+        "low 0\nhigh 17\nmax 42\noom 1\noom_kill 2\noom_group_kill 1\n",
     );
     write(
         &ctr,
