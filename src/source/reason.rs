@@ -89,11 +89,17 @@ impl ReadError {
         }
     }
 
-    /// The reason for a system-wide file: a missing file means this kernel lacks it.
+    /// The reason for a system-wide file: a missing file means this kernel lacks it, and
+    /// so does one the kernel refuses to read with EOPNOTSUPP (`/proc/pressure/*` on
+    /// kernels booted `psi=0` that still show it).
     pub fn system_reason(&self) -> Reason {
+        const EOPNOTSUPP: i32 = 95;
         match self {
             ReadError::Gone(_) => Reason::Unsupported,
             ReadError::Denied(_) => Reason::Denied,
+            ReadError::Io { source, .. } if source.raw_os_error() == Some(EOPNOTSUPP) => {
+                Reason::Unsupported
+            }
             ReadError::Io { .. } => Reason::Io,
         }
     }

@@ -15,6 +15,23 @@ fn missing_file_is_gone_and_its_reason_depends_on_the_caller() {
     assert_eq!(err.system_reason(), Reason::Unsupported);
 }
 
+/// A kernel booted `psi=0` may show `/proc/pressure/memory` and refuse to read it
+/// (EOPNOTSUPP): the kernel lacks the source, as when the file is missing. Other I/O
+/// errors stay `io`.
+#[test]
+fn a_file_the_kernel_refuses_with_eopnotsupp_is_unsupported() {
+    let refused = ReadError::new(
+        Path::new("/proc/pressure/memory"),
+        std::io::Error::from_raw_os_error(95),
+    );
+    assert_eq!(refused.system_reason(), Reason::Unsupported);
+    let eio = ReadError::new(
+        Path::new("/proc/meminfo"),
+        std::io::Error::from_raw_os_error(5),
+    );
+    assert_eq!(eio.system_reason(), Reason::Io);
+}
+
 #[test]
 fn read_and_parse_classifies_once_for_processes_and_for_the_system() {
     let dir = tempfile::tempdir().unwrap();
