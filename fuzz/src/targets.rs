@@ -224,6 +224,7 @@ fn kmsg(data: &[u8]) {
             );
         }
         Some(kmsg::OomLine::Choice(c)) => assert!(r.message.contains(&c.comm)),
+        Some(kmsg::OomLine::GroupKill { memcg }) => assert!(r.message.contains(&memcg)),
         Some(kmsg::OomLine::MemcgLimit { .. }) | None => {}
     }
 }

@@ -185,12 +185,26 @@ pub enum OomLine {
         oom_memcg: String,
     },
     Kill(Kill),
+    /// `Tasks in MEMCG are going to be killed due to memory.oom.group set` (4.19+): the
+    /// kill just logged is followed by one of every process of MEMCG, that victim again
+    /// among them.
+    GroupKill {
+        memcg: String,
+    },
 }
 
 /// The OOM line a message is, if it is one.
 pub fn oom_line(message: &str) -> Option<OomLine> {
     if let Some(rest) = message.strip_prefix("oom-kill:") {
         return summary(rest).map(OomLine::Summary);
+    }
+    if let Some(rest) = message.strip_prefix("Tasks in ") {
+        let memcg = rest
+            .trim_end()
+            .strip_suffix(" are going to be killed due to memory.oom.group set")?;
+        return Some(OomLine::GroupKill {
+            memcg: memcg.to_string(),
+        });
     }
     if let Some(rest) = message.strip_prefix("Task in ") {
         let (task, oom) = rest.split_once(" killed as a result of limit of ")?;

@@ -35,7 +35,25 @@ pub struct Assembler {
     summary_head: Option<String>,
     /// Records that were not records (counted by the reader as malformed).
     pub malformed: u64,
+    /// The latest kill, for the group kill that may follow it.
+    last: Option<OomKill>,
+    /// A `memory.oom.group` kill under way: its members' kill lines follow.
+    group: Option<Group>,
 }
+
+/// A group kill: the cgroup all its members are killed in, what the first kill said of the
+/// OOM, and the pids already told (the first victim is logged again among the members).
+#[derive(Debug)]
+struct Group {
+    memcg: String,
+    constraint: Option<Constraint>,
+    oom_memcg: Option<String>,
+    killed: Vec<u32>,
+}
+
+/// Pids remembered per group kill; a larger group's later members are not checked for a
+/// repeat (the kernel repeats only the first victim).
+const MAX_GROUP: usize = 4096;
 
 /// More than one line of a kill is never this long; a longer split line is dropped.
 const MAX_LINE: usize = 4096;
@@ -88,17 +106,49 @@ impl Assembler {
                 self.summary = Some(s);
                 self.choice = None;
                 self.memcg = None;
+                self.group = None;
             }
             OomLine::Choice(c) => {
                 self.choice = Some(c);
                 self.summary = None;
                 self.memcg = None;
+                self.group = None;
             }
             OomLine::MemcgLimit {
                 task_memcg,
                 oom_memcg,
             } => self.memcg = Some((task_memcg, oom_memcg)),
-            OomLine::Kill(kill) => return Some(self.complete(kill, sequence, micros)),
+            OomLine::GroupKill { memcg } => {
+                let last = self.last.take();
+                self.group = Some(Group {
+                    memcg,
+                    constraint: last.as_ref().and_then(|k| k.constraint),
+                    oom_memcg: last.as_ref().and_then(|k| k.oom_memcg.clone()),
+                    killed: last.map(|k| k.kill.pid).into_iter().collect(),
+                });
+            }
+            OomLine::Kill(kill) => {
+                if let Some(g) = &mut self.group {
+                    if g.killed.contains(&kill.pid) {
+                        // The first victim, told again among the members: one kill.
+                        return None;
+                    }
+                    if g.killed.len() < MAX_GROUP {
+                        g.killed.push(kill.pid);
+                    }
+                    return Some(OomKill {
+                        sequence,
+                        micros,
+                        constraint: g.constraint.or(kill.constraint()),
+                        oom_memcg: g.oom_memcg.clone(),
+                        task_memcg: Some(g.memcg.clone()),
+                        kill,
+                    });
+                }
+                let k = self.complete(kill, sequence, micros);
+                self.last = Some(k.clone());
+                return Some(k);
+            }
         }
         None
     }

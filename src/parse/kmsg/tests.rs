@@ -320,3 +320,52 @@ fn the_assembler_joins_older_kernels_lines() {
     let k = a.push("3,10,41,-;Killed process 6 (y) total-vm:10kB, anon-rss:4kB, file-rss:0kB, shmem-rss:0kB\n").unwrap();
     assert_eq!((k.constraint, k.oom_memcg), (None, None));
 }
+
+/// A `memory.oom.group` kill as Debian's 6.1 logged it (captured by tests/kernels.rs): the
+/// summary and the chosen victim, the group line, then every member, the first victim
+/// again among them. Five processes, five kills: the repeat is not counted, and each
+/// member carries the group's cgroup and constraint.
+#[test]
+fn a_group_kill_is_one_kill_per_process_with_the_groups_cgroup() {
+    let records = [
+        "6,489,66129905,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod2222.slice/cri-containerd-efefefefefefefefefefefefefefefefefefefefefefefefefefefefefefefef.scope,task_memcg=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod2222.slice/cri-containerd-efefefefefefefefefefefefefefefefefefefefefefefefefefefefefefefef.scope,task=vmgrouphog,pid=209,uid=0\n",
+        "3,490,66130064,-;Memory cgroup out of memory: Killed process 209 (vmgrouphog) total-vm:84396kB, anon-rss:64540kB, file-rss:1176kB, shmem-rss:12kB, UID:0 pgtables:176kB oom_score_adj:0\n",
+        "6,491,66130571,-;Tasks in /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod2222.slice/cri-containerd-efefefefefefefefefefefefefefefefefefefefefefefefefefefefefefefef.scope are going to be killed due to memory.oom.group set\n",
+        "3,492,66130708,-;Memory cgroup out of memory: Killed process 204 (vmmember0) total-vm:10664kB, anon-rss:8048kB, file-rss:1024kB, shmem-rss:8kB, UID:0 pgtables:64kB oom_score_adj:0\n",
+        "3,493,66131351,-;Memory cgroup out of memory: Killed process 205 (vmmember1) total-vm:10664kB, anon-rss:8296kB, file-rss:1160kB, shmem-rss:12kB, UID:0 pgtables:60kB oom_score_adj:0\n",
+        "3,494,66134259,-;Memory cgroup out of memory: Killed process 206 (vmmember2) total-vm:10664kB, anon-rss:8292kB, file-rss:1232kB, shmem-rss:12kB, UID:0 pgtables:64kB oom_score_adj:0\n",
+        "3,495,66135022,-;Memory cgroup out of memory: Killed process 207 (vmmember3) total-vm:10664kB, anon-rss:8292kB, file-rss:1180kB, shmem-rss:12kB, UID:0 pgtables:60kB oom_score_adj:0\n",
+        "3,496,66135450,-;Memory cgroup out of memory: Killed process 209 (vmgrouphog) total-vm:84396kB, anon-rss:64540kB, file-rss:1176kB, shmem-rss:12kB, UID:0 pgtables:176kB oom_score_adj:0\n",
+    ];
+    let mut a = Assembler::default();
+    let kills: Vec<OomKill> = records.iter().filter_map(|r| a.push(r)).collect();
+    let pids: Vec<u32> = kills.iter().map(|k| k.kill.pid).collect();
+    assert_eq!(pids, [209, 204, 205, 206, 207]);
+    let ctr = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod2222.slice/cri-containerd-efefefefefefefefefefefefefefefefefefefefefefefefefefefefefefefef.scope";
+    for k in &kills {
+        assert_eq!(
+            k.constraint,
+            Some(Constraint::MemoryCgroup),
+            "{}",
+            k.kill.pid
+        );
+        assert_eq!(k.oom_memcg.as_deref(), Some(ctr));
+        assert_eq!(k.task_memcg.as_deref(), Some(ctr));
+    }
+    assert_eq!(kills[4].kill.comm, "vmmember3");
+    assert_eq!(kills[1].kill.anon_rss_bytes, Some(8048 * 1024));
+    assert_eq!(a.malformed, 0);
+    // The next OOM's summary ends the group: its kill is its own, with its own cgroup.
+    a.push("6,497,70000000,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/b,task_memcg=/b,task=x,pid=209,uid=0\n");
+    let k = a.push("3,498,70000001,-;Memory cgroup out of memory: Killed process 209 (x) total-vm:10kB, anon-rss:4kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:4kB oom_score_adj:0\n").unwrap();
+    assert_eq!(k.oom_memcg.as_deref(), Some("/b"));
+    // A group line without a kill before it (a cursor placed between them) still groups
+    // the members' kills under its cgroup.
+    let mut a = Assembler::default();
+    a.push(records[2]);
+    let k = a.push(records[3]).unwrap();
+    assert_eq!(
+        (k.kill.pid, k.task_memcg.as_deref(), k.oom_memcg),
+        (204, Some(ctr), None)
+    );
+}
