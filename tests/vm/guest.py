@@ -1,0 +1,668 @@
+#!/usr/bin/env python3
+"""The checks run inside a Debian kernel booted by scripts/vm.sh, with cgroup v2 as the
+only hierarchy (tests/kernels.rs boots each kernel and asserts what this writes).
+
+    guest.py --exporter BIN --repro DIR --out DIR --mode full|psi0 --seed N
+
+Starts the exporter as the host's root inside the VM, makes the processes and containers
+each check needs, and compares the exporter's figures with the kernel's own files and log
+and with glibc's own count. Writes OUT/results.json: the kernel's facts, and one entry per
+check (name, ok, detail, seconds). A check that raises is a failed check, never a missing
+one: the host knows which checks each mode must report.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+import urllib.parse
+import urllib.request
+
+MIB = 1 << 20
+CG = "/sys/fs/cgroup"
+PORT = 10293
+LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def parse(text):
+    """The samples of a text exposition: a list of (name, labels, value)."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        series, _, value = line.rpartition(" ")
+        name, _, labels = series.partition("{")
+        out.append((name, dict(LABEL.findall(labels)), float(value)))
+    return out
+
+
+def pick(samples, name, **labels):
+    """The values of `name` whose labels include `labels`."""
+    return [v for n, l, v in samples if n == name and all(l.get(k) == w for k, w in labels.items())]
+
+
+def one(samples, name, **labels):
+    got = pick(samples, name, **labels)
+    return got[0] if len(got) == 1 else None
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def keyed(path):
+    """A file of `key value` lines (memory.events, /proc/vmstat) as a dict."""
+    out = {}
+    for line in read(path).splitlines():
+        k, _, v = line.partition(" ")
+        out[k] = int(v)
+    return out
+
+
+def meminfo(key):
+    for line in read("/proc/meminfo").splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def psi_total(path, kind):
+    for line in read(path).splitlines():
+        if line.startswith(kind + " "):
+            return int(line.rpartition("total=")[2]) / 1e6
+    return None
+
+
+class Exporter:
+    def __init__(self, binary, args):
+        self.log = open("/tmp/vm-out/exporter.log", "w")
+        self.proc = subprocess.Popen(
+            [binary, f"--web.listen-address=127.0.0.1:{PORT}"] + args,
+            stdout=self.log, stderr=subprocess.STDOUT)
+        self.wait(60, "the first scan", lambda s: one(s, "membloat_scans_total"))
+
+    def samples(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/metrics", timeout=30) as r:
+            return parse(r.read().decode())
+
+    def wait(self, seconds, what, ok):
+        """Scrapes until ok(samples) is truthy; returns it."""
+        end = time.time() + seconds
+        last = None
+        while time.time() < end:
+            try:
+                last = self.samples()
+                got = ok(last)
+                if got:
+                    return got
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise AssertionError(f"{what}: not seen within {seconds} s")
+
+    def scans_after(self, n=2):
+        """Waits until n more scans have finished, so what follows is fresh."""
+        at = one(self.samples(), "membloat_scans_total")
+        return self.wait(60, f"{n} scans", lambda s: one(s, "membloat_scans_total") >= at + n and s)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+class Prometheus:
+    """A real Prometheus (this machine's) scraping the exporter every second and evaluating
+    the project's rules."""
+
+    def __init__(self, rules):
+        os.makedirs("/tmp/prom", exist_ok=True)
+        with open("/tmp/prom/prometheus.yml", "w") as fh:
+            fh.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                     f"rule_files: [{json.dumps(rules)}]\n"
+                     "scrape_configs:\n  - job_name: membloat\n    static_configs:\n"
+                     f"      - targets: [\"127.0.0.1:{PORT}\"]\n")
+        self.log = open("/tmp/vm-out/prometheus.log", "w")
+        self.proc = subprocess.Popen(
+            ["prometheus", "--config.file=/tmp/prom/prometheus.yml",
+             "--storage.tsdb.path=/tmp/prom/data", "--web.listen-address=127.0.0.1:9090",
+             "--log.level=warn"], stdout=self.log, stderr=subprocess.STDOUT)
+
+    def query(self, q):
+        url = "http://127.0.0.1:9090/api/v1/query?query=" + urllib.parse.quote(q)
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return json.load(r)["data"]["result"]
+
+    def wait(self, seconds, what, ok):
+        end = time.time() + seconds
+        while time.time() < end:
+            try:
+                got = ok()
+                if got:
+                    return got
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise AssertionError(f"{what}: not seen within {seconds} s")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+class Container:
+    """A memory cgroup at a kubelet's path, its controllers enabled from the root down."""
+
+    def __init__(self, path, files=None):
+        self.path = path
+        parts = path.split("/")
+        for i in range(len(parts)):
+            d = os.path.join(CG, *parts[: i + 1])
+            os.makedirs(d, exist_ok=True)
+            parent = os.path.dirname(d)
+            with open(os.path.join(parent, "cgroup.subtree_control"), "w") as f:
+                f.write("+memory")
+        self.dir = os.path.join(CG, path)
+        for name, value in (files or {}).items():
+            with open(os.path.join(self.dir, name), "w") as f:
+                f.write(str(value))
+
+    def run(self, argv, stdin=False):
+        """Starts argv inside the cgroup (joined before exec, so every page is charged
+        here). Waits for its "ready" line when it prints one."""
+        p = subprocess.Popen(
+            ["/bin/sh", "-c", f'echo $$ > {self.dir}/cgroup.procs && exec "$@"', "sh"] + argv,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, text=True)
+        p.ready = p.stdout.readline()
+        return p
+
+    def file(self, name):
+        return read(os.path.join(self.dir, name))
+
+    def label(self):
+        return "/" + self.path
+
+
+class Run:
+    def __init__(self, a):
+        self.a = a
+        self.results = []
+        self.facts = {}
+        self.children = []
+        self.prometheus = None
+
+    def check(self, name, fn):
+        start = time.time()
+        try:
+            detail = fn()
+            ok = True
+        except Exception as e:  # a failed check, with why
+            detail = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
+            ok = False
+        took = round(time.time() - start, 1)
+        self.results.append({"name": name, "ok": ok, "detail": str(detail), "seconds": took})
+        print(f"{'ok  ' if ok else 'FAIL'} {name} ({took} s): {detail}", flush=True)
+
+    def repro(self, name):
+        return os.path.join(self.a.repro, name)
+
+    def alias(self, name, alias):
+        """A reproducer copied under another name: its comm, and so its group."""
+        dest = os.path.join("/tmp", alias)
+        if not os.path.exists(dest):
+            shutil.copy(self.repro(name), dest)
+            os.chmod(dest, 0o755)
+        return dest
+
+    def spawn(self, argv, stdin=False):
+        p = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, text=True)
+        p.ready = p.stdout.readline()
+        self.children.append(p)
+        return p
+
+    def end(self):
+        if self.prometheus and self.prometheus.proc.poll() is None:
+            self.prometheus.stop()
+        for p in self.children:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def kernel_facts(r):
+    f = r.facts
+    f["release"] = os.uname().release
+    mounts = read("/proc/mounts")
+    f["cgroup_v1_mounted"] = any(l.split()[2] == "cgroup" for l in mounts.splitlines())
+    f["thp_enabled"] = re.search(r"\[(\w+)\]", read("/sys/kernel/mm/transparent_hugepage/enabled")).group(1)
+    f["psi"] = os.path.exists("/proc/pressure/memory")
+    try:
+        read("/proc/pressure/memory")
+        f["psi_readable"] = True
+    except OSError as e:
+        f["psi_readable"] = False
+        f["psi_error"] = str(e)
+    vm = keyed("/proc/vmstat")
+    f["vmstat_thp_scan_exceed"] = "thp_scan_exceed_none_pte" in vm
+    probe = os.path.join(CG, "membloat-probe")
+    os.makedirs(probe, exist_ok=True)
+    with open(os.path.join(CG, "cgroup.subtree_control"), "w") as fh:
+        fh.write("+memory")
+    f["memory_peak"] = os.path.exists(os.path.join(probe, "memory.peak"))
+    f["memory_pressure_file"] = os.path.exists(os.path.join(probe, "memory.pressure"))
+    f["oom_group_kill_event"] = "oom_group_kill" in read(os.path.join(probe, "memory.events"))
+    os.rmdir(probe)
+    f["cpu_psi_full"] = f["psi_readable"] and "full" in read("/proc/pressure/cpu")
+    f["mem_total_bytes"] = meminfo("MemTotal")
+    f["cpus"] = os.cpu_count()
+
+
+def check_host_files(r, e):
+    """Values as the kernel's own files say, read around one scan."""
+    s = e.scans_after(2)
+    got = {}
+    for name, key in [("membloat_memory_total_bytes", "MemTotal"),
+                      ("membloat_swap_total_bytes", "SwapTotal"),
+                      ("membloat_memory_commit_limit_bytes", "CommitLimit")]:
+        want = meminfo(key)
+        have = one(s, name)
+        assert have == want, f"{name} {have} != {key} {want}"
+        got[name] = have
+    # Counters of /proc/vmstat: between the values read before and after.
+    before = keyed("/proc/vmstat")
+    s = e.scans_after(1)
+    after = keyed("/proc/vmstat")
+    for name, key in [("membloat_vmstat_oom_kill_total", "oom_kill"),
+                      ("membloat_vmstat_thp_fault_alloc_total", "thp_fault_alloc")]:
+        have = one(s, name)
+        assert have is not None and before[key] <= have + 0 and have <= after[key], \
+            f"{name} {have} not within {key} {before[key]}..{after[key]}"
+    thp = read("/sys/kernel/mm/transparent_hugepage/enabled")
+    mode = re.search(r"\[(\w+)\]", thp).group(1)
+    assert pick(s, "membloat_thp_settings_info", enabled=mode) == [1.0], f"THP enabled={mode}"
+    mpn = int(read("/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none"))
+    assert one(s, "membloat_khugepaged_max_ptes_none") == mpn
+    om = int(read("/proc/sys/vm/overcommit_memory"))
+    assert one(s, "membloat_vm_overcommit_memory") == om
+    return f"MemTotal {got['membloat_memory_total_bytes']:.0f}, vmstat and THP settings as the files say (enabled={mode})"
+
+
+def check_collectors(r, e, mode):
+    s = e.scans_after(2)
+    ok = {l["collector"]: v for n, l, v in s if n == "membloat_scrape_collector_success"}
+    failing = [c for c, v in ok.items() if v != 1.0]
+    assert len(ok) >= 9 and not failing, f"collectors {ok}"
+    bad = [(l, v) for n, l, v in s if n == "membloat_scan_errors_total"
+           and l.get("reason") in ("malformed", "io") and v > 0]
+    assert not bad, f"errors counted: {bad}"
+    if mode == "psi0":
+        assert not [n for n, _, _ in s if n.startswith("membloat_pressure_memory")], \
+            "PSI series with psi=0"
+        assert not [n for n, _, _ in s if n.startswith("membloat_cgroup_pressure_memory")], \
+            "cgroup PSI series with psi=0"
+    return f"{len(ok)} collectors succeed: {sorted(ok)}; nothing malformed"
+
+
+def check_absent_not_error(r, e):
+    """What this kernel lacks is an absent series; what it has is served."""
+    f = r.facts
+    c = Container("membloat.slice/absent.service")
+    p = c.run([r.alias("burst", "vmabsent"), "8192"])
+    r.children.append(p)
+    s = e.scans_after(2)
+    lab = c.label()
+    said = []
+    for name, has in [("membloat_cgroup_memory_peak_bytes", f["memory_peak"]),
+                      ("membloat_cgroup_oom_group_kills_total", f["oom_group_kill_event"]),
+                      ("membloat_cgroup_pressure_memory_waiting_seconds_total", f["memory_pressure_file"] and f["psi_readable"])]:
+        served = one(s, name, cgroup=lab) is not None
+        assert served == has, f"{name}: served {served}, kernel has it {has}"
+        said.append(f"{name.removeprefix('membloat_cgroup_')}={'yes' if served else 'absent'}")
+    served = bool(pick(s, "membloat_vmstat_thp_scan_exceed_none_pte_total"))
+    assert served == f["vmstat_thp_scan_exceed"], "thp_scan_exceed"
+    said.append(f"thp_scan_exceed={'yes' if served else 'absent'}")
+    served = one(s, "membloat_pressure_memory_waiting_seconds_total") is not None
+    assert served == f["psi_readable"], f"host PSI served {served}"
+    said.append(f"host_psi={'yes' if served else 'absent'}")
+    if f["memory_peak"]:
+        have = one(s, "membloat_cgroup_memory_peak_bytes", cgroup=lab)
+        want = int(c.file("memory.peak"))
+        assert have == want, f"peak {have} != {want}"
+    p.kill()
+    p.wait()
+    return ", ".join(said)
+
+
+def check_regrowth(r, e):
+    """khugepaged regrowth under THP always: memory released with MADV_DONTNEED grows
+    back in huge pages while the program sleeps."""
+    base = "/sys/kernel/mm/transparent_hugepage/khugepaged/"
+
+    def khugepaged(settings):
+        for k, v in settings:
+            with open(base + k, "w") as fh:
+                fh.write(v)
+    # Slow until the exporter has seen the program idle at its trough, then fast.
+    khugepaged([("max_ptes_none", "511"), ("pages_to_scan", "8"), ("scan_sleep_millisecs", "60000")])
+    p = r.spawn([r.alias("regrowth", "vmregrowth")])
+    series = dict(pid=str(p.pid), comm="vmregrowth")
+    e.wait(60, "the trough, idle", lambda s: (one(s, "membloat_process_resident_anon_bytes", **series) or 1e18) < 64 * MIB and one(s, "membloat_process_idle", **series) == 1.0)
+    khugepaged([("pages_to_scan", "65536"), ("scan_sleep_millisecs", "100")])
+    e.wait(120, "regrown bytes", lambda s: (one(s, "membloat_process_regrown_since_trough_bytes", **series) or 0) >= 0.9 * 256 * MIB)
+    # khugepaged goes on over the last ranges; what it has regrown a few scans later.
+    s = e.scans_after(3)
+    got = one(s, "membloat_process_regrown_since_trough_bytes", **series)
+    risk = one(s, "membloat_thp_regrowth_risk")
+    assert abs(got - 256 * MIB) <= 25.6 * MIB, f"regrown {got}"
+    assert risk == 1.0, f"regrowth risk {risk}"
+    p.kill()
+    p.wait()
+    return f"{got / MIB:.1f} MiB regrown while idle (256 MiB released)"
+
+
+def check_hoarding(r, e, seed, programs):
+    """Random glibc programs (tests/reproducers/mallocfuzz.c), three at a time so the
+    largest fit the VM: each one's measured free heap is glibc's own fordblks, exactly."""
+    rng = random.Random(seed)
+    seeds = [rng.randrange(1 << 31) for _ in range(programs)]
+    wrong, shown = [], []
+    for at in range(0, programs, 3):
+        runs = []
+        for i in range(at, min(at + 3, programs)):
+            name = f"vmfuzz{i:02d}"
+            p = r.spawn([r.alias("mallocfuzz", name), str(seeds[i])])
+            words = p.ready.split()
+            assert words and words[0] == "ready", f"{name} seed {seeds[i]}: {p.ready!r}"
+            runs.append((name, seeds[i], int(words[1]), p))
+
+        # A newcomer's first walks may land while it still allocates (TCG is slow): right
+        # for the heap they read, and read again each scan until its memory holds still
+        # (src/collect/deep.rs). So: every program shows glibc's own figure within 60 s
+        # of its "ready", and once it has, never another.
+        ready_at = time.time()
+        right = {}
+        while time.time() - ready_at < 60 and len(right) < len(runs):
+            s = e.samples()
+            for name, sd, fordblks, p in runs:
+                have = one(s, "membloat_group_heap_free_bytes", group=name)
+                if name in right and have != fordblks:
+                    wrong.append(f"{name} (seed {sd}): {have} shown after {fordblks}")
+                elif have == fordblks and name not in right:
+                    right[name] = time.time() - ready_at
+            time.sleep(0.5)
+        s = e.scans_after(2)
+        for name, sd, fordblks, p in runs:
+            have = one(s, "membloat_group_heap_free_bytes", group=name)
+            if name not in right:
+                wrong.append(f"{name} (seed {sd}): {have} shown, never glibc's {fordblks} within 60 s")
+            elif have != fordblks:
+                wrong.append(f"{name} (seed {sd}): {have} shown after {fordblks}")
+            shown.append(f"{sd}:{fordblks}@{right.get(name, -1):.1f}s")
+            p.kill()
+            p.wait()
+    assert not wrong, "; ".join(wrong)
+    return f"{programs} programs (seed {seed}) measured exactly, seed:fordblks@shown after ready " + " ".join(shown)
+
+
+def dump_kmsg(path):
+    """The kernel's log records as /dev/kmsg gives them, for the parser's fixtures."""
+    fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    with open(path, "w") as out:
+        while True:
+            try:
+                rec = os.read(fd, 8192)
+            except BlockingIOError:
+                break
+            except OSError:
+                continue
+            out.write(rec.decode(errors="replace"))
+    os.close(fd)
+
+
+def check_headroom(r, e):
+    """Container headroom at the kubelet's paths of both cgroup drivers: pod and container
+    named, limit, usage and working set as the files say, measured hoarding."""
+    uid = "0d5b3b24-5f6a-4c1e-9a0b-3c2d1e0f9a8b"
+    cid = "ab" * 32
+    said = []
+    for driver, path in [
+        ("systemd", f"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{uid.replace('-', '_')}.slice/cri-containerd-{cid}.scope"),
+        ("cgroupfs", f"kubepods/burstable/pod{uid}/{cid}"),
+    ]:
+        c = Container(path, {"memory.max": 256 * MIB})
+        p = c.run([r.alias("heap", f"vmhead{driver[:3]}"), "main", "48", "32"])
+        r.children.append(p)
+        fordblks = int(p.ready.split()[1])
+        lab = c.label()
+        s = e.wait(120, f"{driver}: hoarding measured", lambda smp: (one(smp, "membloat_cgroup_hoarded_bytes", cgroup=lab) or 0) > 0 and smp)
+        s = e.scans_after(2)
+        cur = [int(c.file("memory.current"))]
+        info = pick(s, "membloat_cgroup_info", cgroup=lab, pod_uid=uid, container_id=cid, qos_class="burstable")
+        assert info == [1.0], f"{driver}: no cgroup_info naming the pod and container"
+        assert one(s, "membloat_cgroup_memory_limit_bytes", cgroup=lab) == 256 * MIB
+        usage = one(s, "membloat_cgroup_memory_usage_bytes", cgroup=lab)
+        cur.append(int(c.file("memory.current")))
+        assert min(cur) * 0.98 <= usage <= max(cur) * 1.02, f"usage {usage} vs memory.current {cur}"
+        inactive = keyed(os.path.join(c.dir, "memory.stat"))["inactive_file"]
+        ws = one(s, "membloat_cgroup_working_set_bytes", cgroup=lab)
+        assert abs(ws - (usage - inactive)) <= 0.02 * usage, f"working set {ws}"
+        # The process's free heap is glibc's own count; the container's hoarded bytes are
+        # its one process's measured hoarding (the free pages trim would return).
+        comm = f"vmhead{driver[:3]}"
+        free = one(s, "membloat_group_heap_free_bytes", group=comm)
+        assert stdio_close(free, fordblks), f"heap free {free} vs fordblks {fordblks}"
+        hoarded = one(s, "membloat_cgroup_hoarded_bytes", cgroup=lab)
+        own = one(s, "membloat_group_hoarded_bytes", group=comm, method="measured")
+        assert hoarded == own and 0.9 * fordblks <= hoarded <= fordblks, f"hoarded {hoarded}, its process {own}, fordblks {fordblks}"
+        said.append(f"{driver}: usage {usage / MIB:.1f} MiB of 256, hoarded {hoarded / MIB:.1f} MiB (fordblks {fordblks / MIB:.1f})")
+        p.kill()
+        p.wait()
+    return "; ".join(said)
+
+
+def stdio_close(free, fordblks):
+    """heap.c asks glibc, then prints with stdio, whose first printf mallocs stdout's
+    buffer (a page and a chunk header on a pipe): the heap then has that much less free
+    than the fordblks it printed, never more."""
+    return free is not None and fordblks - 4096 - 32 <= free <= fordblks
+
+
+def kills_logged():
+    """The kernel's own "Killed process" lines so far, from its log."""
+    out = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
+    return [l for l in out.splitlines() if "Killed process" in l]
+
+
+def check_oom_kill(r, e):
+    """A real OOM kill at memory.max: named with its container and what was measured of
+    it before."""
+    path = "kubepods.slice/kubepods-pod1111.slice/cri-containerd-" + "cd" * 32 + ".scope"
+    c = Container(path, {"memory.max": 128 * MIB})
+    victim = c.run([r.alias("heap", "vmvictim"), "main", "48", "32"])
+    fordblks = int(victim.ready.split()[1])
+    lab = c.label()
+    e.wait(120, "the victim measured", lambda smp: (one(smp, "membloat_cgroup_hoarded_bytes", cgroup=lab) or 0) > 0)
+    s = e.scans_after(2)
+    free = one(s, "membloat_group_heap_free_bytes", group="vmvictim")
+    assert stdio_close(free, fordblks), f"heap free {free} vs fordblks {fordblks}"
+    measured = one(s, "membloat_group_hoarded_bytes", group="vmvictim", method="measured")
+    before = len(kills_logged())
+    pusher = c.run([r.alias("burst", "vmpusher"), "4"], stdin=True)
+    r.children.append(pusher)
+    pusher.stdin.write("70\n")
+    pusher.stdin.flush()
+    victim.wait(timeout=60)
+    logged = kills_logged()[before:]
+    assert logged and "vmvictim" in logged[-1], f"kernel log: {logged}"
+    s = e.wait(60, "the kill recorded", lambda smp: pick(smp, "membloat_oom_last_victim_info", comm="vmvictim") and smp)
+    info = [l for n, l, v in s if n == "membloat_oom_last_victim_info"][0]
+    assert info["constraint"] == "memory_cgroup", info
+    assert info["memory_cgroup"] == lab, info
+    assert info["pid"] == str(victim.pid), info
+    hoarded = one(s, "membloat_oom_last_victim_measured_bytes", kind="hoarded")
+    assert hoarded == measured and hoarded > 0, f"hoarded at the kill {hoarded}, measured before {measured}"
+    # The container's counters, fresh, as its memory.events says (nothing moves now).
+    s = e.scans_after(2)
+    events = keyed(os.path.join(c.dir, "memory.events"))
+    for name, key in [("membloat_cgroup_oom_kills_total", "oom_kill"),
+                      ("membloat_cgroup_limit_ooms_total", "oom"),
+                      ("membloat_cgroup_memory_max_events_total", "max")]:
+        have = one(s, name, cgroup=lab)
+        assert have == events[key] and have >= 1, f"{name} {have}, memory.events {key} {events[key]}"
+    assert events["oom_kill"] == 1, events
+    pusher.kill()
+    pusher.wait()
+    return f"vmvictim (pid {victim.pid}) killed at {lab}'s memory.max, {hoarded / MIB:.1f} MiB measured hoarded before (fordblks {fordblks / MIB:.1f}); kernel: {logged[-1].split(']', 1)[-1].strip()[:120]}"
+
+
+def check_group_kill(r, e):
+    """memory.oom.group=1: every process of the container killed, each counted, the
+    latest named, the group kill told apart where the kernel counts it."""
+    path = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod2222.slice/cri-containerd-" + "ef" * 32 + ".scope"
+    c = Container(path, {"memory.max": 96 * MIB, "memory.oom.group": 1})
+    lab = c.label()
+    members = [c.run([r.alias("burst", f"vmmember{i}"), "8192"]) for i in range(4)]
+    prom = Prometheus(r.a.rules)
+    r.prometheus = prom
+    prom.wait(60, "Prometheus scraping", lambda: prom.query('up{job="membloat"} == 1'))
+    e.scans_after(2)
+    s0 = e.samples()
+    kills_before = sum(pick(s0, "membloat_oom_kills_total", constraint="memory_cgroup"))
+    logged_before = len(kills_logged())
+    pusher = c.run([r.alias("burst", "vmgrouphog"), "4"], stdin=True)
+    pusher.stdin.write("80\n")
+    pusher.stdin.flush()
+    for p in members + [pusher]:
+        p.wait(timeout=60)
+    logged = kills_logged()[logged_before:]
+    # The kernel logs the victim it chose, then every member of the group, that victim
+    # again among them: five processes, six lines.
+    victims = {re.search(r"Killed process (\d+)", l).group(1) for l in logged}
+    assert len(victims) == 5, f"kernel logged {len(victims)} victims: {logged}"
+    events = keyed(os.path.join(c.dir, "memory.events"))
+    s = e.wait(60, "five kills counted", lambda smp: sum(pick(smp, "membloat_oom_kills_total", constraint="memory_cgroup")) >= kills_before + 5 and smp)
+    s = e.scans_after(2)
+    counted = sum(pick(s, "membloat_oom_kills_total", constraint="memory_cgroup")) - kills_before
+    assert counted == 5, f"{counted} kills counted for 5 victims ({len(logged)} lines logged)"
+    assert one(s, "membloat_cgroup_oom_kills_total", cgroup=lab) == events["oom_kill"], events
+    info = [l for n, l, v in s if n == "membloat_oom_last_victim_info"]
+    assert len(info) == 1 and info[0]["memory_cgroup"] == lab, info
+    # The latest victim is the last one first told: the repeat is not a new kill.
+    told = []
+    for line in logged:
+        pid, comm = re.search(r"Killed process (\d+) \(([^)]+)\)", line).groups()
+        if pid not in [p for p, _ in told]:
+            told.append((pid, comm))
+    last = told[-1][1]
+    assert info[0]["comm"] == last, f"latest victim {info[0]['comm']}, kernel's last {last}"
+    # One OOM in the container: the fallback alert (without the kernel log) counts it
+    # once, as the kernel does.
+    assert one(s, "membloat_cgroup_limit_ooms_total", cgroup=lab) == events["oom"] == 1, events
+    # The project's alert, on a real Prometheus: one alert for the container, naming
+    # the latest victim, never one per process.
+    alert = 'ALERTS{alertname="MembloatContainerOOMKill",alertstate="firing"}'
+    prom.wait(60, "the alert firing", lambda: prom.query(alert))
+    time.sleep(5)
+    # (The earlier check's kill, in another container, has its own.)
+    fired = [f for f in prom.query(f"count_over_time({alert}[5m])") if f["metric"].get("cgroup") == lab]
+    assert len(fired) == 1, f"{len(fired)} alerts: {[f['metric'] for f in fired]}"
+    labels = fired[0]["metric"]
+    assert labels.get("cgroup") == lab and labels.get("comm") == last, labels
+    prom.stop()
+    group = one(s, "membloat_cgroup_oom_group_kills_total", cgroup=lab)
+    if r.facts["oom_group_kill_event"]:
+        assert group == events["oom_group_kill"] == 1, f"group kills {group}, {events}"
+    else:
+        assert group is None, "oom_group_kill served on a kernel without it"
+    return f"5 processes killed by one group kill ({len(logged)} kernel lines), 5 counted, memory.events oom_kill {events['oom_kill']} oom {events['oom']}, latest {last}, oom_group_kill {group}, one MembloatContainerOOMKill alert"
+
+
+def check_pressure(r, e):
+    """A container over its memory.high is throttled: its own memory stall time, high
+    events and peak as its files say."""
+    path = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod3333.slice/cri-containerd-" + "12" * 32 + ".scope"
+    c = Container(path, {"memory.high": 24 * MIB})
+    lab = c.label()
+    p = c.run([r.alias("burst", "vmthrottled"), "4"], stdin=True)
+    r.children.append(p)
+    # 48 MiB against a 24 MiB memory.high: it grows on, throttled, while the counters
+    # move; each served value lies between the file's values read around its scan.
+    p.stdin.write("48\n")
+    p.stdin.flush()
+    e.wait(60, "stall time served", lambda smp: (one(smp, "membloat_cgroup_pressure_memory_waiting_seconds_total", cgroup=lab) or 0) > 0.2)
+    before_peak = int(c.file("memory.peak")) if r.facts["memory_peak"] else None
+    before_some = psi_total(os.path.join(c.dir, "memory.pressure"), "some")
+    before = keyed(os.path.join(c.dir, "memory.events"))
+    s = e.scans_after(2)
+    after_some = psi_total(os.path.join(c.dir, "memory.pressure"), "some")
+    after = keyed(os.path.join(c.dir, "memory.events"))
+    some = one(s, "membloat_cgroup_pressure_memory_waiting_seconds_total", cgroup=lab)
+    full = one(s, "membloat_cgroup_pressure_memory_stalled_seconds_total", cgroup=lab)
+    assert before_some <= some <= after_some, f"some {some} not in {before_some}..{after_some}"
+    assert full is not None and full <= some
+    high = one(s, "membloat_cgroup_memory_high_events_total", cgroup=lab)
+    assert before["high"] <= high <= after["high"] and high > 0, f"high {high} vs {before['high']}..{after['high']}"
+    said = f"{some:.3f} s some, {full:.3f} s full stalled, {high:.0f} high events"
+    if r.facts["memory_peak"]:
+        peak = one(s, "membloat_cgroup_memory_peak_bytes", cgroup=lab)
+        after_peak = int(c.file("memory.peak"))
+        assert before_peak <= peak <= after_peak and peak >= 24 * MIB, f"peak {peak} vs {before_peak}..{after_peak}"
+        said += f", peak {peak / MIB:.1f} MiB"
+    p.kill()
+    p.wait()
+    return said
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exporter", required=True)
+    ap.add_argument("--repro", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--mode", choices=["full", "psi0"], required=True)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--programs", type=int, default=12)
+    ap.add_argument("--rules", required=True)
+    a = ap.parse_args()
+    r = Run(a)
+    start = time.time()
+    r.check("kernel", lambda: kernel_facts(r) or r.facts)
+    r.check("cgroup_v2_only", lambda: (not r.facts["cgroup_v1_mounted"] and os.path.exists(CG + "/cgroup.controllers")) or (_ for _ in ()).throw(AssertionError("a v1 hierarchy is mounted")))
+    e = None
+    try:
+        e = Exporter(a.exporter, ["--scan.interval=1s", "--collector.processes.deep-min-size=0",
+                                  "--collector.processes.top-k=1000"])
+        r.facts["exporter_started_s"] = round(time.time() - start, 1)
+        r.check("collectors", lambda: check_collectors(r, e, a.mode))
+        r.check("absent_not_error", lambda: check_absent_not_error(r, e))
+        if a.mode == "full":
+            r.check("kernel_files", lambda: check_host_files(r, e))
+            r.check("hoarding", lambda: check_hoarding(r, e, a.seed, a.programs))
+            r.check("headroom", lambda: check_headroom(r, e))
+            r.check("pressure", lambda: check_pressure(r, e))
+            r.check("oom_kill", lambda: check_oom_kill(r, e))
+            r.check("group_kill", lambda: check_group_kill(r, e))
+            r.check("regrowth", lambda: check_regrowth(r, e))
+            r.check("collectors_after", lambda: check_collectors(r, e, a.mode))
+    except Exception as ex:
+        r.check("exporter", lambda: (_ for _ in ()).throw(ex))
+    finally:
+        r.end()
+        if e:
+            e.stop()
+        dump_kmsg(os.path.join(a.out, "kmsg.txt"))
+    r.facts["guest_seconds"] = round(time.time() - start, 1)
+    with open(os.path.join(a.out, "results.json"), "w") as fh:
+        json.dump({"facts": r.facts, "checks": r.results}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
