@@ -48,7 +48,7 @@ pub const OOM_KILLS_TOTAL: Metric = crate::family::metric!(
     ["constraint", "group"],
     SECTION,
     "/dev/kmsg",
-    "OOM kills the kernel logged since the exporter started, by what limited the allocation (host, memory_cgroup, cpuset, mempolicy; unknown on kernels that do not say) and the victim's group (unknown when no scan saw it; other past --collector.processes.max-groups groups). Kills before the exporter started are not counted.",
+    "OOM kills the kernel logged since the exporter started, one per process (a memory.oom.group kill counts each member once), by what limited the allocation (host, memory_cgroup, cpuset, mempolicy; unknown on kernels that do not say) and the victim's group (unknown when no scan saw it; other past --collector.processes.max-groups groups). Kills before the exporter started are not counted.",
 );
 
 pub const OOM_LAST_VICTIM_INFO: Metric = crate::family::metric!(
