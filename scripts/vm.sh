@@ -5,10 +5,11 @@
 #   scripts/vm.sh KERNEL_TREE BUSYBOX OUT [KERNEL_ARGS...]
 #
 # KERNEL_TREE is a tree scripts/vm-kernels.sh unpacked, BUSYBOX its static busybox. OUT is
-# a directory of this machine's holding run.sh: the guest runs `sh /tmp/vm-out/run.sh`
-# in a chroot of this machine's root (shared read-only over 9p) with the guest's own
-# /proc, /sys, cgroup2 at /sys/fs/cgroup, /dev, and a tmpfs /tmp and /run; OUT is
-# /tmp/vm-out there, writable, so the script leaves its results in it. The guest's console
+# a directory of this machine's holding run.sh: the guest runs `sh /run/vm-out/run.sh`
+# in a chroot of this machine's root (shared read-only over 9p, /tmp included, so a
+# checkout there is seen) with the guest's own /proc, /sys, cgroup2 at /sys/fs/cgroup,
+# /dev, and a tmpfs /run; TMPDIR is /run/tmp, writable. OUT is /run/vm-out there,
+# writable, so the script leaves its results in it. The guest's console
 # goes to OUT/console.log and the script's output to OUT/guest.log; OUT/exit holds the
 # script's exit status. KERNEL_ARGS are added to the kernel's command line (`psi=0`).
 # Memory and CPUs: MEMBLOAT_VM_MEMORY (MiB, default 4096), MEMBLOAT_VM_CPUS (default 2).
@@ -54,10 +55,10 @@ ip link set lo up || ifconfig lo 127.0.0.1 up
 for m in $(cat /modules/order); do insmod /modules/$m.ko || echo "membloat-vm: insmod $m failed"; done
 opts=trans=virtio,version=9p2000.L,msize=524288
 mount -t 9p -o $opts,ro,cache=loose hostroot /host || { echo "membloat-vm: no 9p root"; poweroff -f; }
-mount -t tmpfs -o mode=1777 tmp /host/tmp
-mkdir -p /host/tmp/vm-out
-mount -t 9p -o $opts out /host/tmp/vm-out
 mount -t tmpfs run /host/run
+mkdir -p /host/run/vm-out /host/run/tmp
+chmod 1777 /host/run/tmp
+mount -t 9p -o $opts out /host/run/vm-out
 mount -t proc proc /host/proc
 mount -t sysfs sys /host/sys
 mount -t cgroup2 cgroup2 /host/sys/fs/cgroup
@@ -65,8 +66,8 @@ mount -t devtmpfs dev /host/dev
 mkdir -p /host/dev/shm /host/dev/pts
 mount -t tmpfs shm /host/dev/shm
 echo "membloat-vm: running $(uname -r)"; cat /proc/mounts
-chroot /host /bin/sh -c 'cd /tmp && exec sh /tmp/vm-out/run.sh' > /host/tmp/vm-out/guest.log 2>&1
-echo $? > /host/tmp/vm-out/exit
+chroot /host /usr/bin/env TMPDIR=/run/tmp /bin/sh -c 'cd /run/tmp && exec sh /run/vm-out/run.sh' > /host/run/vm-out/guest.log 2>&1
+echo $? > /host/run/vm-out/exit
 sync
 echo "membloat-vm: done"
 poweroff -f

@@ -101,7 +101,7 @@ fn boot(kernel: &str, mode: &str, extra: &[&str]) -> Boot {
     std::fs::write(
         dir.join("run.sh"),
         format!(
-            "exec python3 {} --exporter {} --repro {} --out /tmp/vm-out --mode {mode} --seed {seed} --programs {programs} --rules {}\n",
+            "exec python3 {} --exporter {} --repro {} --out /run/vm-out --mode {mode} --seed {seed} --programs {programs} --rules {}\n",
             guest.display(),
             common::bin(),
             repros[0].parent().unwrap().display(),

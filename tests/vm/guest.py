@@ -25,6 +25,9 @@ import urllib.parse
 import urllib.request
 
 MIB = 1 << 20
+# The guest's writable scratch (scripts/vm.sh): this machine's /tmp is seen read-only.
+SCRATCH = os.environ.get("TMPDIR", "/tmp")
+OUT = "/run/vm-out"
 CG = "/sys/fs/cgroup"
 PORT = 10293
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -82,7 +85,7 @@ def psi_total(path, kind):
 
 class Exporter:
     def __init__(self, binary, args):
-        self.log = open("/tmp/vm-out/exporter.log", "w")
+        self.log = open(os.path.join(OUT, "exporter.log"), "w")
         self.proc = subprocess.Popen(
             [binary, f"--web.listen-address=127.0.0.1:{PORT}"] + args,
             stdout=self.log, stderr=subprocess.STDOUT)
@@ -122,16 +125,17 @@ class Prometheus:
     the project's rules."""
 
     def __init__(self, rules):
-        os.makedirs("/tmp/prom", exist_ok=True)
-        with open("/tmp/prom/prometheus.yml", "w") as fh:
+        prom = os.path.join(SCRATCH, "prom")
+        os.makedirs(prom, exist_ok=True)
+        with open(os.path.join(prom, "prometheus.yml"), "w") as fh:
             fh.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
                      f"rule_files: [{json.dumps(rules)}]\n"
                      "scrape_configs:\n  - job_name: membloat\n    static_configs:\n"
                      f"      - targets: [\"127.0.0.1:{PORT}\"]\n")
-        self.log = open("/tmp/vm-out/prometheus.log", "w")
+        self.log = open(os.path.join(OUT, "prometheus.log"), "w")
         self.proc = subprocess.Popen(
-            ["prometheus", "--config.file=/tmp/prom/prometheus.yml",
-             "--storage.tsdb.path=/tmp/prom/data", "--web.listen-address=127.0.0.1:9090",
+            ["prometheus", f"--config.file={prom}/prometheus.yml",
+             f"--storage.tsdb.path={prom}/data", "--web.listen-address=127.0.0.1:9090",
              "--log.level=warn"], stdout=self.log, stderr=subprocess.STDOUT)
 
     def query(self, q):
@@ -215,7 +219,7 @@ class Run:
 
     def alias(self, name, alias):
         """A reproducer copied under another name: its comm, and so its group."""
-        dest = os.path.join("/tmp", alias)
+        dest = os.path.join(SCRATCH, alias)
         if not os.path.exists(dest):
             shutil.copy(self.repro(name), dest)
             os.chmod(dest, 0o755)
@@ -631,6 +635,8 @@ def main():
     ap.add_argument("--programs", type=int, default=12)
     ap.add_argument("--rules", required=True)
     a = ap.parse_args()
+    global OUT
+    OUT = a.out
     r = Run(a)
     start = time.time()
     r.check("kernel", lambda: kernel_facts(r) or r.facts)
