@@ -10,6 +10,7 @@
 # A program runs on a tree when linked with the tree's loader and libraries
 # (tests/differential.rs shows the gcc line). Trees already in DIR are reused.
 set -euo pipefail
+. "$(dirname "$0")/debian-archive.sh"
 dir=${1:?usage: glibc-trees.sh DIR}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
@@ -24,32 +25,18 @@ for r in "${releases[@]}"; do
 done
 
 if [ ${#want[@]} -gt 0 ]; then
-  mirror=""
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    mirror=$(awk '/^URIs:/ && $2 ~ /debian\/?$/ {print $2; exit}' "$f")
-    [ -n "$mirror" ] && break
-  done
-  if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
-    mirror=$(awk '$1 == "deb" && $0 !~ /security/ {for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) {print $i; exit}}' /etc/apt/sources.list)
-  fi
-  [ -n "$mirror" ] || { echo "glibc-trees: no Debian mirror in this machine's apt sources" >&2; exit 1; }
   apt=$dir/.apt
-  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/debs"
-  : > "$apt/sources.list"
+  suites=()
   for r in "${want[@]}"; do
     set -- $r
-    echo "deb [trusted=yes] $mirror $1 main" >> "$apt/sources.list"
+    suites+=("$1")
   done
-  opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
-        -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o Debug::NoLocking=1
-        -o APT::Sandbox::User=root -qq)
-  apt-get "${opts[@]}" update >&2
+  private_apt "$apt" "${suites[@]}"
   for r in "${want[@]}"; do
     set -- $r
-    version=$(apt-cache "${opts[@]}" madison libc6 | awk -v v="$2" '$3 ~ "^" v "-" {print $3; exit}')
+    version=$(apt-cache "${apt_opts[@]}" madison libc6 | awk -v v="$2" '$3 ~ "^" v "-" {print $3; exit}')
     [ -n "$version" ] || { echo "glibc-trees: no libc6 $2 in $1" >&2; exit 1; }
-    (cd "$apt/debs" && apt-get "${opts[@]}" download "libc6=$version" "libc6-dev=$version" >&2)
+    (cd "$apt/debs" && apt-get "${apt_opts[@]}" download "libc6=$version" "libc6-dev=$version" >&2)
     tree=$dir/$2
     rm -rf "$tree"
     mkdir -p "$tree"

@@ -11,6 +11,7 @@
 #
 # Trees already complete in DIR are reused, so CI downloads each kernel once per cache.
 set -euo pipefail
+. "$(dirname "$0")/debian-archive.sh"
 dir=${1:?usage: vm-kernels.sh DIR}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
@@ -26,48 +27,32 @@ done
 [ -e "$dir/busybox/.complete" ] || want+=("busybox bookworm debian")
 
 if [ ${#want[@]} -gt 0 ]; then
-  mirror=""
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    mirror=$(awk '/^URIs:/ && $2 ~ /debian\/?$/ {print $2; exit}' "$f")
-    [ -n "$mirror" ] && break
-  done
-  if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
-    mirror=$(awk '$1 == "deb" && $0 !~ /security/ {for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) {print $i; exit}}' /etc/apt/sources.list)
-  fi
-  [ -n "$mirror" ] || { echo "vm-kernels: no Debian mirror in this machine's apt sources" >&2; exit 1; }
-  mirror=${mirror%/}
   apt=$dir/.apt
-  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/debs"
-  : > "$apt/sources.list"
+  suites=()
   for k in "${want[@]}"; do
     set -- $k
-    echo "deb [trusted=yes] ${mirror%/debian}/$3 $2 main" >> "$apt/sources.list"
+    suites+=("$2 $3")
   done
-  sort -u -o "$apt/sources.list" "$apt/sources.list"
-  opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
-        -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o Debug::NoLocking=1
-        -o APT::Sandbox::User=root -o APT::Default-Release= -qq)
-  apt-get "${opts[@]}" update >&2
+  private_apt "$apt" "${suites[@]}"
   for k in "${want[@]}"; do
     set -- $k
     tree=$dir/$1
     rm -rf "$tree"
     mkdir -p "$tree"
     if [ "$1" = busybox ]; then
-      (cd "$apt/debs" && apt-get "${opts[@]}" download busybox-static/"$2" >&2)
+      (cd "$apt/debs" && apt-get "${apt_opts[@]}" download busybox-static/"$2" >&2)
       dpkg-deb -x "$(ls "$apt/debs"/busybox-static_*.deb | head -1)" "$tree"
     else
       # linux-image-amd64 of the suite names the kernel package it stands for.
-      image=$(apt-cache "${opts[@]}" show "linux-image-amd64/$2" \
+      image=$(apt-cache "${apt_opts[@]}" show "linux-image-amd64/$2" \
         | awk -F': ' '/^Depends:/ {split($2, d, /[ ,]/); print d[1]; exit}')
       [ -n "$image" ] || { echo "vm-kernels: no linux-image-amd64 in $2" >&2; exit 1; }
       # The unsigned image holds the same kernel and modules, without the signing
       # wrapper package.
       package=$image
-      apt-cache "${opts[@]}" show "$image-unsigned/$2" >/dev/null 2>&1 && package=$image-unsigned
+      apt-cache "${apt_opts[@]}" show "$image-unsigned/$2" >/dev/null 2>&1 && package=$image-unsigned
       rm -f "$apt/debs/$package"_*.deb
-      (cd "$apt/debs" && apt-get "${opts[@]}" download "$package/$2" >&2)
+      (cd "$apt/debs" && apt-get "${apt_opts[@]}" download "$package/$2" >&2)
       dpkg-deb -x "$(ls "$apt/debs/$package"_*.deb | head -1)" "$tree"
       # Only the kernel and the modules the guest loads are kept.
       release=$(ls "$tree/boot" | sed -n 's/^vmlinuz-//p' | head -1)

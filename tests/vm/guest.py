@@ -83,6 +83,21 @@ def psi_total(path, kind):
     return None
 
 
+def wait_for(seconds, what, ok):
+    """Calls ok() every half second until it returns something truthy, and returns that;
+    a server not answering yet is not an answer."""
+    end = time.time() + seconds
+    while time.time() < end:
+        try:
+            got = ok()
+            if got:
+                return got
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"{what}: not seen within {seconds} s")
+
+
 class Exporter:
     def __init__(self, binary, args):
         self.log = open(os.path.join(OUT, "exporter.log"), "w")
@@ -97,18 +112,7 @@ class Exporter:
 
     def wait(self, seconds, what, ok):
         """Scrapes until ok(samples) is truthy; returns it."""
-        end = time.time() + seconds
-        last = None
-        while time.time() < end:
-            try:
-                last = self.samples()
-                got = ok(last)
-                if got:
-                    return got
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise AssertionError(f"{what}: not seen within {seconds} s")
+        return wait_for(seconds, what, lambda: ok(self.samples()))
 
     def scans_after(self, n=2):
         """Waits until n more scans have finished, so what follows is fresh."""
@@ -144,16 +148,7 @@ class Prometheus:
             return json.load(r)["data"]["result"]
 
     def wait(self, seconds, what, ok):
-        end = time.time() + seconds
-        while time.time() < end:
-            try:
-                got = ok()
-                if got:
-                    return got
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise AssertionError(f"{what}: not seen within {seconds} s")
+        return wait_for(seconds, what, ok)
 
     def stop(self):
         self.proc.terminate()
