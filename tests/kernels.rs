@@ -97,6 +97,22 @@ fn boot(kernel: &str, mode: &str, extra: &[&str]) -> Boot {
                 % 1_000_000_007
         });
     let programs = std::env::var("MEMBLOAT_VM_PROGRAMS").unwrap_or_else(|_| "12".into());
+    // The dashboard panels only cgroup v2 has data for, as Grafana would ask them of the
+    // guest's Prometheus.
+    let panels: Vec<serde_json::Value> =
+        common::dashboards::queries_of(&common::dashboards::NEEDS_CGROUP_V2, "127.0.0.1:10293")
+            .into_iter()
+            .map(|(title, query)| serde_json::json!({"title": title, "query": query}))
+            .collect();
+    assert!(
+        !panels.is_empty(),
+        "no cgroup v2 panel found in the dashboards"
+    );
+    std::fs::write(
+        dir.join("panels.json"),
+        serde_json::to_string(&panels).unwrap(),
+    )
+    .unwrap();
     let guest = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vm/guest.py");
     std::fs::write(
         dir.join("run.sh"),
