@@ -127,14 +127,28 @@ fn boot(kernel: &str, mode: &str, extra: &[&str]) -> Boot {
     .unwrap();
     eprintln!("{kernel} {mode}: booting (seed {seed})");
     let start = Instant::now();
-    let status = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/vm.sh"))
-        .arg(tree)
-        .arg(busybox)
-        .arg(&dir)
-        .args(extra)
-        .env("MEMBLOAT_VM_TIMEOUT", "420")
-        .status()
-        .unwrap();
+    let vm = || {
+        Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/vm.sh"))
+            .arg(tree)
+            .arg(busybox)
+            .arg(&dir)
+            .args(extra)
+            .env("MEMBLOAT_VM_TIMEOUT", "420")
+            .status()
+            .unwrap()
+    };
+    let mut status = vm();
+    // A kernel that died before the guest ran a line of ours (an oops in early boot: QEMU's
+    // multi-threaded TCG once hit one patching 6.12's code, in int3 in sched_clock_cpu) is
+    // booted once more, saying so. A check that failed is never tried again.
+    let ran = std::fs::metadata(dir.join("guest.log")).is_ok_and(|m| m.len() > 0);
+    if !status.success() && !ran {
+        eprintln!(
+            "{kernel} {mode}: the kernel died before the guest ran; booting again. Console:\n{}",
+            std::fs::read_to_string(dir.join("console.log")).unwrap_or_default()
+        );
+        status = vm();
+    }
     let boot_and_run = start.elapsed();
     let log = std::fs::read_to_string(dir.join("guest.log")).unwrap_or_default();
     eprintln!("{kernel} {mode} guest:\n{log}");
