@@ -18,8 +18,6 @@ pub mod process;
 pub mod runtime;
 pub mod walk;
 
-use std::sync::{Arc, Mutex};
-
 use crate::parse::smaps::Vma;
 use crate::source::Source;
 use arenas::{Bounds, Discovery};
@@ -340,7 +338,7 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
         None => Err(jvm::Unmeasured::Unreadable),
     });
     let go = golang.then(|| match (&mut target, &exe) {
-        (Some(target), Some(exe)) => read_go(target, exe, vmas).map(Box::new),
+        (Some(target), Some(exe)) => golang::read_process(target, exe, vmas).map(Box::new),
         _ => Err(golang::Unmeasured::Unreadable),
     });
     HeapReading {
@@ -350,56 +348,6 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
         java,
         go,
     }
-}
-
-/// Go binaries' layouts by file identity (device, inode, size, modification time): each
-/// binary's symbols and DWARF are read once, whatever number of processes run it.
-type GoLayouts = Vec<(
-    (u64, u64, u64, i64),
-    Arc<Result<golang::Layout, golang::Unmeasured>>,
-)>;
-static GO_LAYOUTS: Mutex<GoLayouts> = Mutex::new(Vec::new());
-/// Binaries whose layout is kept; the oldest goes first.
-const GO_LAYOUTS_KEPT: usize = 64;
-
-/// A Go process's heap: its binary's layout (read once), its load address, its figures.
-fn read_go<T: Target>(
-    target: &mut T,
-    exe: &crate::source::PidFile,
-    vmas: &[Vma],
-) -> Result<golang::GoHeap, golang::Unmeasured> {
-    let id = exe.identity().map_err(|_| golang::Unmeasured::Unreadable)?;
-    let cached = {
-        let kept = GO_LAYOUTS.lock().unwrap_or_else(|e| e.into_inner());
-        kept.iter()
-            .find(|(k, _)| *k == id)
-            .map(|(_, l)| Arc::clone(l))
-    };
-    let layout = match cached {
-        Some(l) => l,
-        None => {
-            // Read outside the lock: a large binary takes a while, and the others wait
-            // for nothing.
-            let l = Arc::new(golang::layout(&object::ReadCache::new(exe.file())));
-            let mut kept = GO_LAYOUTS.lock().unwrap_or_else(|e| e.into_inner());
-            if kept.len() >= GO_LAYOUTS_KEPT {
-                kept.remove(0);
-            }
-            kept.push((id, Arc::clone(&l)));
-            l
-        }
-    };
-    let layout = layout.as_ref().as_ref().map_err(|&e| e)?;
-    // The executable's first mapping: the lowest of those of its inode.
-    let (dev, ino) = (id.0, id.1);
-    let dev = (nix::sys::stat::major(dev) << 32) | nix::sys::stat::minor(dev);
-    let base = vmas
-        .iter()
-        .filter(|v| v.file_id == Some((dev, ino)))
-        .map(|v| v.start)
-        .min()
-        .ok_or(golang::Unmeasured::Unreadable)?;
-    golang::read(target, layout, layout.bias(base))
 }
 
 fn measure_process<T: Target>(

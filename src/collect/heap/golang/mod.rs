@@ -1,0 +1,230 @@
+//! A Go program's heap, read from outside: the runtime's own account of it
+//! (`runtime.gcController`: heap in use, free, released, the GC goal, `GOMEMLIMIT`), and
+//! which of its free pages are resident (the page allocator's bitmaps in
+//! `runtime.mheap_.pages`, then `pagemap`). Where the runtime keeps them comes from the
+//! binary itself: the variables by name in its symbol table, their fields' offsets from its
+//! DWARF, never from a table of offsets per Go version (fields move between versions).
+//!
+//! [`layout`] is pure over the executable's bytes (once per binary); [`read`] is pure over
+//! a [`Target`] (once per deep read). A stripped binary (`-ldflags=-s -w`), a layout that
+//! lacks a field, or figures that do not hold still give a reason and no figure.
+
+//!
+//! The module holds the types both halves share and the cache of layouts by binary;
+//! `layout.rs` reads a binary, `read.rs` reads a process.
+
+mod layout;
+mod read;
+
+use std::sync::{Arc, Mutex};
+
+pub use layout::layout;
+pub use read::read;
+
+use super::walk::Target;
+use crate::parse::smaps::Vma;
+
+/// Why a Go heap has no figure: the `outcome` label of `membloat_go_reads_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Unmeasured {
+    /// No symbol table (`-ldflags=-s`), or no `runtime.gcController` in it.
+    Stripped,
+    /// No DWARF (`-ldflags=-w`): the fields' places are unknown.
+    NoDwarf,
+    /// The DWARF lacks a type or field this reader needs: a Go version it does not know.
+    UnknownLayout,
+    /// The process's memory could not be read (no ptrace access, process gone).
+    Unreadable,
+    /// The figures moved under two reads, or disagree with the page allocator's bitmaps.
+    Moving,
+}
+
+impl Unmeasured {
+    pub const ALL: [Unmeasured; 5] = [
+        Unmeasured::Stripped,
+        Unmeasured::NoDwarf,
+        Unmeasured::UnknownLayout,
+        Unmeasured::Unreadable,
+        Unmeasured::Moving,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unmeasured::Stripped => "stripped",
+            Unmeasured::NoDwarf => "no_dwarf",
+            Unmeasured::UnknownLayout => "unknown_layout",
+            Unmeasured::Unreadable => "unreadable",
+            Unmeasured::Moving => "moving",
+        }
+    }
+}
+
+/// Go heap reads by how they ended: `measured`, or each [`Unmeasured`] reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadCounts([u64; 1 + Unmeasured::ALL.len()]);
+
+impl ReadCounts {
+    /// The `outcome` labels, in the order of [`ReadCounts::values`].
+    pub const OUTCOMES: [&'static str; 1 + Unmeasured::ALL.len()] = [
+        "measured",
+        "stripped",
+        "no_dwarf",
+        "unknown_layout",
+        "unreadable",
+        "moving",
+    ];
+
+    pub fn count<T>(&mut self, read: &Result<T, Unmeasured>) {
+        let i = match read {
+            Ok(_) => 0,
+            Err(e) => 1 + Unmeasured::ALL.iter().position(|u| u == e).unwrap_or(0),
+        };
+        self.0[i] += 1;
+    }
+
+    /// Each outcome's count, in the order of [`ReadCounts::OUTCOMES`].
+    pub fn values(&self) -> [u64; 1 + Unmeasured::ALL.len()] {
+        self.0
+    }
+
+    /// These counts plus `other`'s (running totals across scans).
+    pub fn plus(mut self, other: &ReadCounts) -> ReadCounts {
+        for (sum, n) in self.0.iter_mut().zip(other.0) {
+            *sum = sum.saturating_add(n);
+        }
+        self
+    }
+}
+
+/// The runtime's figures, as `runtime/metrics` names them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GoHeap {
+    /// Bytes in spans in use (`/memory/classes/heap/objects` plus `.../unused`).
+    pub in_use_bytes: u64,
+    /// Free and not released to the OS (`/memory/classes/heap/free:bytes`): what the
+    /// runtime keeps for later allocations.
+    pub free_bytes: u64,
+    /// Of the free bytes, those in resident pages: the process's measured hoarding.
+    pub free_resident_bytes: u64,
+    /// Released to the OS (`/memory/classes/heap/released:bytes`).
+    pub released_bytes: u64,
+    /// Heap objects allocated and not freed, as the GC last swept them.
+    pub objects_bytes: u64,
+    /// The GC's goal as `GOGC` sets it (`/gc/heap/goal:bytes` unless `GOMEMLIMIT` binds).
+    pub gc_percent_goal_bytes: u64,
+    /// `GOMEMLIMIT` (`/gc/gomemlimit:bytes`; `math.MaxInt64` when unset).
+    pub memory_limit_bytes: u64,
+}
+
+impl GoHeap {
+    /// `GOMEMLIMIT`, when one is set (the runtime keeps `math.MaxInt64` for none).
+    pub fn memory_limit(&self) -> Option<u64> {
+        (self.memory_limit_bytes < i64::MAX as u64).then_some(self.memory_limit_bytes)
+    }
+}
+
+/// Where the runtime keeps what [`read`] needs, in one binary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Link-time addresses of `runtime.gcController` and `runtime.mheap_`.
+    gc_controller: u64,
+    mheap: u64,
+    /// The lowest address a loadable segment asks for: a PIE's load bias is where the
+    /// kernel put it less this.
+    first_vaddr: u64,
+    /// Offsets in `runtime.gcControllerState`, each of an 8-byte value.
+    heap_in_use: u64,
+    heap_free: u64,
+    heap_released: u64,
+    total_alloc: u64,
+    total_free: u64,
+    gc_percent_heap_goal: u64,
+    memory_limit: u64,
+    /// `runtime.mheap.pages` + `pageAlloc.chunks`: the L1 array of pointers to L2 arrays
+    /// of `pallocData`.
+    chunks: u64,
+    l1_entries: u64,
+    l2_entries: u64,
+    /// `runtime.mheap.pages` + `pageAlloc.inUse` + `addrRanges.ranges`: a slice of
+    /// `addrRange`, each `base` and `limit` addresses.
+    in_use_ranges: u64,
+    range_bytes: u64,
+    range_base: u64,
+    range_limit: u64,
+    /// `runtime.pallocData`: its size, and where its allocated and scavenged bitmaps are.
+    palloc_bytes: u64,
+    palloc_alloc: u64,
+    palloc_scavenged: u64,
+    /// Link-time address of `runtime.allp` (a slice of `*p`), and where a P keeps its page
+    /// cache (`p.pcache`): up to 64 free pages taken from the bitmaps, which mark them
+    /// allocated while the runtime still counts them free.
+    allp: u64,
+    pcache: u64,
+    pcache_base: u64,
+    pcache_free: u64,
+    pcache_scav: u64,
+    /// A position-independent executable, loaded wherever the kernel put it.
+    pie: bool,
+}
+
+impl Layout {
+    /// Where the kernel loaded a binary of this layout, given the start of its first
+    /// mapping (file offset 0): the amount to add to its link-time addresses.
+    pub fn bias(&self, first_mapping: u64) -> u64 {
+        if self.pie {
+            first_mapping.wrapping_sub(self.first_vaddr & !0xfff)
+        } else {
+            0
+        }
+    }
+}
+
+/// The runtime's page: 8 KiB on every 64-bit platform Go supports.
+pub const GO_PAGE: u64 = 8192;
+
+/// Go binaries' layouts by file identity (device, inode, size, modification time): each
+/// binary's symbols and DWARF are read once, whatever number of processes run it.
+type Layouts = Vec<((u64, u64, u64, i64), Arc<Result<Layout, Unmeasured>>)>;
+static LAYOUTS: Mutex<Layouts> = Mutex::new(Vec::new());
+/// Binaries whose layout is kept; the oldest goes first.
+const LAYOUTS_KEPT: usize = 64;
+
+/// A Go process's heap: its binary's layout (read once), its load address, its figures.
+pub fn read_process<T: Target>(
+    target: &mut T,
+    exe: &crate::source::PidFile,
+    vmas: &[Vma],
+) -> Result<GoHeap, Unmeasured> {
+    let id = exe.identity().map_err(|_| Unmeasured::Unreadable)?;
+    let cached = {
+        let kept = LAYOUTS.lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter()
+            .find(|(k, _)| *k == id)
+            .map(|(_, l)| Arc::clone(l))
+    };
+    let layout = match cached {
+        Some(l) => l,
+        None => {
+            // Read outside the lock: a large binary takes a while, and the others wait
+            // for nothing.
+            let l = Arc::new(layout(&object::ReadCache::new(exe.file())));
+            let mut kept = LAYOUTS.lock().unwrap_or_else(|e| e.into_inner());
+            if kept.len() >= LAYOUTS_KEPT {
+                kept.remove(0);
+            }
+            kept.push((id, Arc::clone(&l)));
+            l
+        }
+    };
+    let layout = layout.as_ref().as_ref().map_err(|&e| e)?;
+    // The executable's first mapping: the lowest of those of its inode.
+    let (dev, ino) = (id.0, id.1);
+    let dev = (nix::sys::stat::major(dev) << 32) | nix::sys::stat::minor(dev);
+    let base = vmas
+        .iter()
+        .filter(|v| v.file_id == Some((dev, ino)))
+        .map(|v| v.start)
+        .min()
+        .ok_or(Unmeasured::Unreadable)?;
+    read(target, layout, layout.bias(base))
+}
