@@ -144,9 +144,10 @@ fn boot(kernel: &str, mode: &str, extra: &[&str]) -> Boot {
     let ran = std::fs::metadata(dir.join("guest.log")).is_ok_and(|m| m.len() > 0);
     if !status.success() && !ran {
         eprintln!(
-            "{kernel} {mode}: the kernel died before the guest ran; booting again. Console:\n{}",
+            "{kernel} {mode}: the kernel died before the guest ran; booting again. Console (kept as console-first.log):\n{}",
             std::fs::read_to_string(dir.join("console.log")).unwrap_or_default()
         );
+        let _ = std::fs::rename(dir.join("console.log"), dir.join("console-first.log"));
         status = vm();
     }
     let boot_and_run = start.elapsed();
