@@ -12,6 +12,9 @@ use crate::collect::heap::{HeapMeasure, HeapReading};
 use crate::collect::{ProcessFiles, ProcessSample};
 use crate::parse::smaps::SmapsSummary;
 
+mod hoarding;
+use hoarding::{from_mappings, go_heap, jvm_heap, measured_heap};
+
 /// Heap memory below this is never suspected of hoarding (no heap walk).
 pub const HOARD_MIN_HEAP_BYTES: u64 = 64 << 20;
 /// Measured reclaimable heap memory below this is not called hoarding: small free lists
@@ -364,117 +367,6 @@ fn regrowth(s: &ProcState, p: &ProcessSample, next: &mut ProcState) {
     if rss_anon < s.trough_rss_anon_bytes {
         // A new low: the stretch starts again from here.
         next.regrown_since_trough_bytes = 0;
-    }
-}
-
-/// What the mappings say (`smaps`): the heap's resident and mapped size, glibc's arenas as
-/// their shape shows them, commit and what of it was never touched, and hoarding as
-/// suspected from the heap's shape in an idle process.
-fn from_mappings(
-    sig: &mut Signals,
-    m: &SmapsSummary,
-    p: &ProcessSample,
-    glibc_arenas: bool,
-    online_cpus: u64,
-) {
-    let st = &p.status;
-    let rss_anon = st.rss_anon_bytes.unwrap_or(0);
-    let heap_rss = m.heap_rss_bytes();
-    let heap_size = m.heap_size_bytes();
-    sig.heap_resident_bytes = Some(heap_rss);
-    sig.heap_size_bytes = Some(heap_size);
-    if glibc_arenas {
-        // Until a walk finds the arenas from glibc's own structures: the shape of the
-        // mappings (which merged neighbouring heaps can hide).
-        sig.arena_heaps = Some(m.arena_heaps);
-        sig.arena_reserved_bytes = Some(m.arena_reserved_bytes);
-        sig.arena_at_ceiling = Some(m.arena_heaps >= ARENAS_PER_CPU * online_cpus.max(1) - 1);
-    } else {
-        // A Go or JVM heap, or another allocator: no glibc arenas, whatever the maps.
-        sig.arena_heaps = Some(0);
-        sig.arena_reserved_bytes = Some(0);
-        sig.arena_at_ceiling = Some(false);
-    }
-    sig.commit_bytes = Some(m.commit_bytes);
-    let backed = rss_anon.saturating_add(st.vm_swap_bytes.unwrap_or(0));
-    sig.untouched_commit_bytes = Some(m.commit_bytes.saturating_sub(backed));
-    let suspected = heap_rss >= HOARD_MIN_HEAP_BYTES
-        && heap_rss as f64 >= HOARD_MIN_HEAP_SHARE * rss_anon as f64
-        && heap_rss as f64 >= HOARD_MIN_HEAP_DENSITY * heap_size as f64
-        && sig
-            .retained_peak_ratio
-            .is_some_and(|r| r >= HOARD_MIN_RETAINED)
-        && sig.idle == Some(true);
-    sig.hoarded_bytes = Some(if suspected { heap_rss } else { 0 });
-    sig.hoard_method = Some(Method::Suspected);
-}
-
-/// glibc's heap as a walk measured it: the arena ring from glibc's own structures (every
-/// arena and heap, whatever the mappings look like), and the resident free pages glibc
-/// could give back, busy or idle, which beat a suspicion.
-fn measured_heap(sig: &mut Signals, m: HeapMeasure, online_cpus: u64) {
-    sig.arena_heaps = Some(m.arenas.heaps);
-    sig.arena_reserved_bytes = Some(m.arena_reserved_bytes);
-    sig.arena_at_ceiling = Some(m.arena_count + 1 >= ARENAS_PER_CPU * online_cpus.max(1));
-    let free = m.reclaimable_bytes();
-    sig.heap = Some(Box::new(m));
-    sig.hoarded_bytes = Some(if free >= HOARD_MIN_MEASURED_BYTES {
-        free
-    } else {
-        0
-    });
-    sig.hoard_method = Some(Method::Measured);
-}
-
-/// A JVM's held heap, read from its perf data.
-fn jvm_heap(sig: &mut Signals, read: &Result<Box<JavaHeap>, jvm::Unmeasured>) {
-    if let Ok(java) = read {
-        sig.java = Some(java.clone());
-    }
-    let outcome = jvm::Outcome::of(read);
-    let unmeasured = outcome != jvm::Outcome::Measured;
-    if unmeasured {
-        sig.jvm_unmeasured = Some(outcome);
-    }
-    let held = read.as_ref().ok().and_then(|j| j.held_bytes());
-    runtime_heap(sig, Runtime::Jvm, held, unmeasured);
-}
-
-/// A Go program's free heap in resident pages, read from its runtime's variables.
-fn go_heap(sig: &mut Signals, read: &Result<Box<GoHeap>, golang::Unmeasured>) {
-    match read {
-        Ok(go) => sig.go = Some(go.clone()),
-        Err(why) => sig.go_unmeasured = Some(*why),
-    }
-    let held = read.as_ref().ok().map(|g| g.free_resident_bytes);
-    runtime_heap(sig, Runtime::Go, held, read.is_err());
-}
-
-/// A managed runtime's held heap: measured, it joins glibc's measured free pages (a
-/// suspected native figure gives way to it); not measured, the process has no measured
-/// figure at all, since glibc's alone would leave out the largest holder (and a Go
-/// program has no other: the mappings' shape says nothing of its heap).
-fn runtime_heap(sig: &mut Signals, runtime: Runtime, held: Option<u64>, unmeasured: bool) {
-    if let Some(held) = held {
-        sig.runtime_held_bytes = Some(held);
-        sig.runtime_held_by = Some(runtime);
-    }
-    if unmeasured && (sig.hoard_method == Some(Method::Measured) || runtime == Runtime::Go) {
-        sig.hoarded_bytes = None;
-        sig.hoard_method = None;
-    }
-    if let (Some(held), false) = (held, sig.hoard_pending) {
-        let native = match sig.hoard_method {
-            Some(Method::Measured) => sig.hoarded_bytes.unwrap_or(0),
-            _ => 0,
-        };
-        let held = if held >= HOARD_MIN_MEASURED_BYTES {
-            held
-        } else {
-            0
-        };
-        sig.hoarded_bytes = Some(native.saturating_add(held));
-        sig.hoard_method = Some(Method::Measured);
     }
 }
 
