@@ -63,9 +63,9 @@ fn bench(c: &mut Criterion) {
         let pid = p.0.id();
         let exe = std::fs::File::open(format!("/proc/{pid}/exe")).unwrap();
         g.bench_function(BenchmarkId::new("layout", heap), |b| {
-            b.iter(|| golang::layout(&object::ReadCache::new(&exe)).is_ok())
+            b.iter(|| golang::layout(&exe).is_ok())
         });
-        let layout = golang::layout(&object::ReadCache::new(&exe)).expect("a Go binary");
+        let layout = golang::layout(&exe).expect("a Go binary");
         let mut target = ProcessMemory::open(&source, pid).expect("ptrace access to the child");
         let first = golang::read(&mut target, &layout, 0).expect("the heap is read");
         eprintln!("{heap}: {first:?}");

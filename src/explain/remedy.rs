@@ -83,6 +83,14 @@ pub fn go_unmeasured(why: GoUnmeasured) -> (String, Remedy) {
             "the Go program's heap changed under two reads",
             "wait for the next deep read",
         ),
+        GoUnmeasured::Budget => (
+            "reading the Go program's heap (or its binary's symbols and DWARF) took more than a reader may spend on one process",
+            "nothing to do on the program; the exporter tries again after a back-off (membloat_go_reads_total{outcome=\"budget\"} counts these)",
+        ),
+        GoUnmeasured::Implausible => (
+            "the Go program's runtime said it keeps more free heap in RAM than the process has resident, so the figure was not believed",
+            "look at the process: its memory does not hold a Go runtime's heap as the binary describes it",
+        ),
     };
     (evidence.into(), (fix.into(), None))
 }
@@ -97,6 +105,14 @@ pub fn java_unmeasured(why: Outcome) -> (String, Remedy) {
         Outcome::Unmeasured(Unmeasured::Unreadable) => (
             "the JVM's memory could not be read, so its Java heap was not measured",
             "grant the exporter CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (see the README's Privileges)",
+        ),
+        Outcome::Unmeasured(Unmeasured::Budget) => (
+            "reading the JVM's heap took more than a reader may spend on one process",
+            "nothing to do on the JVM; the exporter tries again after a back-off",
+        ),
+        Outcome::Unmeasured(Unmeasured::Implausible) => (
+            "the JVM's heap figures said it holds more Java heap in RAM than the process has resident, so they were not believed",
+            "look at the process: its memory does not hold a HotSpot heap as its perf data describes it",
         ),
         Outcome::NoResident => (
             "the JVM's counters were read, but not where its heap lies, so its resident heap was not counted",

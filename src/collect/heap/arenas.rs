@@ -225,7 +225,12 @@ fn main_arena<T: Target>(t: &mut T, b: &Bounds, state: Arena) -> Result<FoundAre
     // memory, and its top chunk ends inside one range.
     let (_, range_end) = containing(&b.anon_rw, state.top).ok_or(Fault::Inconsistent)?;
     let top_size = chunk_size(t, state.top)?;
-    if state.top.saturating_add(top_size) > range_end || state.system_mem < top_size {
+    // What it got from the system lies in that anonymous memory.
+    let anon: u64 = b.anon_rw.iter().map(|(s, e)| e - s).sum();
+    if state.top.saturating_add(top_size) > range_end
+        || state.system_mem < top_size
+        || state.system_mem > anon
+    {
         return Err(Fault::Inconsistent);
     }
     Ok(FoundArena {

@@ -253,8 +253,16 @@ pub fn count<T: Target>(
             });
         }
     }
-    // In address order, so each pagemap window read serves the chunks that follow.
+    // In address order, so each pagemap window read serves the chunks that follow. Free
+    // chunks and top chunks never overlap in a heap glibc keeps: overlapping ones are a
+    // heap that moved under the count, or one crafted to count its pages many times.
     free.sort_unstable();
+    if free
+        .windows(2)
+        .any(|w| w[0].addr.saturating_add(w[0].size) > w[1].addr)
+    {
+        return Err(Fault::Inconsistent);
+    }
     for f in &free {
         let totals = lists.of_mut(f.kind);
         match f.role {

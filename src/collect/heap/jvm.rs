@@ -137,6 +137,10 @@ pub enum Unmeasured {
     NotReady,
     /// The file breaks HotSpot's format, or its figures are absurd.
     Malformed,
+    /// The read ran out of its budget of time or pages ([`super::READER_BUDGET`]).
+    Budget,
+    /// The held heap it found is more than the process has resident: not believed.
+    Implausible,
 }
 
 impl Unmeasured {
@@ -146,6 +150,8 @@ impl Unmeasured {
             Unmeasured::Unreadable => "unreadable",
             Unmeasured::NotReady => "not_ready",
             Unmeasured::Malformed => "malformed",
+            Unmeasured::Budget => "budget",
+            Unmeasured::Implausible => "implausible",
         }
     }
 }
@@ -160,13 +166,15 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 6] = [
+    pub const ALL: [Outcome; 8] = [
         Outcome::Measured,
         Outcome::NoResident,
         Outcome::Unmeasured(Unmeasured::NotPublished),
         Outcome::Unmeasured(Unmeasured::Unreadable),
         Outcome::Unmeasured(Unmeasured::NotReady),
         Outcome::Unmeasured(Unmeasured::Malformed),
+        Outcome::Unmeasured(Unmeasured::Budget),
+        Outcome::Unmeasured(Unmeasured::Implausible),
     ];
 
     pub fn of(read: &Result<Box<JavaHeap>, Unmeasured>) -> Outcome {

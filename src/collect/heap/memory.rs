@@ -1,15 +1,50 @@
 //! The memory of a live process, read through `process_vm_readv` (many small reads in one
 //! system call) or `/proc/PID/mem`, and `/proc/PID/pagemap` for which pages are resident.
 //! Both need ptrace access to the process (CAP_SYS_PTRACE for other users' processes).
+//!
+//! What the process holds is its owner's to write, so every read is bounded while it runs,
+//! not only before it starts: each reader is given a [`Budget`] of wall time and of
+//! pagemap entries, checked on every read; once it is spent every read fails with
+//! [`Fault::Budget`] and the reader's figure is given up. Residency is taken from the
+//! mappings' `Rss` (smaps, read just before) where that alone says it: a range over a
+//! mapping with no page resident, a mapping wholly resident, or a whole mapping. Only the
+//! rest costs pagemap entries, so a reservation of TiBs that no page backs costs nothing.
+
+use std::time::{Duration, Instant};
 
 use super::walk::{Fault, Target};
+use crate::parse::smaps::Vma;
 use crate::source::PidFile;
+
+/// What one reader may spend on one process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Wall time from when the budget is given.
+    pub time: Duration,
+    /// Pagemap entries (pages whose presence is looked up one by one).
+    pub pages: u64,
+}
+
+/// A mapping as smaps gave it: its range and resident bytes.
+#[derive(Debug, Clone, Copy)]
+struct Mapped {
+    start: u64,
+    end: u64,
+    rss: u64,
+}
 
 pub struct ProcessMemory {
     pid: u32,
     mem: PidFile,
     pagemap: PidFile,
     page: u64,
+    /// The mappings in address order, when known: residency shortcuts.
+    mapped: Vec<Mapped>,
+    /// When the current reader's time runs out, and the pagemap entries it has left.
+    deadline: Option<Instant>,
+    pages_left: u64,
+    /// The current reader's budget ran out: every read since failed.
+    exhausted: bool,
     /// `process_vm_readv` failed as unsupported or filtered: `pread` from now on.
     no_vm_readv: bool,
     /// A window of pagemap entries: `entries[i]` is page `first_page + i`.
@@ -60,7 +95,95 @@ impl ProcessMemory {
             entries: Vec::new(),
             first_page: 0,
             raw: Vec::new(),
+            mapped: Vec::new(),
+            deadline: None,
+            pages_left: u64::MAX,
+            exhausted: false,
         }
+    }
+
+    /// The process's mappings as smaps gave them (in address order): a range's residency
+    /// is then read from pagemap only where their `Rss` cannot say it.
+    pub fn with_mappings(mut self, vmas: &[Vma]) -> ProcessMemory {
+        self.mapped = vmas
+            .iter()
+            .map(|v| Mapped {
+                start: v.start,
+                end: v.end,
+                rss: v.rss_bytes,
+            })
+            .collect();
+        // smaps lists mappings in address order; anything else is not believed.
+        if !self.mapped.windows(2).all(|w| w[0].end <= w[1].start) {
+            self.mapped.clear();
+        }
+        self
+    }
+
+    /// Gives the next reader its budget, from now.
+    pub fn budget(&mut self, b: Budget) {
+        self.deadline = Instant::now().checked_add(b.time);
+        self.pages_left = b.pages;
+        self.exhausted = false;
+    }
+
+    /// Whether the current reader's budget ran out (a read failed for it).
+    pub fn exhausted(&self) -> bool {
+        self.exhausted
+    }
+
+    /// Fails once the current reader's time is spent, and from then on.
+    fn check_time(&mut self) -> Result<(), Fault> {
+        if !self.exhausted && self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.exhausted = true;
+        }
+        if self.exhausted {
+            return Err(Fault::Budget);
+        }
+        Ok(())
+    }
+
+    /// Bytes of `[start, end)` in present pages, from pagemap, within the budget.
+    fn pagemap_resident(&mut self, start: u64, end: u64) -> Result<u64, Fault> {
+        let page_size = self.page;
+        let mut total = 0u64;
+        let mut page = start / page_size;
+        while page * page_size < end {
+            let cached =
+                page >= self.first_page && page < self.first_page + self.entries.len() as u64;
+            if !cached {
+                self.check_time()?;
+                let last = end.div_ceil(page_size);
+                let n = ((last - page) as usize).clamp(PAGEMAP_READ_AHEAD, PAGEMAP_WINDOW);
+                self.raw.resize(n * 8, 0);
+                let got = self
+                    .pagemap
+                    .read_at(page * 8, &mut self.raw)
+                    .map_err(|_| Fault::Unreadable)?;
+                if got < 8 {
+                    return Err(Fault::Unreadable);
+                }
+                self.entries.clear();
+                self.entries.extend(
+                    self.raw[..got - got % 8]
+                        .chunks_exact(8)
+                        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))),
+                );
+                self.first_page = page;
+            }
+            if self.pages_left == 0 {
+                self.exhausted = true;
+                return Err(Fault::Budget);
+            }
+            self.pages_left -= 1;
+            if self.entries[(page - self.first_page) as usize] & PRESENT != 0 {
+                let lo = start.max(page * page_size);
+                let hi = end.min((page + 1) * page_size);
+                total += hi - lo;
+            }
+            page += 1;
+        }
+        Ok(total)
     }
 
     /// One `process_vm_readv` of each `(address, length)`; `false` when it did not read
@@ -110,12 +233,14 @@ impl ProcessMemory {
 
 impl Target for ProcessMemory {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Fault> {
+        self.check_time()?;
         self.mem
             .read_exact_at(addr, buf)
             .map_err(|_| Fault::Unreadable)
     }
 
     fn read_many(&mut self, at: &[(u64, usize)], out: &mut [u8]) -> Result<(), Fault> {
+        self.check_time()?;
         let mut rest = out;
         for at in at.chunks(IOV_MAX) {
             let len: usize = at.iter().map(|r| r.1).sum();
@@ -138,38 +263,32 @@ impl Target for ProcessMemory {
     }
 
     fn resident_bytes(&mut self, start: u64, end: u64) -> Result<u64, Fault> {
-        let page_size = self.page;
+        if self.mapped.is_empty() {
+            return self.pagemap_resident(start, end);
+        }
+        // Outside every mapping nothing is resident; inside one, its Rss says it where
+        // it is 0, the whole mapping, or the range covers it whole.
         let mut total = 0u64;
-        let mut page = start / page_size;
-        while page * page_size < end {
-            let cached =
-                page >= self.first_page && page < self.first_page + self.entries.len() as u64;
-            if !cached {
-                let last = end.div_ceil(page_size);
-                let n = ((last - page) as usize).clamp(PAGEMAP_READ_AHEAD, PAGEMAP_WINDOW);
-                self.raw.resize(n * 8, 0);
-                let got = self
-                    .pagemap
-                    .read_at(page * 8, &mut self.raw)
-                    .map_err(|_| Fault::Unreadable)?;
-                if got < 8 {
-                    return Err(Fault::Unreadable);
-                }
-                self.entries.clear();
-                self.entries.extend(
-                    self.raw[..got - got % 8]
-                        .chunks_exact(8)
-                        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))),
-                );
-                self.first_page = page;
+        let first = self.mapped.partition_point(|m| m.end <= start);
+        for i in first..self.mapped.len() {
+            let m = self.mapped[i];
+            if m.start >= end {
+                break;
             }
-            if self.entries[(page - self.first_page) as usize] & PRESENT != 0 {
-                let lo = start.max(page * page_size);
-                let hi = end.min((page + 1) * page_size);
-                total += hi - lo;
-            }
-            page += 1;
+            let (lo, hi) = (start.max(m.start), end.min(m.end));
+            total = total.saturating_add(if m.rss == 0 {
+                0
+            } else if lo == m.start && hi == m.end {
+                m.rss
+            } else if m.rss >= m.end - m.start {
+                hi - lo
+            } else {
+                self.pagemap_resident(lo, hi)?
+            });
         }
         Ok(total)
     }
 }
+
+#[cfg(test)]
+mod tests;

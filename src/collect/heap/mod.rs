@@ -97,16 +97,20 @@ pub enum Outcome {
     /// glibc, but not one whose structures this exporter knows: a version outside
     /// 2.27-2.42, a 32-bit process, or no arena that fits.
     Unsupported,
+    /// The heaps say they hold more free memory in resident pages than the process has
+    /// resident at all: not believed (a crafted heap, or one that grew under the read).
+    Implausible,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 6] = [
+    pub const ALL: [Outcome; 7] = [
         Outcome::Measured,
         Outcome::NotGlibc,
         Outcome::Inconsistent,
         Outcome::Budget,
         Outcome::Unreadable,
         Outcome::Unsupported,
+        Outcome::Implausible,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -117,6 +121,7 @@ impl Outcome {
             Outcome::Budget => "budget",
             Outcome::Unreadable => "unreadable",
             Outcome::Unsupported => "unsupported",
+            Outcome::Implausible => "implausible",
         }
     }
 
@@ -124,6 +129,12 @@ impl Outcome {
     /// it), as opposed to one that cannot be walked at all.
     pub fn is_transient(self) -> bool {
         self == Outcome::Inconsistent
+    }
+
+    /// Whether the walk stopped at its budget: the process is read again only after a
+    /// back-off, never at once.
+    pub fn is_over_budget(self) -> bool {
+        self == Outcome::Budget
     }
 
     fn of(fault: Fault) -> Outcome {
@@ -293,8 +304,37 @@ fn cross_check<T: Target>(
     Ok(true)
 }
 
+/// What one reader (glibc's heaps, a JVM's, a Go runtime's) may spend on a process: a
+/// second of wall time and 16 Mi pagemap entries (64 GiB of 4 KiB pages whose presence
+/// the mappings' `Rss` cannot tell, ~0.6 s), however the process shaped its memory. A
+/// reader that runs out gives no figure (`budget`), and the process is read again only
+/// after a back-off.
+pub const READER_BUDGET: memory::Budget = memory::Budget {
+    time: std::time::Duration::from_secs(1),
+    pages: 1 << 24,
+};
+
+/// The most a process's readers together may report as resident and free: its resident
+/// anonymous memory plus its resident shared memory (ZGC's heap file is shared memory),
+/// as the mappings say. A figure above it cannot be true and is not served.
+pub fn resident_ceiling(vmas: &[Vma]) -> u64 {
+    vmas.iter()
+        .map(|v| {
+            if v.perms[3] == b's' {
+                v.rss_bytes
+            } else {
+                v.anonymous_bytes
+            }
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
 /// Tells the allocator and runtime of a process from its mappings and executable, and
 /// measures its heaps when they are glibc's and `walk` is on.
+///
+/// Each reader has [`READER_BUDGET`], checked as it reads; their figures of free memory in
+/// resident pages together may not exceed [`resident_ceiling`]: one that would is
+/// `implausible`, never served.
 pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading {
     let mut libs = crate::parse::smaps::Libraries::default();
     for l in vmas.iter().filter_map(|v| v.library) {
@@ -320,25 +360,50 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
     let java = identity.runtime == runtime::Runtime::Jvm;
     let golang = identity.runtime == runtime::Runtime::Go;
     let mut target = (glibc || java || golang)
-        .then(|| ProcessMemory::open(source, pid))
+        .then(|| ProcessMemory::open(source, pid).map(|m| m.with_mappings(vmas)))
         .flatten();
+    let mut ceiling = Ceiling(resident_ceiling(vmas));
     let outcome = match &mut target {
         _ if !glibc => Err(Outcome::NotGlibc),
         Some(target) => {
+            target.budget(READER_BUDGET);
             let (bounds, libc) = bounds(vmas);
-            measure_process(target, &bounds, &libc)
+            match measure_process(target, &bounds, &libc) {
+                // A read that failed for the budget may have been taken for another fault.
+                _ if target.exhausted() => Err(Outcome::Budget),
+                Ok(m) if !ceiling.take(m.free_resident_bytes()) => Err(Outcome::Implausible),
+                other => other,
+            }
         }
         None => Err(Outcome::Unreadable),
     };
     let java = java.then(|| match &mut target {
-        Some(target) => jvm::read(target, vmas, || {
-            source.open_file_bytes(pid, "/memfd:java_heap (deleted)")
-        })
-        .map(Box::new),
+        Some(target) => {
+            target.budget(READER_BUDGET);
+            let read = jvm::read(target, vmas, || {
+                source.open_file_bytes(pid, "/memfd:java_heap (deleted)")
+            });
+            match read {
+                _ if target.exhausted() => Err(jvm::Unmeasured::Budget),
+                Ok(h) if !ceiling.take(h.held_bytes().unwrap_or(0)) => {
+                    Err(jvm::Unmeasured::Implausible)
+                }
+                other => other.map(Box::new),
+            }
+        }
         None => Err(jvm::Unmeasured::Unreadable),
     });
     let go = golang.then(|| match (&mut target, &exe) {
-        (Some(target), Some(exe)) => golang::read_process(target, exe, vmas).map(Box::new),
+        (Some(target), Some(exe)) => {
+            target.budget(READER_BUDGET);
+            match golang::read_process(target, exe, vmas) {
+                _ if target.exhausted() => Err(golang::Unmeasured::Budget),
+                Ok(h) if !ceiling.take(h.free_resident_bytes) => {
+                    Err(golang::Unmeasured::Implausible)
+                }
+                other => other.map(Box::new),
+            }
+        }
         _ => Err(golang::Unmeasured::Unreadable),
     });
     HeapReading {
@@ -347,6 +412,22 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
         memory_cgroup: None,
         java,
         go,
+    }
+}
+
+/// What is left of a process's resident memory for its readers' figures.
+struct Ceiling(u64);
+
+impl Ceiling {
+    /// Takes `bytes` from what is left: `false` (and nothing taken) when they do not fit.
+    fn take(&mut self, bytes: u64) -> bool {
+        match self.0.checked_sub(bytes) {
+            Some(left) => {
+                self.0 = left;
+                true
+            }
+            None => false,
+        }
     }
 }
 

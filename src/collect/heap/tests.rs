@@ -368,3 +368,38 @@ fn fuzzed_structures_never_panic_and_never_loop() {
     }
     assert!(outcomes[0] > 0 && outcomes[1] > 0, "{outcomes:?}");
 }
+
+/// Chunks that glibc's every rule accepts one by one (each in its arena's heap, linked
+/// both ways, its footer where its size says) but that overlap: counted, they would give
+/// one heap's pages many times over. Laid apart, the same chunks are measured.
+#[test]
+fn overlapping_free_chunks_give_no_number() {
+    let layout = Layout::of(36).unwrap();
+    for (stride, overlapping) in [(0x40u64, true), (0xc000, false)] {
+        let mut b = Builder::new(layout, 256 * KIB);
+        b.used(0, 0x290);
+        let room = b.used(0, 128 * KIB);
+        b.used(0, 0x100);
+        let (mut m, bounds) = b.finish();
+        let before = measure(&mut m, &layout, &bounds, 1000, 0).unwrap();
+        let (size, bin) = (0x8000u64, MAIN_ARENA + 0x60);
+        let chunk = |i: u64| room + 0x100 + i * stride;
+        for i in 0..2 {
+            let c = chunk(i);
+            m.put(c + 8, size | PREV_INUSE);
+            m.put(c + 16, if i == 0 { bin } else { chunk(i - 1) });
+            m.put(c + 24, if i == 1 { bin } else { chunk(i + 1) });
+            m.put(c + size, size);
+            m.put(c + size + 8, 0);
+        }
+        m.put(bin + 16, chunk(1));
+        m.put(bin + 24, chunk(0));
+        let r = measure(&mut m, &layout, &bounds, 1000, 0);
+        if overlapping {
+            assert_eq!(r, Err(Fault::Inconsistent));
+        } else {
+            let r = r.unwrap();
+            assert_eq!(r.free_bytes(), before.free_bytes() + 2 * size);
+        }
+    }
+}

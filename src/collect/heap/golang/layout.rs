@@ -1,145 +1,161 @@
 //! A Go binary's [`Layout`]: its runtime variables' addresses from the symbol table, their
 //! fields' offsets from the DWARF. Pure over the executable's bytes; run once per binary.
+//!
+//! The binary is untrusted: `elf.rs` checks every size before it reads, the DWARF
+//! sections types are read from are the only ones loaded (not the line tables, locations or
+//! ranges, which are as large again), names are compared where they lie in those
+//! sections, never copied, and the types and members kept are capped.
 
 use std::collections::HashMap;
 
+use super::elf::{Binary, Elf};
 use super::{Layout, Unmeasured};
 
-/// A DWARF section larger than this (inflated) is not read: a Go binary's `.debug_info` is
-/// a few MiB, a kubelet's tens.
-const MAX_SECTION_BYTES: usize = 256 << 20;
+/// The DWARF sections a type's name, size and members may need.
+const SECTIONS: [&str; 5] = [
+    ".debug_info",
+    ".debug_abbrev",
+    ".debug_str",
+    ".debug_str_offsets",
+    ".debug_line_str",
+];
+/// Types kept at most (a kubelet's DWARF has some hundred thousand).
+const MAX_TYPES: usize = 1 << 20;
+/// Members kept at most: only the runtime's own structures keep theirs.
+const MAX_MEMBERS: usize = 1 << 18;
+/// Structures whose members are kept: the runtime's, and its atomic wrappers'.
+const KEPT: [&[u8]; 4] = [
+    b"runtime.",
+    b"runtime/internal/",
+    b"internal/runtime/",
+    b"sync/atomic.",
+];
 
-/// A DWARF type as far as this reader needs it.
+/// A DWARF type as far as this reader needs it; names lie in the DWARF sections.
 #[derive(Debug, Clone, Default)]
-struct Type {
-    name: String,
+struct Type<'a> {
+    name: &'a [u8],
     size: Option<u64>,
     /// Members: name, offset, type.
-    members: Vec<(String, u64, Option<usize>)>,
+    members: Vec<(&'a [u8], u64, Option<usize>)>,
     /// An array's element count, a pointer's or array's element type.
     count: Option<u64>,
     element: Option<usize>,
 }
 
-/// The executable as the ELF file says: its symbols' addresses and DWARF types. `elf` is
-/// its bytes, or a cache that reads the parts asked for (`object::ReadCache`).
-pub fn layout<'a, R: object::ReadRef<'a>>(elf: R) -> Result<Layout, Unmeasured> {
-    use object::{Object, ObjectSegment, ObjectSymbol};
-    let file = object::File::parse(elf).map_err(|_| Unmeasured::UnknownLayout)?;
-    let symbol = |name: &str| {
-        file.symbols()
-            .find(|s| s.name() == Ok(name))
-            .map(|s| s.address())
-    };
-    let (Some(gc_controller), Some(mheap), Some(allp)) = (
-        symbol("runtime.gcController"),
-        symbol("runtime.mheap_"),
-        symbol("runtime.allp"),
-    ) else {
+/// The executable as its ELF file says: its symbols' addresses and DWARF types.
+pub fn layout<B: Binary + ?Sized>(bin: &B) -> Result<Layout, Unmeasured> {
+    let elf = Elf::parse(bin)?;
+    let [gc_controller, mheap, allp] = elf.symbols(
+        bin,
+        ["runtime.gcController", "runtime.mheap_", "runtime.allp"],
+    )?;
+    let (Some(gc_controller), Some(mheap), Some(allp)) = (gc_controller, mheap, allp) else {
         return Err(Unmeasured::Stripped);
     };
-    let pie = file.kind() == object::ObjectKind::Dynamic;
-    let first_vaddr = file
-        .segments()
-        .map(|s| s.address())
-        .min()
-        .ok_or(Unmeasured::UnknownLayout)?;
     let mut sections: HashMap<&'static str, Vec<u8>> = HashMap::new();
-    for name in [
-        ".debug_info",
-        ".debug_abbrev",
-        ".debug_str",
-        ".debug_line",
-        ".debug_line_str",
-        ".debug_str_offsets",
-        ".debug_addr",
-        ".debug_ranges",
-        ".debug_rnglists",
-        ".debug_loc",
-        ".debug_loclists",
-    ] {
-        let Some(section) = file.section_by_name(name) else {
+    let mut loaded = 0u64;
+    for name in SECTIONS {
+        let Some(section) = elf.section(name) else {
             continue;
         };
-        let data = uncompressed(&section).ok_or(Unmeasured::UnknownLayout)?;
+        let data = elf.data(bin, section)?;
+        loaded += data.len() as u64;
+        if loaded > super::elf::MAX_DWARF_BYTES {
+            return Err(Unmeasured::Budget);
+        }
         sections.insert(name, data);
     }
     if !sections.contains_key(".debug_info") {
         return Err(Unmeasured::NoDwarf);
     }
-    let types = dwarf_types(&sections).ok_or(Unmeasured::UnknownLayout)?;
+    let types = dwarf_types(&sections)?;
     let symbols = Symbols {
         gc_controller,
         mheap,
         allp,
-        first_vaddr,
-        pie,
+        first_vaddr: elf.first_vaddr,
+        pie: elf.pie,
     };
     from_types(&types, &symbols).ok_or(Unmeasured::UnknownLayout)
 }
 
-/// A section's bytes, inflated when the linker compressed it (Go does, with zlib).
-fn uncompressed<'a, R: object::ReadRef<'a>>(
-    section: &object::Section<'a, '_, R>,
-) -> Option<Vec<u8>> {
-    use object::ObjectSection;
-    use std::io::Read;
-    let c = section.compressed_data().ok()?;
-    match c.format {
-        object::CompressionFormat::None if c.data.len() > MAX_SECTION_BYTES => None,
-        object::CompressionFormat::None => Some(c.data.to_vec()),
-        object::CompressionFormat::Zlib => {
-            let size = usize::try_from(c.uncompressed_size).ok()?;
-            if size > MAX_SECTION_BYTES {
-                return None;
-            }
-            // What the header claims is not trusted for the allocation: the data decides.
-            let mut out = Vec::with_capacity(size.min(1 << 24));
-            flate2::read::ZlibDecoder::new(c.data)
-                .take(size as u64)
-                .read_to_end(&mut out)
+type Slice<'a> = gimli::EndianSlice<'a, gimli::LittleEndian>;
+
+/// A name's bytes, wherever the DWARF keeps them (in the entry, `.debug_str`,
+/// `.debug_line_str`, or through `.debug_str_offsets`), without copying them.
+fn name_of<'a>(
+    dwarf: &gimli::Dwarf<Slice<'a>>,
+    header: &gimli::UnitHeader<Slice<'a>>,
+    str_offsets_base: gimli::DebugStrOffsetsBase<usize>,
+    v: gimli::AttributeValue<Slice<'a>>,
+) -> Option<&'a [u8]> {
+    use gimli::AttributeValue;
+    let s = match v {
+        AttributeValue::String(s) => s,
+        AttributeValue::DebugStrRef(o) => dwarf.debug_str.get_str(o).ok()?,
+        AttributeValue::DebugLineStrRef(o) => dwarf.debug_line_str.get_str(o).ok()?,
+        AttributeValue::DebugStrOffsetsIndex(i) => {
+            let o = dwarf
+                .debug_str_offsets
+                .get_str_offset(header.format(), str_offsets_base, i)
                 .ok()?;
-            (out.len() == size).then_some(out)
+            dwarf.debug_str.get_str(o).ok()?
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    Some(s.slice())
 }
 
 /// Every structure, array, pointer and base type of the DWARF, by its offset in
-/// `.debug_info`, with the names of those this reader looks up.
-fn dwarf_types(sections: &HashMap<&'static str, Vec<u8>>) -> Option<Types> {
-    use gimli::{AttributeValue, DwAt, EndianSlice, LittleEndian, SectionId};
-    let load = |id: SectionId| -> Result<EndianSlice<'_, LittleEndian>, gimli::Error> {
+/// `.debug_info`, with the members of the runtime's structures.
+fn dwarf_types<'a>(sections: &'a HashMap<&'static str, Vec<u8>>) -> Result<Types<'a>, Unmeasured> {
+    use gimli::{AttributeValue, DwAt, LittleEndian, SectionId};
+    let bad = Unmeasured::UnknownLayout;
+    let load = |id: SectionId| -> Result<Slice<'_>, gimli::Error> {
         let data = sections.get(id.name()).map(Vec::as_slice).unwrap_or(&[]);
-        Ok(EndianSlice::new(data, LittleEndian))
+        Ok(gimli::EndianSlice::new(data, LittleEndian))
     };
-    let dwarf = gimli::Dwarf::load(load).ok()?;
+    let dwarf = gimli::Dwarf::load(load).map_err(|_| bad)?;
     let mut t = Types::default();
+    let mut members = 0usize;
     let mut units = dwarf.units();
     while let Ok(Some(header)) = units.next() {
-        let unit = dwarf.unit(header).ok()?;
-        let mut entries = unit.entries();
-        // The type whose members follow, by depth.
-        let mut parent: Vec<(isize, usize)> = Vec::new();
+        let abbrevs = dwarf.abbreviations(&header).map_err(|_| bad)?;
+        let mut entries = header.entries(&abbrevs);
+        // The unit's own entry says where its strings' offsets start (DWARF 5).
+        let mut str_offsets_base = gimli::DebugStrOffsetsBase(0);
+        // The type whose members follow, by depth, and whether they are kept.
+        let mut parent: Vec<(isize, usize, bool)> = Vec::new();
         let mut depth = 0isize;
         while let Ok(Some((delta, entry))) = entries.next_dfs() {
             depth += delta;
-            while parent.last().is_some_and(|&(d, _)| d >= depth) {
+            while parent.last().is_some_and(|&(d, _, _)| d >= depth) {
                 parent.pop();
             }
-            let Some(global) = entry.offset().to_debug_info_offset(&unit.header) else {
+            let attr = |at: DwAt| entry.attr_value(at).ok().flatten();
+            if entry.tag() == gimli::DW_TAG_compile_unit {
+                if let Some(AttributeValue::DebugStrOffsetsBase(b)) =
+                    attr(gimli::DW_AT_str_offsets_base)
+                {
+                    str_offsets_base = b;
+                }
+                continue;
+            }
+            let Some(global) = entry.offset().to_debug_info_offset(&header) else {
                 continue;
             };
-            let attr = |at: DwAt| entry.attr_value(at).ok().flatten();
-            let name = attr(gimli::DW_AT_name)
-                .and_then(|v| dwarf.attr_string(&unit, v).ok())
-                .map(|s| String::from_utf8_lossy(s.slice()).into_owned());
+            let name =
+                attr(gimli::DW_AT_name).and_then(|v| name_of(&dwarf, &header, str_offsets_base, v));
             let type_ref = attr(gimli::DW_AT_type).and_then(|v| match v {
-                AttributeValue::UnitRef(o) => o.to_debug_info_offset(&unit.header),
+                AttributeValue::UnitRef(o) => o.to_debug_info_offset(&header),
                 AttributeValue::DebugInfoRef(o) => Some(o),
                 _ => None,
             });
-            let type_ref = type_ref.map(|o| t.index(o.0));
+            let type_ref = match type_ref {
+                Some(o) => Some(t.index(o.0)?),
+                None => None,
+            };
             let size = attr(gimli::DW_AT_byte_size).and_then(|v| v.udata_value());
             match entry.tag() {
                 gimli::DW_TAG_structure_type
@@ -147,22 +163,27 @@ fn dwarf_types(sections: &HashMap<&'static str, Vec<u8>>) -> Option<Types> {
                 | gimli::DW_TAG_typedef
                 | gimli::DW_TAG_pointer_type
                 | gimli::DW_TAG_array_type => {
-                    let i = t.index(global.0);
+                    let i = t.index(global.0)?;
+                    let is_struct = entry.tag() == gimli::DW_TAG_structure_type;
+                    let name = name.unwrap_or_default();
                     let ty = &mut t.types[i];
-                    ty.name = name.clone().unwrap_or_default();
+                    ty.name = name;
                     ty.size = size;
                     ty.element = type_ref;
-                    if let Some(n) = name {
-                        if entry.tag() == gimli::DW_TAG_structure_type {
-                            t.by_name.entry(n).or_insert(i);
-                        }
+                    if is_struct && !name.is_empty() {
+                        t.by_name.entry(name).or_insert(i);
                     }
                     if entry.has_children() {
-                        parent.push((depth, i));
+                        let kept = !is_struct || KEPT.iter().any(|k| name.starts_with(k));
+                        parent.push((depth, i, kept));
                     }
                 }
                 gimli::DW_TAG_member => {
-                    if let (Some(&(_, p)), Some(n)) = (parent.last(), name) {
+                    if let (Some(&(_, p, true)), Some(n)) = (parent.last(), name) {
+                        members += 1;
+                        if members > MAX_MEMBERS {
+                            return Err(Unmeasured::Budget);
+                        }
                         let offset = attr(gimli::DW_AT_data_member_location)
                             .and_then(|v| v.udata_value())
                             .unwrap_or(0);
@@ -170,13 +191,13 @@ fn dwarf_types(sections: &HashMap<&'static str, Vec<u8>>) -> Option<Types> {
                     }
                 }
                 gimli::DW_TAG_subrange_type => {
-                    if let Some(&(_, p)) = parent.last() {
+                    if let Some(&(_, p, _)) = parent.last() {
                         let count = attr(gimli::DW_AT_count)
                             .and_then(|v| v.udata_value())
                             .or_else(|| {
                                 attr(gimli::DW_AT_upper_bound)
                                     .and_then(|v| v.udata_value())
-                                    .map(|u| u + 1)
+                                    .map(|u| u.saturating_add(1))
                             });
                         t.types[p].count = count;
                     }
@@ -185,34 +206,38 @@ fn dwarf_types(sections: &HashMap<&'static str, Vec<u8>>) -> Option<Types> {
             }
         }
     }
-    Some(t)
+    Ok(t)
 }
 
 /// The types of a DWARF, by their offset in `.debug_info`.
 #[derive(Debug, Default)]
-struct Types {
-    types: Vec<Type>,
+struct Types<'a> {
+    types: Vec<Type<'a>>,
     at: HashMap<usize, usize>,
-    by_name: HashMap<String, usize>,
+    by_name: HashMap<&'a [u8], usize>,
 }
 
-impl Types {
-    /// The slot of the type at `offset`, made when first referred to.
-    fn index(&mut self, offset: usize) -> usize {
+impl<'a> Types<'a> {
+    /// The slot of the type at `offset`, made when first referred to; `Budget` past
+    /// [`MAX_TYPES`].
+    fn index(&mut self, offset: usize) -> Result<usize, Unmeasured> {
         if let Some(&i) = self.at.get(&offset) {
-            return i;
+            return Ok(i);
+        }
+        if self.types.len() >= MAX_TYPES {
+            return Err(Unmeasured::Budget);
         }
         self.types.push(Type::default());
         self.at.insert(offset, self.types.len() - 1);
-        self.types.len() - 1
+        Ok(self.types.len() - 1)
     }
 
-    fn named(&self, name: &str) -> Option<&Type> {
-        self.by_name.get(name).map(|&i| &self.types[i])
+    fn named(&self, name: &str) -> Option<&Type<'a>> {
+        self.by_name.get(name.as_bytes()).map(|&i| &self.types[i])
     }
 
     /// The type a typedef names, followed to the end.
-    fn resolved(&self, mut i: usize) -> &Type {
+    fn resolved(&self, mut i: usize) -> &Type<'a> {
         for _ in 0..16 {
             let ty = &self.types[i];
             match (ty.members.is_empty(), ty.count, ty.element) {
@@ -224,16 +249,16 @@ impl Types {
     }
 
     /// A member's offset and type.
-    fn member<'a>(&'a self, ty: &'a Type, name: &str) -> Option<(u64, Option<usize>)> {
+    fn member(&self, ty: &Type<'a>, name: &str) -> Option<(u64, Option<usize>)> {
         ty.members
             .iter()
-            .find(|(n, _, _)| n == name)
+            .find(|(n, _, _)| *n == name.as_bytes())
             .map(|&(_, off, t)| (off, t))
     }
 
     /// The offset of an 8-byte value at `path` in `ty`: through nested structures, and
     /// into an atomic wrapper (`atomic.Uint64` and kin keep it in a member of their own).
-    fn value_at(&self, ty: &Type, path: &[&str]) -> Option<u64> {
+    fn value_at(&self, ty: &Type<'a>, path: &[&str]) -> Option<u64> {
         let mut offset = 0;
         let mut current = ty;
         for name in path {

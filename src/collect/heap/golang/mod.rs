@@ -13,11 +13,13 @@
 //! The module holds the types both halves share and the cache of layouts by binary;
 //! `layout.rs` reads a binary, `read.rs` reads a process.
 
+mod elf;
 mod layout;
 mod read;
 
 use std::sync::{Arc, Mutex};
 
+pub use elf::Binary;
 pub use layout::layout;
 pub use read::read;
 
@@ -37,15 +39,23 @@ pub enum Unmeasured {
     Unreadable,
     /// The figures moved under two reads, or disagree with the page allocator's bitmaps.
     Moving,
+    /// The read ran out of its budget of time or pages ([`super::READER_BUDGET`]), or
+    /// the binary's symbols or DWARF are larger than a layout is read from.
+    Budget,
+    /// The free heap it found in resident pages is more than the process has resident:
+    /// not believed.
+    Implausible,
 }
 
 impl Unmeasured {
-    pub const ALL: [Unmeasured; 5] = [
+    pub const ALL: [Unmeasured; 7] = [
         Unmeasured::Stripped,
         Unmeasured::NoDwarf,
         Unmeasured::UnknownLayout,
         Unmeasured::Unreadable,
         Unmeasured::Moving,
+        Unmeasured::Budget,
+        Unmeasured::Implausible,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -55,6 +65,8 @@ impl Unmeasured {
             Unmeasured::UnknownLayout => "unknown_layout",
             Unmeasured::Unreadable => "unreadable",
             Unmeasured::Moving => "moving",
+            Unmeasured::Budget => "budget",
+            Unmeasured::Implausible => "implausible",
         }
     }
 }
@@ -72,6 +84,8 @@ impl ReadCounts {
         "unknown_layout",
         "unreadable",
         "moving",
+        "budget",
+        "implausible",
     ];
 
     pub fn count<T>(&mut self, read: &Result<T, Unmeasured>) {
@@ -207,7 +221,7 @@ pub fn read_process<T: Target>(
         None => {
             // Read outside the lock: a large binary takes a while, and the others wait
             // for nothing.
-            let l = Arc::new(layout(&object::ReadCache::new(exe.file())));
+            let l = Arc::new(layout(exe.file()));
             let mut kept = LAYOUTS.lock().unwrap_or_else(|e| e.into_inner());
             if kept.len() >= LAYOUTS_KEPT {
                 kept.remove(0);

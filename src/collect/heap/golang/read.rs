@@ -35,6 +35,7 @@ fn word(b: &[u8], at: u64) -> u64 {
 pub fn read<T: Target>(target: &mut T, layout: &Layout, bias: u64) -> Result<GoHeap, Unmeasured> {
     let fault = |f: Fault| match f {
         Fault::Unreadable => Unmeasured::Unreadable,
+        Fault::Budget => Unmeasured::Budget,
         _ => Unmeasured::Moving,
     };
     for _ in 0..2 {
@@ -99,11 +100,16 @@ fn free_pages<T: Target>(target: &mut T, l: &Layout, bias: u64) -> Result<(u64, 
     let mut l1_cache: HashMap<u64, u64> = HashMap::new();
     let mut palloc = vec![0u8; l.palloc_bytes as usize];
     let (mut free, mut resident, mut chunks) = (0u64, 0u64, 0u64);
+    // The runtime keeps its ranges sorted and disjoint (`addrRanges.add` merges
+    // neighbours): a range repeated or overlapping would count its pages again.
+    let mut last_limit = 0u64;
     for r in ranges.chunks_exact(l.range_bytes as usize) {
         let (base, limit) = (word(r, l.range_base), word(r, l.range_limit));
-        if limit <= base || base % chunk_bytes != 0 || limit % chunk_bytes != 0 {
+        if limit <= base || base % chunk_bytes != 0 || limit % chunk_bytes != 0 || base < last_limit
+        {
             return Err(Fault::Inconsistent);
         }
+        last_limit = limit;
         let mut chunk = base;
         while chunk < limit {
             // The chunk's end, which the pages below stay within.
@@ -184,6 +190,18 @@ fn cached_pages<T: Target>(target: &mut T, l: &Layout, bias: u64) -> Result<(u64
     if end > cache.len() as u64 {
         return Err(Fault::NotFound);
     }
+    // Each P is its own, and so is each page cache: `allp` repeating a P, or two caches
+    // over the same pages, would count those pages again.
+    let mut seen: Vec<u64> = ps
+        .chunks_exact(8)
+        .map(|p| word(p, 0))
+        .filter(|&p| p != 0)
+        .collect();
+    seen.sort_unstable();
+    if seen.windows(2).any(|w| w[0] == w[1]) {
+        return Err(Fault::Inconsistent);
+    }
+    let mut bases: Vec<u64> = Vec::new();
     for p in ps.chunks_exact(8) {
         let p = word(p, 0);
         if p == 0 {
@@ -192,6 +210,9 @@ fn cached_pages<T: Target>(target: &mut T, l: &Layout, bias: u64) -> Result<(u64
         target.read(p.wrapping_add(l.pcache), &mut cache[..end as usize])?;
         let base = word(&cache, l.pcache_base);
         let backed_free = word(&cache, l.pcache_free) & !word(&cache, l.pcache_scav);
+        if backed_free != 0 {
+            bases.push(base);
+        }
         for page in (0..64).filter(|i| backed_free >> i & 1 == 1) {
             let from = base
                 .checked_add(page * GO_PAGE)
@@ -200,5 +221,12 @@ fn cached_pages<T: Target>(target: &mut T, l: &Layout, bias: u64) -> Result<(u64
             resident += target.resident_bytes(from, from.saturating_add(GO_PAGE))?;
         }
     }
+    bases.sort_unstable();
+    if bases.windows(2).any(|w| w[0] == w[1]) {
+        return Err(Fault::Inconsistent);
+    }
     Ok((free, resident))
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,310 @@
+//! The few parts of a Go executable its layout is read from, read by hand within bounds:
+//! the ELF header, the section and program headers, the symbol table and the DWARF
+//! sections. The binary is its owner's to write, so every size comes from a header and is
+//! checked before anything it sizes is read: a section must lie inside the file, a symbol
+//! table or a DWARF section (inflated) may not pass its cap, and a compressed section is
+//! inflated from the file as it is read, never copied whole first. Names are compared in
+//! place. What is larger than a layout is read from is [`Unmeasured::Budget`]; what breaks
+//! the format is [`Unmeasured::UnknownLayout`].
+
+use std::io::Read;
+
+use super::Unmeasured;
+
+/// Sections a binary may have (a Go binary has about 40).
+const MAX_SECTIONS: u64 = 1 << 12;
+/// Program headers a binary may have (a Go binary has about 10).
+const MAX_SEGMENTS: u64 = 1 << 8;
+/// The section names' table.
+const MAX_NAMES_BYTES: u64 = 1 << 20;
+/// The symbol table and its strings, each: a kubelet's are a few MiB.
+pub const MAX_SYMBOLS_BYTES: u64 = 32 << 20;
+/// One DWARF section, inflated: a kubelet's `.debug_info` is tens of MiB less than this.
+pub const MAX_DWARF_BYTES: u64 = 48 << 20;
+/// Inflated from the file this much at a time.
+const CHUNK: usize = 64 << 10;
+
+const SHT_SYMTAB: u32 = 2;
+const SHT_NOBITS: u32 = 8;
+const SHF_COMPRESSED: u64 = 1 << 11;
+const ELFCOMPRESS_ZLIB: u32 = 1;
+const PT_LOAD: u32 = 1;
+const ET_DYN: u16 = 3;
+
+/// What an executable's bytes are read from: its file, or bytes in memory (tests).
+pub trait Binary {
+    /// The file's length in bytes.
+    fn size(&self) -> u64;
+    /// Fills `buf` from `offset`; `false` on a short or failed read.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> bool;
+}
+
+impl Binary for [u8] {
+    fn size(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> bool {
+        let Ok(at) = usize::try_from(offset) else {
+            return false;
+        };
+        match self.get(at..at.saturating_add(buf.len())) {
+            Some(b) if b.len() == buf.len() => {
+                buf.copy_from_slice(b);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Binary for std::fs::File {
+    fn size(&self) -> u64 {
+        self.metadata().map_or(0, |m| m.len())
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> bool {
+        std::os::unix::fs::FileExt::read_exact_at(self, buf, offset).is_ok()
+    }
+}
+
+/// A section header, as far as this reader needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct Section {
+    name: u32,
+    kind: u32,
+    flags: u64,
+    offset: u64,
+    size: u64,
+    link: u32,
+}
+
+/// A 64-bit little-endian ELF file's headers.
+pub struct Elf {
+    sections: Vec<Section>,
+    names: Vec<u8>,
+    /// A position-independent executable (`ET_DYN`).
+    pub pie: bool,
+    /// The lowest address a loadable segment asks for.
+    pub first_vaddr: u64,
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    b.get(at..at + 2)
+        .and_then(|w| w.try_into().ok())
+        .map_or(0, u16::from_le_bytes)
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .and_then(|w| w.try_into().ok())
+        .map_or(0, u32::from_le_bytes)
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8)
+        .and_then(|w| w.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// Reads `len` bytes at `offset`, once `len` is known to be at most `cap` and inside the
+/// file.
+fn read_bounded<B: Binary + ?Sized>(
+    bin: &B,
+    offset: u64,
+    len: u64,
+    cap: u64,
+) -> Result<Vec<u8>, Unmeasured> {
+    if len > cap {
+        return Err(Unmeasured::Budget);
+    }
+    if offset.checked_add(len).is_none_or(|end| end > bin.size()) {
+        return Err(Unmeasured::UnknownLayout);
+    }
+    let mut buf = vec![0u8; len as usize];
+    if !bin.read_at(offset, &mut buf) {
+        return Err(Unmeasured::UnknownLayout);
+    }
+    Ok(buf)
+}
+
+impl Elf {
+    /// The headers of `bin`: each section inside the file, their counts bounded.
+    pub fn parse<B: Binary + ?Sized>(bin: &B) -> Result<Elf, Unmeasured> {
+        let bad = Unmeasured::UnknownLayout;
+        let h = read_bounded(bin, 0, 64, 64)?;
+        // 64-bit, little-endian, version 1: the processes this exporter reads are of its
+        // own architecture.
+        if &h[..4] != b"\x7fELF" || h[4] != 2 || h[5] != 1 {
+            return Err(bad);
+        }
+        let (phoff, shoff) = (u64_at(&h, 0x20), u64_at(&h, 0x28));
+        let (phentsize, phnum) = (u64::from(u16_at(&h, 0x36)), u64::from(u16_at(&h, 0x38)));
+        let (shentsize, shnum) = (u64::from(u16_at(&h, 0x3a)), u64::from(u16_at(&h, 0x3c)));
+        let shstrndx = usize::from(u16_at(&h, 0x3e));
+        if phentsize != 56 || shentsize != 64 || phnum > MAX_SEGMENTS || shnum > MAX_SECTIONS {
+            return Err(bad);
+        }
+        let table = read_bounded(bin, shoff, shnum * 64, MAX_SECTIONS * 64)?;
+        let mut sections = Vec::with_capacity(shnum as usize);
+        for s in table.chunks_exact(64) {
+            let section = Section {
+                name: u32_at(s, 0),
+                kind: u32_at(s, 4),
+                flags: u64_at(s, 8),
+                offset: u64_at(s, 0x18),
+                size: u64_at(s, 0x20),
+                link: u32_at(s, 0x28),
+            };
+            let inside = section
+                .offset
+                .checked_add(section.size)
+                .is_some_and(|end| end <= bin.size());
+            if section.kind != SHT_NOBITS && !inside {
+                return Err(bad);
+            }
+            sections.push(section);
+        }
+        let names = sections.get(shstrndx).ok_or(bad)?;
+        let names = read_bounded(bin, names.offset, names.size, MAX_NAMES_BYTES)?;
+        let segments = read_bounded(bin, phoff, phnum * 56, MAX_SEGMENTS * 56)?;
+        let first_vaddr = segments
+            .chunks_exact(56)
+            .filter(|p| u32_at(p, 0) == PT_LOAD)
+            .map(|p| u64_at(p, 0x10))
+            .min()
+            .ok_or(bad)?;
+        Ok(Elf {
+            sections,
+            names,
+            pie: u16_at(&h, 0x10) == ET_DYN,
+            first_vaddr,
+        })
+    }
+
+    /// Whether the name at `at` in a string table is `want`, compared in place.
+    fn is_named(table: &[u8], at: usize, want: &[u8]) -> bool {
+        table
+            .get(at..)
+            .is_some_and(|s| s.starts_with(want) && s.get(want.len()) == Some(&0))
+    }
+
+    /// The section named `name`, or its GNU-compressed `.zdebug_` form.
+    pub fn section(&self, name: &str) -> Option<&Section> {
+        let gnu = name.strip_prefix(".debug_").map(|n| format!(".zdebug_{n}"));
+        self.sections.iter().find(|s| {
+            let at = s.name as usize;
+            Self::is_named(&self.names, at, name.as_bytes())
+                || gnu
+                    .as_ref()
+                    .is_some_and(|g| Self::is_named(&self.names, at, g.as_bytes()))
+        })
+    }
+
+    /// The addresses of the symbols named in `wanted`, from the symbol table (`.symtab`),
+    /// in their order; `Stripped` without one.
+    pub fn symbols<B: Binary + ?Sized, const N: usize>(
+        &self,
+        bin: &B,
+        wanted: [&str; N],
+    ) -> Result<[Option<u64>; N], Unmeasured> {
+        let table = self
+            .sections
+            .iter()
+            .find(|s| s.kind == SHT_SYMTAB)
+            .ok_or(Unmeasured::Stripped)?;
+        let strings = self
+            .sections
+            .get(table.link as usize)
+            .ok_or(Unmeasured::UnknownLayout)?;
+        let symbols = read_bounded(bin, table.offset, table.size, MAX_SYMBOLS_BYTES)?;
+        let strings = read_bounded(bin, strings.offset, strings.size, MAX_SYMBOLS_BYTES)?;
+        let mut found = [None; N];
+        for sym in symbols.chunks_exact(24) {
+            let name = u32_at(sym, 0) as usize;
+            if name == 0 {
+                continue;
+            }
+            for (i, want) in wanted.iter().enumerate() {
+                if found[i].is_none() && Self::is_named(&strings, name, want.as_bytes()) {
+                    found[i] = Some(u64_at(sym, 8));
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// A section's bytes, inflated when the linker compressed it (Go does, with zlib),
+    /// at most [`MAX_DWARF_BYTES`] of them.
+    pub fn data<B: Binary + ?Sized>(&self, bin: &B, s: &Section) -> Result<Vec<u8>, Unmeasured> {
+        let bad = Unmeasured::UnknownLayout;
+        let gnu = self
+            .names
+            .get(s.name as usize..)
+            .is_some_and(|n| n.starts_with(b".zdebug_"));
+        let (start, size) = if s.flags & SHF_COMPRESSED != 0 {
+            let h = read_bounded(bin, s.offset, 24, 24)?;
+            if u32_at(&h, 0) != ELFCOMPRESS_ZLIB {
+                return Err(bad);
+            }
+            (24, u64_at(&h, 8))
+        } else if gnu {
+            // Before the ELF compression header: "ZLIB" and the size, big-endian.
+            let h = read_bounded(bin, s.offset, 12, 12)?;
+            if &h[..4] != b"ZLIB" {
+                return Err(bad);
+            }
+            let size = h[4..12].iter().fold(0u64, |v, &b| v << 8 | u64::from(b));
+            (12, size)
+        } else {
+            return read_bounded(bin, s.offset, s.size, MAX_DWARF_BYTES);
+        };
+        if size > MAX_DWARF_BYTES {
+            return Err(Unmeasured::Budget);
+        }
+        if s.size < start {
+            return Err(bad);
+        }
+        let compressed = Chunks {
+            bin,
+            at: s.offset + start,
+            left: s.size - start,
+        };
+        // What the header claims sizes no allocation up front: the data decides.
+        let mut out = Vec::with_capacity((size as usize).min(CHUNK * 16));
+        // One byte more than claimed is asked for: data that holds more is refused too.
+        flate2::read::ZlibDecoder::new(compressed)
+            .take(size + 1)
+            .read_to_end(&mut out)
+            .map_err(|_| bad)?;
+        if out.len() as u64 != size {
+            return Err(bad);
+        }
+        Ok(out)
+    }
+}
+
+/// A section's compressed bytes, read from the file as the inflater asks for them.
+struct Chunks<'b, B: Binary + ?Sized> {
+    bin: &'b B,
+    at: u64,
+    left: u64,
+}
+
+impl<B: Binary + ?Sized> Read for Chunks<'_, B> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = (buf.len() as u64).min(self.left).min(CHUNK as u64) as usize;
+        if n == 0 {
+            return Ok(0);
+        }
+        if !self.bin.read_at(self.at, &mut buf[..n]) {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        self.at += n as u64;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,127 @@
+//! The bounded reader on the real kernel: the test's own memory, read as the exporter
+//! reads another process's (`/proc/PID/mem`, `pagemap`, smaps for the shortcuts).
+
+use super::*;
+use crate::parse::smaps;
+use crate::source::Source;
+
+const PAGE: u64 = 4096;
+
+/// A private anonymous mapping of `pages`, the listed ones touched; unmapped when dropped.
+struct Mapping(u64, usize);
+
+impl Mapping {
+    fn new(pages: usize, touched: &[usize]) -> Mapping {
+        let len = pages * PAGE as usize;
+        // SAFETY: a fresh private anonymous mapping, written only inside its length and
+        // unmapped once, by Drop.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        for &i in touched {
+            // SAFETY: page i lies inside the mapping made above.
+            unsafe { p.cast::<u8>().add(i * PAGE as usize).write_volatile(1) };
+        }
+        Mapping(p as u64, len)
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made by `new`, unmapped once.
+        unsafe { libc::munmap(self.0 as *mut libc::c_void, self.1) };
+    }
+}
+
+fn own_memory() -> (ProcessMemory, Vec<Vma>) {
+    let pid = std::process::id();
+    let text = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let vmas = smaps::parse(&text).unwrap().vmas;
+    let source = Source::new("/proc", "/sys");
+    let m = ProcessMemory::open(&source, pid).expect("a process reads its own memory");
+    (m, vmas)
+}
+
+#[test]
+fn residency_from_the_mappings_equals_pagemap_and_costs_no_entry() {
+    let map = Mapping::new(64, &[0, 3, 4, 40]);
+    let (m, vmas) = own_memory();
+    let end = map.0 + 64 * PAGE;
+    let mut by_pagemap = m;
+    let truth = by_pagemap.resident_bytes(map.0, end).unwrap();
+    assert_eq!(truth, 4 * PAGE);
+    let (m, _) = own_memory();
+    let mut m = m.with_mappings(&vmas);
+    // The whole mapping: its Rss, not a single pagemap entry.
+    m.budget(Budget {
+        time: Duration::from_secs(60),
+        pages: 0,
+    });
+    assert_eq!(m.resident_bytes(map.0, end).unwrap(), truth);
+    // A part of it needs pagemap, and the budget of entries says no.
+    assert_eq!(m.resident_bytes(map.0 + PAGE, end), Err(Fault::Budget));
+    assert!(m.exhausted());
+    // Every read fails for the rest of that reader's budget; a new budget reads again.
+    let mut word = [0u8; 8];
+    assert_eq!(m.read(map.0, &mut word), Err(Fault::Budget));
+    m.budget(Budget {
+        time: Duration::from_secs(60),
+        pages: 64,
+    });
+    assert_eq!(m.resident_bytes(map.0 + PAGE, end).unwrap(), 3 * PAGE);
+    assert_eq!(word, [0; 8]);
+    m.read(map.0, &mut word).unwrap();
+    assert_eq!(word[0], 1);
+}
+
+#[test]
+fn an_untouched_reservation_is_free_to_look_at_and_time_is_checked_on_every_read() {
+    // A terabyte reserved, no page touched: its Rss (0) says it whatever its size. A page
+    // of no access on each side keeps the kernel from merging it with a neighbour (a
+    // thread's arena heap is MAP_NORESERVE too).
+    let len = (1u64 << 40) + 2 * PAGE;
+    // SAFETY: a reservation that is never written, unmapped at the end of the test.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    let (start, end) = (p as u64 + PAGE, p as u64 + len - PAGE);
+    for guard in [p as u64, end] {
+        // SAFETY: a page of the reservation above.
+        let r =
+            unsafe { libc::mprotect(guard as *mut libc::c_void, PAGE as usize, libc::PROT_NONE) };
+        assert_eq!(r, 0);
+    }
+    let (m, vmas) = own_memory();
+    let mut m = m.with_mappings(&vmas);
+    m.budget(Budget {
+        time: Duration::from_secs(60),
+        pages: 0,
+    });
+    assert_eq!(m.resident_bytes(start + PAGE, end), Ok(0));
+    // A budget of no time: the first read fails, and says why.
+    m.budget(Budget {
+        time: Duration::ZERO,
+        pages: u64::MAX,
+    });
+    let mut word = [0u8; 8];
+    assert_eq!(m.read(vmas[0].start, &mut word), Err(Fault::Budget));
+    assert!(m.exhausted());
+    // SAFETY: the reservation made above, unmapped once.
+    unsafe { libc::munmap(p, len as usize) };
+}
