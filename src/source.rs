@@ -176,10 +176,17 @@ impl Source {
         parse(text).map_err(|e| malformed(&buf.path, &e))
     }
 
-    /// Reads `<procfs>/<pid>/smaps`, up to [`MAX_SMAPS_BYTES`].
-    pub fn read_smaps<'b>(&self, pid: u32, buf: &'b mut Buffer) -> Result<&'b str, ReadError> {
+    /// Reads `<procfs>/<pid>/smaps` a piece at a time, giving `line` each line in turn:
+    /// the file is never held whole, so 60,000 mappings cost what the caller keeps of
+    /// them. At most [`MAX_SMAPS_BYTES`] are read; `Ok(false)` when the file was longer.
+    pub fn read_smaps(
+        &self,
+        pid: u32,
+        buf: &mut Buffer,
+        line: impl FnMut(&str),
+    ) -> Result<bool, ReadError> {
         set_path(&mut buf.path, &self.procfs, Some(pid), "smaps");
-        read_text(buf, false, MAX_SMAPS_BYTES)
+        read_lines(buf, MAX_SMAPS_BYTES, line)
     }
 
     /// Reads an absolute path (under the sysfs root, from [`Source::sysfs`]) as text.
@@ -389,6 +396,62 @@ fn read_text(buf: &mut Buffer, whole_in_one: bool, max: usize) -> Result<&str, R
         *len = data.len();
     }
     Ok(std::str::from_utf8(&data[..*len]).unwrap_or_default())
+}
+
+/// Read at a time by [`read_lines`]: a line longer than this (no `/proc` file has one; a
+/// mapping's name is at most `PATH_MAX`) is given in pieces.
+const LINE_PIECE_BYTES: usize = 64 << 10;
+
+/// Reads `buf`'s path in pieces of [`LINE_PIECE_BYTES`], giving `line` each line without
+/// its newline (invalid UTF-8 replaced), at most `max` bytes in all: `Ok(false)` when the
+/// file was longer.
+fn read_lines(buf: &mut Buffer, max: usize, mut line: impl FnMut(&str)) -> Result<bool, ReadError> {
+    let Buffer {
+        data,
+        len,
+        path,
+        cut,
+        ..
+    } = buf;
+    *len = 0;
+    *cut = false;
+    let mut file = File::open(&*path).map_err(|e| ReadError::new(path, e))?;
+    data.resize(LINE_PIECE_BYTES, 0);
+    let mut total = 0usize;
+    let mut give = |bytes: &[u8]| line(&String::from_utf8_lossy(bytes));
+    loop {
+        let n = match file.read(&mut data[*len..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ReadError::new(path, e)),
+        };
+        total += n;
+        *len += n;
+        let end = if n == 0 {
+            *len
+        } else {
+            match data[..*len].iter().rposition(|&b| b == b'\n') {
+                Some(i) => i + 1,
+                // A piece with no end of line in it: given as it is.
+                None if *len == data.len() => *len,
+                None => continue,
+            }
+        };
+        for l in data[..end].split_inclusive(|&b| b == b'\n') {
+            give(l.strip_suffix(b"\n").unwrap_or(l));
+        }
+        data.copy_within(end..*len, 0);
+        *len -= end;
+        if n == 0 {
+            break;
+        }
+        if total >= max {
+            *cut = true;
+            break;
+        }
+    }
+    *len = 0;
+    Ok(!*cut)
 }
 
 /// A pid written as the kernel writes it: decimal digits, no sign, no leading zero.

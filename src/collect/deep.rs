@@ -42,7 +42,7 @@ fn is_candidate(deep: &DeepConfig, p: &ProcessSample) -> bool {
 }
 
 /// The deep tier: full smaps of the candidates that are due, least recently read first,
-/// until the CPU budget of this scan is spent, on the processes' reader threads.
+/// until the CPU budget of this scan is spent, on the deep tier's own reader threads.
 pub(super) fn read(
     procs: &mut Processes,
     deep: &DeepConfig,
@@ -51,7 +51,9 @@ pub(super) fn read(
 ) -> DeepRun {
     let started = Instant::now();
     let mut run = DeepRun::default();
-    let stuck = procs.pool.stuck_items();
+    // A process whose files a reader is stuck in would hold a deep reader the same way.
+    let mut stuck = procs.pool.stuck_items();
+    stuck.extend(procs.deep_pool.stuck_items());
     let mut due: Vec<(Option<Instant>, u64, usize)> = Vec::new();
     for (i, p) in processes.iter().enumerate() {
         if !is_candidate(deep, p) {
@@ -62,6 +64,7 @@ pub(super) fn read(
         let known = procs.known(p);
         let last = known.and_then(|k| k.deep_read.as_deref().copied());
         let unsettled = known.map_or(0, |k| k.unsettled);
+        let over_budget = known.map_or(0, |k| k.over_budget);
         // A process whose address space and memory did not move since its last deep
         // read has the same heaps, arenas and commit: it is read again only after ten
         // intervals, which catches what moves without them. A heap that changed under
@@ -69,7 +72,9 @@ pub(super) fn read(
         // schedule: until a walk holds, the process shows no hoarding figure at all.
         let is_due = last.is_none_or(|(t, before)| {
             let age = started.duration_since(t);
-            if unsettled > 0 {
+            if over_budget > 0 {
+                age >= backoff_wait(over_budget, deep.interval)
+            } else if unsettled > 0 {
                 age >= retry_wait(unsettled, deep.interval)
             } else {
                 age >= deep.interval && (before != memory || age >= deep.interval * 10)
@@ -83,32 +88,11 @@ pub(super) fn read(
     // Never read first, then the longest unread; larger processes first among equals.
     due.sort_unstable();
     let spent = Arc::new(AtomicU64::new(0));
-    let budget = deep.budget.as_nanos() as u64;
-    let (source, counter) = (procs.source.clone(), spent.clone());
-    let walk = deep.heap_walk;
-    let batch = procs.pool.run(
+    let work = reader(procs, deep, spent.clone());
+    let batch = procs.deep_pool.run(
         due.iter().map(|&(_, _, i)| processes[i].pid).collect(),
         procs.reading.timeout,
-        Arc::new(move |bufs: &mut Buffers, at: &pool::Progress, pid, n| {
-            super::processes::progress::at(at, super::processes::progress::File::Deep);
-            // One process is always read; the others while the budget lasts.
-            if n > 0 && counter.load(Ordering::Acquire) >= budget {
-                return DeepRead::Deferred;
-            }
-            let cpu = thread_cpu();
-            let mut read = read_smaps(&source, &mut bufs.main, pid, walk);
-            if let DeepRead::Done(Ok(r), _) = &mut read {
-                // Unread or without a memory line: the kill's own cgroup path stands in.
-                r.1.memory_cgroup = source
-                    .read_pid(pid, "cgroup", &mut bufs.aux)
-                    .ok()
-                    .and_then(|t| cgroup::memory_cgroup(t).ok())
-                    .map(str::to_string);
-            }
-            let used = thread_cpu().saturating_sub(cpu).as_nanos() as u64;
-            counter.fetch_add(used, Ordering::AcqRel);
-            read
-        }),
+        work,
     );
     let now = Instant::now();
     for (&(_, _, i), read) in due.iter().zip(batch.results) {
@@ -118,37 +102,104 @@ pub(super) fn read(
                 count(errs, Collector::Processes, Reason::Malformed, rejected);
                 match result {
                     Ok(read) => {
-                        let (summary, heap, walk_cpu) = *read;
-                        run.count(&heap, walk_cpu);
+                        let (summary, heap, _) = *read;
+                        run.count(&heap);
                         p.smaps = Some(Box::new(summary));
                         p.heap = Some(Arc::new(heap));
                     }
                     Err(reason) => count(errs, Collector::Processes, reason, 1),
                 }
                 let memory = deep_memory(&p.status);
-                let transient = p
-                    .heap
-                    .as_ref()
+                let heap = p.heap.as_deref();
+                let transient = heap
                     .and_then(|h| h.walk.as_ref())
                     .is_some_and(|w| w.as_ref().is_err_and(|o| o.is_transient()));
+                let over_budget = heap.is_some_and(is_over_budget);
                 if let Some(k) = procs.known_mut(p) {
                     settle(k, now, memory, transient);
+                    k.over_budget = if over_budget {
+                        k.over_budget.saturating_add(1)
+                    } else {
+                        0
+                    };
                 }
                 run.covered += 1;
             }
             Some(DeepRead::Deferred) => run.deferred += 1,
-            None => count(errs, Collector::Processes, Reason::Timeout, 1),
+            None => {
+                count(errs, Collector::Processes, Reason::Timeout, 1);
+                // The scan stopped waiting for it: backed off like a read over budget,
+                // never due again at once.
+                let memory = deep_memory(&p.status);
+                if let Some(k) = procs.known_mut(p) {
+                    k.deep_read = Some(Box::new((now, memory)));
+                    k.over_budget = k.over_budget.saturating_add(1);
+                }
+            }
         }
     }
     run.duration_seconds = started.elapsed().as_secs_f64();
-    run.cpu_seconds = Duration::from_nanos(spent.load(Ordering::Acquire)).as_secs_f64();
+    let taken = |n: &AtomicU64| Duration::from_nanos(n.swap(0, Ordering::AcqRel)).as_secs_f64();
+    run.cpu_seconds = taken(&procs.deep_cpu.all);
+    run.heap_walk_cpu_seconds = taken(&procs.deep_cpu.heap);
     run
+}
+
+/// What a deep reader does with one pid: smaps, the heap readers and the cgroup, while
+/// this scan's CPU budget (`spent` so far) lasts; every read's CPU is added to the
+/// processes' running totals when it ends, even one the scan stopped waiting for.
+fn reader(procs: &Processes, deep: &DeepConfig, spent: Arc<AtomicU64>) -> pool::Work<DeepRead> {
+    let budget = deep.budget.as_nanos() as u64;
+    let (source, total, walk) = (procs.source.clone(), procs.deep_cpu.clone(), deep.heap_walk);
+    Arc::new(move |bufs: &mut Buffers, at: &pool::Progress, pid, n| {
+        super::processes::progress::at(at, super::processes::progress::File::Deep);
+        // One process is always read; the others while the budget lasts.
+        if n > 0 && spent.load(Ordering::Acquire) >= budget {
+            return DeepRead::Deferred;
+        }
+        let cpu = thread_cpu();
+        // What another process holds is untrusted: a reader that panics on it loses
+        // that process's read, not the reader thread or the exporter.
+        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            read_smaps(&source, &mut bufs.main, pid, walk)
+        }));
+        let mut read = read.unwrap_or_else(|_| {
+            bufs.main.shrink();
+            DeepRead::Done(Err(Reason::Malformed), 1)
+        });
+        if let DeepRead::Done(Ok(r), _) = &mut read {
+            // Unread or without a memory line: the kill's own cgroup path stands in.
+            r.1.memory_cgroup = source
+                .read_pid(pid, "cgroup", &mut bufs.aux)
+                .ok()
+                .and_then(|t| cgroup::memory_cgroup(t).ok())
+                .map(str::to_string);
+        }
+        let used = thread_cpu().saturating_sub(cpu).as_nanos() as u64;
+        spent.fetch_add(used, Ordering::AcqRel);
+        // Counted even when the scan stopped waiting: the next scan reports it.
+        total.all.fetch_add(used, Ordering::AcqRel);
+        if let DeepRead::Done(Ok(r), _) = &read {
+            total
+                .heap
+                .fetch_add(r.2.as_nanos() as u64, Ordering::AcqRel);
+        }
+        read
+    })
+}
+
+/// Whether any of a process's readers stopped at its budget.
+fn is_over_budget(h: &HeapReading) -> bool {
+    h.walk
+        .as_ref()
+        .is_some_and(|w| w.as_ref().is_err_and(|o| o.is_over_budget()))
+        || matches!(h.java, Some(Err(heap::jvm::Unmeasured::Budget)))
+        || matches!(h.go, Some(Err(heap::golang::Unmeasured::Budget)))
 }
 
 impl DeepRun {
     /// What one process's reading adds to the run's counts.
-    fn count(&mut self, heap: &HeapReading, walk_cpu: Duration) {
-        self.heap_walk_cpu_seconds += walk_cpu.as_secs_f64();
+    fn count(&mut self, heap: &HeapReading) {
         if let Some(walk) = &heap.walk {
             let outcome = walk.as_ref().err().copied();
             self.heap_walks
@@ -196,6 +247,14 @@ fn retry_wait(unsettled: u8, interval: Duration) -> Duration {
     wait.min(interval)
 }
 
+/// How long a process waits for its next deep read after `over_budget` reads in a row ran
+/// out of their budget or time: the deep interval, doubled for each after the first, at
+/// most sixteen intervals. A process that makes every read of it expensive costs one
+/// reader's budget every sixteen intervals at most, never a read every scan.
+fn backoff_wait(over_budget: u8, interval: Duration) -> Duration {
+    interval * (1u32 << u32::from(over_budget.saturating_sub(1)).min(4))
+}
+
 fn deep_memory(st: &Status) -> DeepMemory {
     [
         st.vm_size_bytes,
@@ -205,13 +264,15 @@ fn deep_memory(st: &Status) -> DeepMemory {
     ]
 }
 
-/// `smaps`, then the allocator and (when `walk`) the heap walk from its mappings.
+/// `smaps` (parsed as it is read), then the allocator and (when `walk`) the heap walk from
+/// its mappings.
 fn read_smaps(source: &Source, buf: &mut Buffer, pid: u32, walk: bool) -> DeepRead {
-    let read = match source.read_smaps(pid, buf).map(|_| ()) {
+    let mut parser = smaps::Parser::default();
+    let read = match source.read_smaps(pid, buf, |line| parser.line(line)) {
         // A process with more mappings than MAX_SMAPS_BYTES holds: a partial summary
         // would understate it.
-        Ok(()) if buf.was_cut() => DeepRead::Done(Err(Reason::Malformed), 0),
-        Ok(()) => match smaps::parse(buf.text()) {
+        Ok(false) => DeepRead::Done(Err(Reason::Malformed), 0),
+        Ok(true) => match parser.finish() {
             Err(e) => {
                 crate::log!(
                     Debug,
@@ -241,8 +302,16 @@ fn read_smaps(source: &Source, buf: &mut Buffer, pid: u32, walk: bool) -> DeepRe
 
 #[cfg(test)]
 mod tests {
-    use super::retry_wait;
+    use super::{backoff_wait, retry_wait};
     use std::time::Duration;
+
+    #[test]
+    fn reads_over_budget_back_off_to_sixteen_intervals() {
+        let minute = Duration::from_secs(60);
+        let waits: Vec<u64> = (1..=7).map(|k| backoff_wait(k, minute).as_secs()).collect();
+        assert_eq!(waits, [60, 120, 240, 480, 960, 960, 960]);
+        assert_eq!(backoff_wait(u8::MAX, minute), minute * 16);
+    }
 
     #[test]
     fn retries_come_at_the_next_scan_then_back_off_to_the_deep_interval() {

@@ -30,7 +30,7 @@ struct Listing {
 }
 
 /// Reads every process, and keeps what the next scan needs: a record of each process,
-/// the kept `statm` descriptors and the reader threads (which the deep tier shares).
+/// the kept `statm` descriptors, the reader threads and the deep tier's own.
 pub(super) struct Processes {
     pub(super) source: Source,
     grouping: Arc<Grouping>,
@@ -55,6 +55,21 @@ pub(super) struct Processes {
     buf: Buffer,
     scans: u64,
     pub(super) pool: Pool,
+    /// The deep tier's readers, apart from the per-process ones: whatever a deep read
+    /// meets (a huge or crafted heap, a stuck smaps), every process's files are still
+    /// read every scan.
+    pub(super) deep_pool: Pool,
+    /// CPU the deep tier's reads spent, in nanoseconds, added by each read when it ends,
+    /// even one the scan stopped waiting for; each scan's deep run takes what came.
+    pub(super) deep_cpu: Arc<DeepCpu>,
+}
+
+/// CPU time the deep tier's reads spent and have not been reported yet (nanoseconds).
+#[derive(Debug, Default)]
+pub(super) struct DeepCpu {
+    pub(super) all: std::sync::atomic::AtomicU64,
+    /// The heap readers' part of it.
+    pub(super) heap: std::sync::atomic::AtomicU64,
 }
 
 impl Processes {
@@ -85,6 +100,9 @@ impl Processes {
             scans: 0,
             // Readers stuck in a read are replaced, up to four of them.
             pool: Pool::new(reading.readers, reading.readers + 4),
+            // One deep read at a time; one more thread when a read is stuck in the kernel.
+            deep_pool: Pool::new(1, 2),
+            deep_cpu: Arc::default(),
         }
     }
 

@@ -141,20 +141,38 @@ pub struct Smaps {
 /// Parses every mapping. Lines that fit no known shape are skipped and counted; text with
 /// no mapping header at all is an error.
 pub fn parse(text: &str) -> Result<Smaps, ParseError> {
-    let mut vmas: Vec<Vma> = Vec::new();
-    let mut rejected = 0;
+    let mut p = Parser::default();
     for line in text.lines() {
+        p.line(line);
+    }
+    p.finish()
+}
+
+/// The parse of `smaps` a line at a time, for a file read in pieces: what it keeps is the
+/// mappings, whatever the file's length.
+#[derive(Debug, Default)]
+pub struct Parser {
+    smaps: Smaps,
+    /// A line that was not blank was given.
+    text: bool,
+}
+
+impl Parser {
+    /// Takes one line (without its newline).
+    pub fn line(&mut self, line: &str) {
+        self.text |= !line.trim().is_empty();
+        let Smaps { vmas, rejected } = &mut self.smaps;
         if let Some(vma) = header(line) {
             vmas.push(vma);
-            continue;
+            return;
         }
         let Some(vma) = vmas.last_mut() else {
-            rejected += 1;
-            continue;
+            *rejected += 1;
+            return;
         };
         let Some((key, value)) = line.split_once(':') else {
-            rejected += 1;
-            continue;
+            *rejected += 1;
+            return;
         };
         let value = value.trim();
         let slot = match key {
@@ -170,22 +188,26 @@ pub fn parse(text: &str) -> Result<Smaps, ParseError> {
                         _ => {}
                     }
                 }
-                continue;
+                return;
             }
-            _ => continue,
+            _ => return,
         };
         // No figure of a mapping can exceed its address range: a larger one is absurd,
         // and summing it could wrap.
         let range = vma.end - vma.start;
         match kib_to_bytes(value) {
             Some(b) if b <= range => *slot = b,
-            _ => rejected += 1,
+            _ => *rejected += 1,
         }
     }
-    if vmas.is_empty() && !text.trim().is_empty() {
-        return Err(ParseError::Missing("mapping"));
+
+    /// The mappings; text with no mapping header at all is an error.
+    pub fn finish(self) -> Result<Smaps, ParseError> {
+        if self.smaps.vmas.is_empty() && self.text {
+            return Err(ParseError::Missing("mapping"));
+        }
+        Ok(self.smaps)
     }
-    Ok(Smaps { vmas, rejected })
 }
 
 /// `start-end perms offset dev inode [name]`, or `None` when the line is not a header.

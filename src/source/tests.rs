@@ -79,7 +79,14 @@ fn files_larger_than_the_buffer_grow_it_and_large_ones_are_cut() {
     std::fs::write(dir.path().join("7/status"), &big).unwrap();
     let source = Source::new(dir.path(), dir.path());
     let mut buf = Buffer::default();
-    assert_eq!(source.read_smaps(7, &mut buf).unwrap(), big);
+    // smaps comes a line at a time, in pieces smaller than the file.
+    let mut lines = String::new();
+    let whole = source.read_smaps(7, &mut buf, |l| {
+        lines.push_str(l);
+        lines.push('\n');
+    });
+    assert!(whole.unwrap());
+    assert_eq!(lines, big);
     assert!(!buf.was_cut());
     // A file read in one go still grows the buffer when a read fills it.
     assert_eq!(source.read_pid(7, "status", &mut buf).unwrap(), big);
@@ -91,7 +98,37 @@ fn files_larger_than_the_buffer_grow_it_and_large_ones_are_cut() {
     );
     assert!(buf.was_cut());
     buf.shrink();
-    assert_eq!(source.read_pid(7, "smaps", &mut buf).unwrap(), big);
+    assert_eq!(
+        source.read_pid(7, "status", &mut buf).unwrap().len(),
+        MAX_FILE_BYTES
+    );
+}
+
+/// smaps read in pieces: a line across two pieces comes whole, a line longer than a piece
+/// comes in pieces, text without a last newline comes, and a file past the limit is cut.
+#[test]
+fn smaps_comes_a_line_at_a_time_whatever_the_pieces() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("7")).unwrap();
+    let source = Source::new(dir.path(), dir.path());
+    let mut buf = Buffer::default();
+    let mut read = |text: &str| {
+        std::fs::write(dir.path().join("7/smaps"), text).unwrap();
+        let mut lines = Vec::new();
+        let whole = source.read_smaps(7, &mut buf, |l| lines.push(l.len()));
+        (whole.unwrap(), lines)
+    };
+    let long = "z".repeat(LINE_PIECE_BYTES * 2 + 5);
+    let (whole, lines) = read(&format!("a\n{long}\nbc"));
+    assert!(whole);
+    assert_eq!(lines, [1, LINE_PIECE_BYTES, LINE_PIECE_BYTES, 5, 2]);
+    let across = format!("{}\n{}\n", "x".repeat(LINE_PIECE_BYTES - 3), "y".repeat(10));
+    assert_eq!(read(&across), (true, vec![LINE_PIECE_BYTES - 3, 10]));
+    assert_eq!(read(""), (true, vec![]));
+    let past: String = "w\n".repeat(MAX_SMAPS_BYTES / 2 + LINE_PIECE_BYTES);
+    let (whole, lines) = read(&past);
+    assert!(!whole);
+    assert!(lines.len() >= MAX_SMAPS_BYTES / 2 && lines.len() < past.len() / 2);
 }
 
 /// The one-read discipline against the real kernel: every file read in one read equals

@@ -196,6 +196,7 @@ fn remember(
         deep_read: known.and_then(|k| k.deep_read.clone()),
         unsettled: known.map_or(0, |k| k.unsettled),
         newcomer: known.map_or(ctx.scan > 0, |k| k.newcomer),
+        over_budget: known.map_or(0, |k| k.over_budget),
     };
     (sample, remembered)
 }

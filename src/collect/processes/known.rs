@@ -44,6 +44,9 @@ pub(in crate::collect) struct Known {
     /// may land while it still allocates, so it is read again until its memory holds
     /// still between two of them. The processes of the first scan have run for a while.
     pub(in crate::collect) newcomer: bool,
+    /// Deep reads in a row that ran out of their budget or time: the process waits the
+    /// deep interval, doubled for each, before the next (`deep::backoff_wait`).
+    pub(in crate::collect) over_budget: u8,
 }
 
 /// What a deep read of a process depends on: its address space and resident, anonymous
