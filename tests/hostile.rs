@@ -1,0 +1,273 @@
+//! A tenant's programs against the exporter, beside benign ones: unprivileged (run as
+//! nobody) C programs that only rewrite their own memory or their own executable
+//! (`tests/reproducers/hostile.c`, `godress.c`), and a glibc hoarder, a Go program and an
+//! idle JVM that must still be measured right. The exporter runs at its defaults, one scan
+//! a second, for `MEMBLOAT_HOSTILE_SECONDS` (100 by default): it must stay up, never go
+//! blind (every scan reads processes), stay under the chart's memory limit, keep its CPU
+//! within its budgets, and serve no measured figure larger than its process's resident
+//! memory. Needs root: the programs are started as another user (setpriv).
+
+mod common;
+
+use common::repro::{self, Repro};
+use common::*;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The chart's memory limit (deploy/helm: resources.limits.memory).
+const CHART_LIMIT_BYTES: f64 = 64.0 * 1048576.0;
+
+/// A program started as nobody, with no groups: any tenant.
+fn as_nobody(name: &str, program: &std::path::Path, args: &[&str]) -> Repro {
+    let mut cmd = tool("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(program)
+        .args(args);
+    Repro::spawn(name, cmd)
+}
+
+/// `godress.c` with a compressed `.debug_info` that inflates to 255 MiB.
+fn dressed_as_go() -> PathBuf {
+    let dir =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/godress.c");
+    let (plain, added, out) = (dir.join("plain"), dir.join("added"), dir.join("godress"));
+    assert!(repro::cc(&plain, &src).status().unwrap().success());
+    let zeros = dir.join("zeros");
+    std::fs::File::create(&zeros)
+        .unwrap()
+        .set_len(255 << 20)
+        .unwrap();
+    let section = format!(".debug_info={}", zeros.display());
+    let run = |args: &[&str]| {
+        let ok = tool("objcopy").args(args).status().unwrap().success();
+        assert!(ok, "objcopy {args:?}");
+    };
+    run(&[
+        "--add-section",
+        &section,
+        plain.to_str().unwrap(),
+        added.to_str().unwrap(),
+    ]);
+    run(&[
+        "--compress-debug-sections=zlib",
+        added.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    std::fs::remove_file(&zeros).unwrap();
+    std::fs::remove_file(&added).unwrap();
+    let size = std::fs::metadata(&out).unwrap().len();
+    assert!(
+        size < 4 << 20,
+        "the dressed binary is {size} bytes: not compressed"
+    );
+    out
+}
+
+/// `VmHWM`, `RssAnon` and `RssShmem` of a process, in bytes.
+fn status_bytes(pid: u32, field: &str) -> f64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} for {pid}"));
+    let kib: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024.0
+}
+
+/// User and system CPU seconds of a process.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+fn labelled(text: &str, metric: &str, label: &str) -> f64 {
+    value(text, &format!("{metric}{{{label}}}")).unwrap_or(0.0)
+}
+
+/// The hostile programs, each as nobody, with what it attempts.
+fn start_hostile() -> Vec<(String, Repro)> {
+    // The hostile: five top chunks of 1-16 TiB looked up page by page (the pages past the
+    // first of each reservation), one over a whole reservation, 1,000 overlapping chunks,
+    // 60,000 mappings, and a binary whose DWARF inflates to 255 MiB.
+    let hostile_bin = repro::build("hostile");
+    let mut hostile: Vec<(String, Repro)> = Vec::new();
+    for tib in ["1", "2", "4", "8", "16"] {
+        let r = as_nobody("hostile", &hostile_bin, &["bigtop", tib, "1"]);
+        hostile.push((format!("bigtop {tib} TiB"), r));
+    }
+    let r = as_nobody("hostile", &hostile_bin, &["bigtop", "4", "0"]);
+    hostile.push(("bigtop 4 TiB, whole".into(), r));
+    let r = as_nobody("hostile", &hostile_bin, &["overlap", "1000"]);
+    hostile.push(("overlap 1000".into(), r));
+    let r = as_nobody("hostile", &hostile_bin, &["maps", "60000"]);
+    hostile.push(("maps 60000".into(), r));
+    let r = as_nobody("godress", &dressed_as_go(), &[]);
+    hostile.push(("dressed as Go".into(), r));
+
+    hostile
+}
+
+/// What the scrapes showed over the run.
+struct Watched {
+    last: String,
+    scans: f64,
+    /// The longest time the scan counter did not step.
+    longest_gap: Duration,
+    /// When the glibc hoarder was first shown measured (and right).
+    glibc_at: Option<Duration>,
+}
+
+/// Scrapes the exporter four times a second for `seconds`: every scan must have read the
+/// processes, and the glibc hoarder's measured free heap must be its `fordblks`.
+fn watch(d: &Daemon, seconds: u64, fordblks: f64) -> Watched {
+    let started = Instant::now();
+    let mut w = Watched {
+        last: String::new(),
+        scans: 0.0,
+        longest_gap: Duration::ZERO,
+        glibc_at: None,
+    };
+    let mut stepped = Instant::now();
+    while started.elapsed() < Duration::from_secs(seconds) {
+        let t = d.metrics();
+        let scans = value(&t, "membloat_scans_total").unwrap_or(0.0);
+        if scans > 0.0 {
+            // Never blind: every scan read the processes, whatever the deep tier met.
+            let scanned = value(&t, "membloat_processes_scanned").unwrap_or(0.0);
+            assert!(scanned > 10.0, "scan {scans}: {scanned} processes scanned");
+        }
+        if scans > w.scans {
+            stepped = Instant::now();
+        }
+        w.longest_gap = w.longest_gap.max(stepped.elapsed());
+        w.scans = scans;
+        let measured = "membloat_group_heap_measured_processes{group=\"hoard\"}";
+        if w.glibc_at.is_none() && value(&t, measured) == Some(1.0) {
+            let free = value(&t, "membloat_group_heap_free_bytes{group=\"hoard\"}").unwrap();
+            assert!(
+                (free - fordblks).abs() <= 0.05 * fordblks,
+                "hoard: exporter {free}, fordblks {fordblks}"
+            );
+            w.glibc_at = Some(started.elapsed());
+        }
+        w.last = t;
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    w
+}
+
+/// No process's measured hoarding is more than it has resident (anonymous and shared).
+fn no_measured_figure_over_resident(t: &str) {
+    for line in t.lines().filter(|l| {
+        l.starts_with("membloat_process_hoarded_bytes{") && l.contains("method=\"measured\"")
+    }) {
+        let pid: u32 = line
+            .split("pid=\"")
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap();
+        let served: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        let resident = status_bytes(pid, "RssAnon") + status_bytes(pid, "RssShmem");
+        assert!(served <= resident, "{line}: {resident} resident");
+    }
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
+    needs_root("hostile programs run as another user");
+    let seconds: u64 = std::env::var("MEMBLOAT_HOSTILE_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100);
+    // The benign: glibc's freed heap (its own mallinfo2 count), a Go program, an idle JVM.
+    let hoard = Repro::start("hoard", &["3", "1", "0"], &[]);
+    let fordblks: f64 = hoard
+        .ready
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let gofree = repro::go("gofree", &[]);
+    let go = Repro::run_env(&gofree, &["7"], &[]);
+    let jvm = Repro::java(
+        which("java"),
+        &["-Xms256m", "-Xmx256m", "-XX:+UseSerialGC"],
+        200,
+        20,
+    );
+    let hostile = start_hostile();
+
+    let mut d = Daemon::start(&["--scan.interval=1s"]);
+    let daemon = d.child.id();
+    let (cpu_before, started) = (cpu_seconds(daemon), Instant::now());
+    let w = watch(&d, seconds, fordblks);
+    let (t, scans_seen, glibc_at, gap) = (w.last, w.scans, w.glibc_at, w.longest_gap);
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu = (cpu_seconds(daemon) - cpu_before) / elapsed;
+    let peak = status_bytes(daemon, "VmHWM");
+    assert!(d.child.try_wait().unwrap().is_none(), "the exporter exited");
+    let walks = |o: &str| labelled(&t, "membloat_heap_walks_total", &format!("outcome=\"{o}\""));
+    let go_reads = |o: &str| labelled(&t, "membloat_go_reads_total", &format!("outcome=\"{o}\""));
+    let jvm_reads = |o: &str| labelled(&t, "membloat_jvm_reads_total", &format!("outcome=\"{o}\""));
+    eprintln!(
+        "{elapsed:.0} s, {scans_seen} scans, at most {gap:?} between two: exporter peak RSS {:.1} MiB, \
+         CPU {:.1} % of a core; glibc measured at {glibc_at:?}; walks budget {} inconsistent {} \
+         implausible {} measured {}; Go reads budget {} measured {}; JVM reads measured {}",
+        peak / 1048576.0,
+        cpu * 100.0,
+        walks("budget"),
+        walks("inconsistent"),
+        walks("implausible"),
+        walks("measured"),
+        go_reads("budget"),
+        go_reads("measured"),
+        jvm_reads("measured"),
+    );
+    // Scans went on: none waited out more than two read timeouts (5 s each).
+    assert!(gap < Duration::from_secs(12), "no scan for {gap:?}");
+    assert!(
+        peak < CHART_LIMIT_BYTES,
+        "peak RSS {peak} over the chart's limit"
+    );
+    // The fast tier every second plus the deep tier's 200 ms a scan, and each hostile read
+    // stopped at its budget (a second) then backed off: well under half a core.
+    assert!(
+        cpu < 0.5,
+        "the exporter used {:.0} % of a core",
+        cpu * 100.0
+    );
+    let glibc_at = glibc_at.expect("the glibc hoarder was never measured");
+    assert!(
+        glibc_at < Duration::from_secs(60),
+        "glibc measured at {glibc_at:?}"
+    );
+    assert!(
+        go_reads("measured") >= 1.0,
+        "the Go program was never measured"
+    );
+    assert!(jvm_reads("measured") >= 1.0, "the JVM was never measured");
+    // Each attack ended as its bound says.
+    assert!(
+        walks("budget") >= 5.0,
+        "the blinders' walks: {} over budget",
+        walks("budget")
+    );
+    assert!(
+        go_reads("budget") >= 1.0,
+        "the dressed binary was not refused for its size"
+    );
+    assert!(
+        walks("inconsistent") + walks("implausible") >= 1.0,
+        "the overlapping chunks were believed"
+    );
+    no_measured_figure_over_resident(&t);
+    drop((hoard, go, jvm, hostile));
+}
