@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use crate::targets::TARGETS;
 use crate::tree::pack;
+use membloat_exporter::collect::heap::golang;
 
 /// Expands `a/*/b`: `*` matches one path component.
 fn glob(root: &Path, pattern: &str) -> Vec<PathBuf> {
@@ -143,6 +144,13 @@ fn seeds_of(root: &Path, name: &str, patterns: &[&str]) -> Vec<Vec<u8>> {
         "flags" => v.push(FLAGS.as_bytes().to_vec()),
         "heap_walk" => v.extend([heap_image(false), heap_image(true)]),
         "go_buildinfo" => v.push(crate::go_elf::go_elf("go1.22.5", true)),
+        "go_layout" => v.push(golang::image::go_binary()),
+        // A patch that writes the free heap's own figure again: the process as built.
+        "go_heap" => {
+            let mut p = vec![0u8, 1, 0];
+            p.extend((16u64 * 8192).to_le_bytes());
+            v.push(p);
+        }
         "pipeline" => {
             v.push(pack(&root.join("tests/fixtures/kernel-6.18"), 4096));
             v.push(live_tree());

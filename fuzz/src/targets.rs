@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use membloat_exporter::collect::heap::glibc::Layout;
 use membloat_exporter::collect::heap::walk::HeapKind;
-use membloat_exporter::collect::heap::{self as heap, image, runtime};
+use membloat_exporter::collect::heap::{self as heap, golang, image, runtime};
 use membloat_exporter::collect::matcher::{Candidate, Matchers};
 use membloat_exporter::config::{self, Config};
 use membloat_exporter::daemon::Pipeline;
@@ -62,6 +62,8 @@ targets! {
     "flags" => flags, 2 << 10, false, [];
     "heap_walk" => heap_walk, 64 << 10, true, [];
     "go_buildinfo" => go_buildinfo, 16 << 10, true, [];
+    "go_layout" => go_layout, 64 << 10, true, [];
+    "go_heap" => go_heap, 16 << 10, true, [];
     "hsperfdata" => hsperfdata, 64 << 10, true, ["tests/fixtures/hsperfdata/*"];
     "pipeline" => pipeline, 256 << 10, false, [];
 }
@@ -335,16 +337,7 @@ fn heap_walk(data: &[u8]) {
             .skip(1)
             .map(|r| r.1.len() as u64)
             .sum();
-        for patch in data.chunks_exact(11) {
-            let region = patch[0] as usize % s.image.regions.len();
-            let (base, len) = (
-                s.image.regions[region].0,
-                s.image.regions[region].1.len() as u64,
-            );
-            let word_at = u64::from(u16::from_le_bytes([patch[1], patch[2]])) * 8 % len;
-            let word = u64::from_le_bytes(patch[3..11].try_into().unwrap_or([0; 8]));
-            s.image.put(base + word_at, word);
-        }
+        patch(&mut s.image, data);
         // A page whose first patch byte is odd is not resident.
         if let Some(&b) = data.first() {
             if b % 2 == 1 {
@@ -366,6 +359,35 @@ fn heap_walk(data: &[u8]) {
                 assert!(t.fast_bytes <= t.free_bytes, "{kind:?}: {t:?}");
             }
         }
+    }
+}
+
+/// Writes the input into `m`: each 11 bytes are a region (1 byte), a word offset in it
+/// (2 bytes) and the word to write there (8 bytes).
+fn patch(m: &mut image::Image, data: &[u8]) {
+    for patch in data.chunks_exact(11) {
+        let region = patch[0] as usize % m.regions.len();
+        let (base, len) = (m.regions[region].0, m.regions[region].1.len() as u64);
+        let word_at = u64::from(u16::from_le_bytes([patch[1], patch[2]])) * 8 % len;
+        let word = u64::from_le_bytes(patch[3..11].try_into().unwrap_or([0; 8]));
+        m.put(base + word_at, word);
+    }
+}
+
+/// Any bytes as a Go executable: a layout or a reason (sizes checked before reads, names
+/// compared in place), never a panic.
+fn go_layout(data: &[u8]) {
+    let _ = golang::layout(data);
+}
+
+/// The input patches the miniature Go process (`golang::image::process`: a page
+/// allocator with one chunk, two Ps with page caches), read with its layout: what it
+/// reports free in resident pages is never more than free.
+fn go_heap(data: &[u8]) {
+    let mut m = golang::image::process(1, 2, golang::image::Caches::OneBlock);
+    patch(&mut m, data);
+    if let Ok(h) = golang::read(&mut m, &golang::image::layout(), 0) {
+        assert!(h.free_resident_bytes <= h.free_bytes, "{h:?}");
     }
 }
 

@@ -14,6 +14,8 @@
 //! `layout.rs` reads a binary, `read.rs` reads a process.
 
 mod elf;
+#[doc(hidden)]
+pub mod image;
 mod layout;
 mod read;
 

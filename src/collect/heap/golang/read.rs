@@ -8,14 +8,14 @@ use super::super::walk::{Fault, Target};
 use super::{GoHeap, Layout, Unmeasured, GO_PAGE};
 
 /// Pages of one page-allocator chunk (4 MiB).
-const CHUNK_PAGES: u64 = 512;
+pub(super) const CHUNK_PAGES: u64 = 512;
 /// Go's `arenaBaseOffset` for the exporter's own architecture (the processes it reads are
 /// of it): on amd64 addresses are offset so that the heap's index starts at the bottom of
 /// the 48-bit range; 0 elsewhere on Linux (arm64 among them).
 #[cfg(target_arch = "x86_64")]
-const ARENA_BASE_OFFSET: u64 = 0xffff_8000_0000_0000;
+pub(super) const ARENA_BASE_OFFSET: u64 = 0xffff_8000_0000_0000;
 #[cfg(not(target_arch = "x86_64"))]
-const ARENA_BASE_OFFSET: u64 = 0;
+pub(super) const ARENA_BASE_OFFSET: u64 = 0;
 /// Ranges of the heap followed at most (a heap has a handful).
 const MAX_RANGES: u64 = 4096;
 /// Chunks of 4 MiB followed at most: 1 TiB of heap.
@@ -190,8 +190,9 @@ fn cached_pages<T: Target>(target: &mut T, l: &Layout, bias: u64) -> Result<(u64
     if end > cache.len() as u64 {
         return Err(Fault::NotFound);
     }
-    // Each P is its own, and so is each page cache: `allp` repeating a P, or two caches
-    // over the same pages, would count those pages again.
+    // Each P is its own, and so is each cached page: `allp` repeating a P, or two caches
+    // holding the same page, would count it again. (Two Ps may cache different pages of
+    // one 64-page block: each took the block's free pages of its moment.)
     let mut seen: Vec<u64> = ps
         .chunks_exact(8)
         .map(|p| word(p, 0))
@@ -201,7 +202,7 @@ fn cached_pages<T: Target>(target: &mut T, l: &Layout, bias: u64) -> Result<(u64
     if seen.windows(2).any(|w| w[0] == w[1]) {
         return Err(Fault::Inconsistent);
     }
-    let mut bases: Vec<u64> = Vec::new();
+    let mut bases: Vec<(u64, u64)> = Vec::new();
     for p in ps.chunks_exact(8) {
         let p = word(p, 0);
         if p == 0 {
@@ -211,7 +212,7 @@ fn cached_pages<T: Target>(target: &mut T, l: &Layout, bias: u64) -> Result<(u64
         let base = word(&cache, l.pcache_base);
         let backed_free = word(&cache, l.pcache_free) & !word(&cache, l.pcache_scav);
         if backed_free != 0 {
-            bases.push(base);
+            bases.push((base, word(&cache, l.pcache_free)));
         }
         for page in (0..64).filter(|i| backed_free >> i & 1 == 1) {
             let from = base
@@ -222,8 +223,15 @@ fn cached_pages<T: Target>(target: &mut T, l: &Layout, bias: u64) -> Result<(u64
         }
     }
     bases.sort_unstable();
-    if bases.windows(2).any(|w| w[0] == w[1]) {
-        return Err(Fault::Inconsistent);
+    let mut taken = (u64::MAX, 0u64);
+    for &(base, pages) in &bases {
+        if base != taken.0 {
+            taken = (base, 0);
+        }
+        if taken.1 & pages != 0 {
+            return Err(Fault::Inconsistent);
+        }
+        taken.1 |= pages;
     }
     Ok((free, resident))
 }

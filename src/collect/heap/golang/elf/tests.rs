@@ -1,118 +1,15 @@
 //! Crafted executables: what a tenant can write into its own binary.
 
+use super::super::image::{self, elf, part, Part, RUNTIME};
 use super::super::{layout, Unmeasured};
 use super::{Binary, Elf, MAX_DWARF_BYTES, MAX_SYMBOLS_BYTES};
 
-/// A section to put in a crafted ELF file: its name, type, flags, bytes, and the size its
-/// header claims (its bytes' length unless said).
-struct Part {
-    name: &'static str,
-    kind: u32,
-    flags: u64,
-    bytes: Vec<u8>,
-    claimed: Option<u64>,
-    link: u32,
+/// The symbol table (sections 2 and 3) naming `syms`.
+fn symbols(syms: &[(&str, u64)]) -> Vec<Part> {
+    let [mut table, strings] = image::symbols(syms);
+    table.link = 3;
+    vec![table, strings]
 }
-
-fn part(name: &'static str, kind: u32, bytes: Vec<u8>) -> Part {
-    Part {
-        name,
-        kind,
-        flags: 0,
-        bytes,
-        claimed: None,
-        link: 0,
-    }
-}
-
-/// A 64-bit little-endian executable with one loadable segment and `parts` (a null
-/// section and the names' table are added first).
-fn elf(parts: Vec<Part>) -> Vec<u8> {
-    let mut names = vec![0u8];
-    let mut name_at = vec![0u32];
-    for p in [".shstrtab"].iter().chain(parts.iter().map(|p| &p.name)) {
-        name_at.push(names.len() as u32);
-        names.extend_from_slice(p.as_bytes());
-        names.push(0);
-    }
-    let mut out = vec![0u8; 64 + 56];
-    let mut headers = vec![[0u8; 64]];
-    let mut add = |out: &mut Vec<u8>, name: u32, kind: u32, flags: u64, b: &[u8], size, link| {
-        let mut h = [0u8; 64];
-        h[0..4].copy_from_slice(&name.to_le_bytes());
-        h[4..8].copy_from_slice(&kind.to_le_bytes());
-        h[8..16].copy_from_slice(&flags.to_le_bytes());
-        h[0x18..0x20].copy_from_slice(&(out.len() as u64).to_le_bytes());
-        h[0x20..0x28].copy_from_slice(&u64::to_le_bytes(size));
-        h[0x28..0x2c].copy_from_slice(&u32::to_le_bytes(link));
-        out.extend_from_slice(b);
-        headers.push(h);
-    };
-    add(
-        &mut out,
-        name_at[1],
-        3,
-        0,
-        &names.clone(),
-        names.len() as u64,
-        0,
-    );
-    for (i, p) in parts.iter().enumerate() {
-        let size = p.claimed.unwrap_or(p.bytes.len() as u64);
-        add(
-            &mut out,
-            name_at[i + 2],
-            p.kind,
-            p.flags,
-            &p.bytes,
-            size,
-            p.link,
-        );
-    }
-    let shoff = out.len() as u64;
-    for h in &headers {
-        out.extend_from_slice(h);
-    }
-    out[..4].copy_from_slice(b"\x7fELF");
-    out[4] = 2;
-    out[5] = 1;
-    out[6] = 1;
-    out[0x10..0x12].copy_from_slice(&2u16.to_le_bytes());
-    out[0x20..0x28].copy_from_slice(&64u64.to_le_bytes());
-    out[0x28..0x30].copy_from_slice(&shoff.to_le_bytes());
-    out[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
-    out[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes());
-    out[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
-    out[0x3c..0x3e].copy_from_slice(&(headers.len() as u16).to_le_bytes());
-    out[0x3e..0x40].copy_from_slice(&1u16.to_le_bytes());
-    // PT_LOAD at 0x400000.
-    out[64..68].copy_from_slice(&1u32.to_le_bytes());
-    out[64 + 0x10..64 + 0x18].copy_from_slice(&0x40_0000u64.to_le_bytes());
-    out
-}
-
-/// A symbol table (section 2, its strings section 3) naming `symbols` at their addresses.
-fn symbols(symbols: &[(&str, u64)]) -> Vec<Part> {
-    let mut strings = vec![0u8];
-    let mut table = vec![0u8; 24];
-    for (name, addr) in symbols {
-        let mut s = [0u8; 24];
-        s[0..4].copy_from_slice(&(strings.len() as u32).to_le_bytes());
-        s[8..16].copy_from_slice(&addr.to_le_bytes());
-        table.extend_from_slice(&s);
-        strings.extend_from_slice(name.as_bytes());
-        strings.push(0);
-    }
-    let mut symtab = part(".symtab", 2, table);
-    symtab.link = 3;
-    vec![symtab, part(".strtab", 3, strings)]
-}
-
-const RUNTIME: [(&str, u64); 3] = [
-    ("runtime.gcController", 0x50_0000),
-    ("runtime.mheap_", 0x51_0000),
-    ("runtime.allp", 0x52_0000),
-];
 
 #[test]
 fn symbols_are_found_by_their_whole_name_and_headers_are_read() {
@@ -126,7 +23,7 @@ fn symbols_are_found_by_their_whole_name_and_headers_are_read() {
             ["runtime.mheap_", "runtime.allp", "runtime.nothing"],
         )
         .unwrap();
-    assert_eq!(found, [Some(0x51_0000), Some(0x52_0000), None]);
+    assert_eq!(found, [Some(image::H), Some(image::ALLP), None]);
     // A name that only begins like the one asked for is another name.
     let near = elf(symbols(&[
         ("runtime.gcControllerX", 1),
@@ -241,4 +138,12 @@ fn a_sparse_section_larger_than_its_cap_is_refused_from_its_header() {
         };
         assert_eq!(got, Err(Unmeasured::Budget), "{name}");
     }
+}
+
+/// The miniature Go binary's DWARF, written as Go's linker writes it, gives the layout of
+/// the miniature process: every offset the reader takes from a structure, a member, a
+/// pointer or an array's count.
+#[test]
+fn the_layout_is_read_from_the_dwarf_of_a_binary() {
+    assert_eq!(layout(&image::go_binary()[..]), Ok(image::layout()));
 }
