@@ -18,7 +18,7 @@ pub mod process;
 pub mod runtime;
 pub mod walk;
 
-use crate::parse::smaps::Vma;
+use crate::parse::smaps::{Library, Vma};
 use crate::source::Source;
 use arenas::{Bounds, Discovery};
 use glibc::Layout;
@@ -315,8 +315,9 @@ pub const READER_BUDGET: memory::Budget = memory::Budget {
 };
 
 /// The most a process's readers together may report as resident and free: its resident
-/// anonymous memory plus its resident shared memory (ZGC's heap file is shared memory),
-/// as the mappings say. A figure above it cannot be true and is not served.
+/// anonymous memory plus its resident shared memory, as the mappings say (and, for ZGC,
+/// the pages committed to its heap file: see [`read`]). A figure above it cannot be true
+/// and is not served.
 pub fn resident_ceiling(vmas: &[Vma]) -> u64 {
     vmas.iter()
         .map(|v| {
@@ -383,6 +384,14 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
             let read = jvm::read(target, vmas, || {
                 source.open_file_bytes(pid, "/memfd:java_heap (deleted)")
             });
+            // ZGC's heap is a memfd whose committed pages are the process's RAM whether or
+            // not a view maps them (fallocate commits without touching): its allocated
+            // bytes join what the process holds.
+            if let Ok(h) = &read {
+                if vmas.iter().any(|v| v.library == Some(Library::ZgcHeap)) {
+                    ceiling.0 = ceiling.0.saturating_add(h.resident_bytes.unwrap_or(0));
+                }
+            }
             match read {
                 _ if target.exhausted() => Err(jvm::Unmeasured::Budget),
                 Ok(h) if !ceiling.take(h.held_bytes().unwrap_or(0)) => {
