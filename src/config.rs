@@ -43,8 +43,8 @@ pub struct ReadConfig {
     pub readers: usize,
     /// A read of one process that takes longer is left behind for this scan.
     pub timeout: Duration,
-    /// At most this many `statm` descriptors kept open between scans (`None`: as many
-    /// as the open-files limit allows).
+    /// At most this many `statm` descriptors kept open between scans (`None`: 2,048,
+    /// within the open-files limit).
     pub kept_descriptors: Option<u64>,
 }
 

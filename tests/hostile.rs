@@ -9,6 +9,7 @@
 
 mod common;
 
+use common::cgroup::TestCgroup;
 use common::repro::{self, Repro};
 use common::*;
 use std::path::PathBuf;
@@ -270,4 +271,75 @@ fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
     );
     no_measured_figure_over_resident(&t);
     drop((hoard, go, jvm, hostile));
+}
+
+/// The exporter in a memory cgroup of its own with the chart's limit, beside 10,000 idle
+/// processes: kernel memory is charged there too (each kept `statm` descriptor's page-sized
+/// buffer, unreclaimable; the dentries and inodes of the `/proc` files it opens,
+/// reclaimable), and its RSS does not show it. With the default flags it is never
+/// OOM-killed and keeps scanning. Keeping a descriptor for every process, as the exporter
+/// once did, is run too and reported.
+#[test]
+#[ignore = "needs root"]
+fn ten_thousand_idle_processes_keep_the_exporter_under_the_charts_limit() {
+    needs_root("a memory cgroup of the test's");
+    let idle = Repro::start("idle", &["10000"], &[]);
+    for flags in [
+        &[][..],
+        &["--collector.processes.kept-descriptors=100000"][..],
+    ] {
+        let Some(cg) = TestCgroup::new("exporter") else {
+            return;
+        };
+        cg.set_limit(CHART_LIMIT_BYTES as u64);
+        // The exporter joins the cgroup before it starts: all it allocates is charged there.
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("{} && exec \"$0\" \"$@\"", cg.join()))
+            .arg(bin());
+        let mut args = vec!["--scan.interval=1s"];
+        args.extend_from_slice(flags);
+        let mut d = Daemon::spawn(cmd, &args);
+        // Twenty scans, or the exporter's end: every descriptor it keeps is open and read.
+        let started = Instant::now();
+        let (mut scans, mut t) = (0.0, String::new());
+        while scans < 20.0 && started.elapsed() < Duration::from_secs(300) {
+            if d.child.try_wait().unwrap().is_some() {
+                break;
+            }
+            let r = d.get("/metrics");
+            if r.status == 200 {
+                scans = value(&r.body, "membloat_scans_total").unwrap_or(0.0);
+                t = r.body;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let alive = d.child.try_wait().unwrap().is_none();
+        let oom_control = std::fs::read_to_string(cg.dir.join("memory.oom_control")).unwrap();
+        let killed = oom_control
+            .lines()
+            .find_map(|l| l.strip_prefix("oom_kill "))
+            .and_then(|n| n.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let kept = value(&t, "membloat_scan_kept_descriptors").unwrap_or(0.0);
+        let scanned = value(&t, "membloat_processes_scanned").unwrap_or(0.0);
+        eprintln!(
+            "{flags:?}: {scans} scans in {:.0?}, {scanned} processes, {kept} kept descriptors; \
+             under {} MiB: peak {:.1} MiB (kernel {:.1} MiB), limit hit {} times, OOM kills \
+             {killed}, alive {alive}",
+            started.elapsed(),
+            CHART_LIMIT_BYTES / 1048576.0,
+            cg.read("memory.max_usage_in_bytes") as f64 / 1048576.0,
+            cg.read("memory.kmem.max_usage_in_bytes") as f64 / 1048576.0,
+            cg.read("memory.failcnt"),
+        );
+        if flags.is_empty() {
+            assert!(alive && killed == 0, "OOM-killed under the chart's limit");
+            assert!(scans >= 20.0, "{scans} scans in {:?}", started.elapsed());
+            assert!(scanned >= 10_000.0 && kept == 2048.0, "{scanned} {kept}");
+        }
+        let _ = d.child.kill();
+        let _ = d.child.wait();
+    }
+    drop(idle);
 }

@@ -13,6 +13,7 @@ use crate::config::DeepConfig;
 use crate::family::Collector;
 use crate::parse::cgroup;
 use crate::parse::smaps::{self, SmapsSummary};
+use crate::parse::stat::Stat;
 use crate::parse::status::Status;
 use crate::source::{Buffer, Buffers, Reason, Source};
 
@@ -88,7 +89,11 @@ pub(super) fn read(
     // Never read first, then the longest unread; larger processes first among equals.
     due.sort_unstable();
     let spent = Arc::new(AtomicU64::new(0));
-    let work = reader(procs, deep, spent.clone());
+    let starts = due
+        .iter()
+        .map(|&(_, _, i)| processes[i].start_ticks)
+        .collect();
+    let work = reader(procs, deep, spent.clone(), starts);
     let batch = procs.deep_pool.run(
         due.iter().map(|&(_, _, i)| processes[i].pid).collect(),
         procs.reading.timeout,
@@ -147,8 +152,15 @@ pub(super) fn read(
 
 /// What a deep reader does with one pid: smaps, the heap readers and the cgroup, while
 /// this scan's CPU budget (`spent` so far) lasts; every read's CPU is added to the
-/// processes' running totals when it ends, even one the scan stopped waiting for.
-fn reader(procs: &Processes, deep: &DeepConfig, spent: Arc<AtomicU64>) -> pool::Work<DeepRead> {
+/// processes' running totals when it ends, even one the scan stopped waiting for. A
+/// process whose start time (`starts`, by index in the batch) is not the same after the
+/// read is another process that took the pid meanwhile: the read is dropped as vanished.
+fn reader(
+    procs: &Processes,
+    deep: &DeepConfig,
+    spent: Arc<AtomicU64>,
+    starts: Vec<u64>,
+) -> pool::Work<DeepRead> {
     let budget = deep.budget.as_nanos() as u64;
     let (source, total, walk) = (procs.source.clone(), procs.deep_cpu.clone(), deep.heap_walk);
     Arc::new(move |bufs: &mut Buffers, at: &pool::Progress, pid, n| {
@@ -167,6 +179,15 @@ fn reader(procs: &Processes, deep: &DeepConfig, spent: Arc<AtomicU64>) -> pool::
             bufs.main.shrink();
             DeepRead::Done(Err(Reason::Malformed), 1)
         });
+        let same = |bufs: &mut Buffers| {
+            let stat = source.read_pid(pid, "stat", &mut bufs.aux).ok();
+            stat.and_then(|t| Stat::parse(t).ok())
+                .map(|s| s.start_ticks)
+                == starts.get(n).copied()
+        };
+        if matches!(read, DeepRead::Done(Ok(_), _)) && !same(bufs) {
+            read = DeepRead::Done(Err(Reason::Vanished), 0);
+        }
         if let DeepRead::Done(Ok(r), _) = &mut read {
             // Unread or without a memory line: the kill's own cgroup path stands in.
             r.1.memory_cgroup = source

@@ -296,17 +296,22 @@ impl Processes {
 }
 
 /// How many `statm` descriptors may be kept open: `--collector.processes.kept-descriptors`
-/// (each holds a page of kernel memory, the file's read buffer, until it is closed), and
-/// never more than the open-files limit less what the server's connections, the deep tier,
-/// the kept setting files (at most 512, only with a limit of 4096 or more) and the reader
-/// threads need (1,024, or half of a limit under 2,048).
+/// ([`DEFAULT_KEPT`] without it), and never more than the open-files limit less what the
+/// server's connections, the deep tier, the kept setting files (at most 512, only with a
+/// limit of 4096 or more) and the reader threads need (1,024, or half of a limit under
+/// 2,048).
 fn descriptor_budget(limit: Option<u64>, cap: Option<u64>) -> usize {
     let limit = limit.unwrap_or(1024).min(usize::MAX as u64) as usize;
     let budget = limit - (limit / 2).min(1024);
-    cap.map_or(budget, |cap| {
-        budget.min(cap.min(usize::MAX as u64) as usize)
-    })
+    let cap = cap.map_or(DEFAULT_KEPT, |c| c.min(usize::MAX as u64) as usize);
+    budget.min(cap)
 }
+
+/// `statm` descriptors kept by default. Each holds a page of kernel memory (the file's
+/// read buffer, `GFP_KERNEL_ACCOUNT`) until it is closed, charged to the exporter's own
+/// memory cgroup though its RSS does not show it: 2,048 are about 8 MiB of a pod's limit
+/// whatever the number of processes. Each kept one saves about 6 us of CPU a scan.
+const DEFAULT_KEPT: usize = 2048;
 
 mod context;
 mod files;

@@ -75,7 +75,7 @@ pub(super) fn command() -> Command {
             .help("Re-read stat, status, smaps_rollup and the oom files of a process whose statm did not move every N scans, staggered (CPU time, Pss as sharers come and go); 1 reads every file every scan"))
         .arg(Arg::new("collector.processes.kept-descriptors").long("collector.processes.kept-descriptors").value_name("N")
             .value_parser(value_parser!(u64))
-            .help("Keep at most N processes' statm open between scans (default: as many as the open-files limit allows; 0: none). Each kept one saves about 6 us of CPU a scan and holds about 4 KiB of kernel memory until the process ends"))
+            .help("Keep at most N processes' statm open between scans (default: 2048, within the open-files limit; 0: none). Each kept one saves about 6 us of CPU a scan and holds about 4 KiB of kernel memory, charged to the exporter's memory cgroup, until the process ends"))
         .arg(Arg::new("collector.processes.readers").long("collector.processes.readers").value_name("N")
             .default_value("1").value_parser(value_parser!(u64).range(1..=64))
             .help("Threads that read /proc/PID files; a thread stuck in one process's read is replaced (up to 4 more)"))

@@ -167,7 +167,9 @@ fn kept_descriptors_are_bounded_by_the_flag_and_the_open_files_limit() {
     use super::descriptor_budget;
     // Half of a small limit, the limit less 1,024 above 2,048.
     assert_eq!(descriptor_budget(Some(128), None), 64);
-    assert_eq!(descriptor_budget(Some(20_000), None), 18_976);
+    // At most 2,048 without the flag: 8 MiB of kernel memory charged to the exporter.
+    assert_eq!(descriptor_budget(Some(20_000), None), 2048);
+    assert_eq!(descriptor_budget(Some(20_000), Some(10_000)), 10_000);
     // The flag lowers it, never raises it past the limit.
     assert_eq!(descriptor_budget(Some(20_000), Some(500)), 500);
     assert_eq!(descriptor_budget(Some(128), Some(500)), 64);
@@ -208,4 +210,38 @@ fn a_process_without_memory_is_known_by_its_start_time() {
         (vec![78], 1),
         "a new process: read whole"
     );
+}
+
+/// A pid taken by another process while the deep tier read it: the smaps it read may be
+/// either's, so the read is dropped as vanished, never shown as the first process's.
+/// `smaps` is a FIFO: the test's write end opens when the deep reader is inside the read,
+/// and the start time in `stat` changes before the mappings come.
+#[test]
+fn a_pid_reused_under_a_deep_read_drops_the_read() {
+    use std::io::Write;
+    let (dir, p) = tree();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kernel-6.18");
+    let smaps = std::fs::read(fixture.join("proc/1406/smaps")).unwrap();
+    let fifo = p.join("smaps");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let deep = DeepConfig {
+        interval: Duration::ZERO,
+        budget: Duration::from_secs(1),
+        min_bytes: 0,
+        heap_walk: false,
+        focus: Vec::new(),
+    };
+    let mut s = scanner_with(dir.path(), 1, deep);
+    let scan = std::thread::spawn(move || s.scan());
+    // Opens once the deep reader opened its end: the fast tier read stat before.
+    let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let stat = std::fs::read_to_string(p.join("stat")).unwrap();
+    std::fs::write(p.join("stat"), stat.replace(" 4242 ", " 9999 ")).unwrap();
+    w.write_all(&smaps).unwrap();
+    drop(w);
+    let sample = scan.join().unwrap();
+    assert_eq!(sample.processes[0].start_ticks, 4242);
+    assert!(sample.processes[0].smaps.is_none(), "the read was dropped");
+    let vanished = sample.errors.get(&(Collector::Processes, Reason::Vanished));
+    assert_eq!(vanished, Some(&1));
 }
