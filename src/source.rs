@@ -13,7 +13,7 @@ mod kept;
 mod kmsg;
 pub mod own;
 mod reason;
-use crate::parse::ParseError;
+use crate::parse::{mountinfo, ParseError};
 pub use kept::{Descriptors, Kept};
 pub use kmsg::{KernelLog, LogRead};
 pub use reason::{ReadError, Reason};
@@ -207,6 +207,47 @@ impl Source {
         }
     }
 
+    /// The mounts of process `pid` whose files no reader may touch (FUSE, network
+    /// filesystems: `parse::mountinfo::remote`), from its own `mountinfo`; `None` when it
+    /// cannot be told (unreadable, or longer than a file is read): then any file may be.
+    pub fn remote_mounts(&self, pid: u32, buf: &mut Buffer) -> Option<mountinfo::Remote> {
+        self.read_pid(pid, "mountinfo", buf).ok()?;
+        (!buf.was_cut()).then(|| mountinfo::remote(buf.text()))
+    }
+
+    /// Opens the file `<procfs>/<pid>/<link>` points at (`exe`) for reads at offsets,
+    /// unless it lies on one of `remote`'s mounts: `Ok(None)` then. The link is first
+    /// opened `O_PATH`, which asks nothing of the file's filesystem, and its mount told by
+    /// `mnt_id`; only a file of a local mount is opened for reading. Without `remote`
+    /// (the mounts cannot be told) nothing is opened.
+    pub fn open_pid_local(
+        &self,
+        pid: u32,
+        link: &str,
+        remote: Option<&mountinfo::Remote>,
+    ) -> Result<Option<PidFile>, ReadError> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let Some(remote) = remote else {
+            return Ok(None);
+        };
+        let mut path = PathBuf::new();
+        set_path(&mut path, &self.procfs, Some(pid), link);
+        let at = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH)
+            .open(&path)
+            .map_err(|e| ReadError::new(&path, e))?;
+        match own::mount_id_of(at.as_raw_fd()) {
+            Some(id) if !remote.has_mount(id) => {}
+            _ => return Ok(None),
+        }
+        let reopened = format!("/proc/self/fd/{}", at.as_raw_fd());
+        File::open(&reopened)
+            .map(|f| Some(PidFile(f)))
+            .map_err(|e| ReadError::new(&path, e))
+    }
+
     /// The bytes allocated to the file a process holds open as `target` (the name its
     /// `fd` link reads, as `/memfd:java_heap (deleted)`): its resident pages, for a memfd
     /// or tmpfs file. Looks at most 4,096 descriptors; `None` when none is it.
@@ -277,13 +318,21 @@ impl Source {
     }
 
     /// The subdirectories of `dir`, for walking the cgroup tree.
-    pub fn subdirs(&self, dir: &Path) -> Result<Vec<PathBuf>, ReadError> {
+    ///
+    /// At most `max` are listed: a directory with more (a delegated cgroup subtree is
+    /// anyone's to fill) gives the first `max` and `true`, never the rest in memory.
+    pub fn subdirs(&self, dir: &Path, max: usize) -> Result<(Vec<PathBuf>, bool), ReadError> {
         let entries = std::fs::read_dir(dir).map_err(|e| ReadError::new(dir, e))?;
-        Ok(entries
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.path())
-            .collect())
+        let mut dirs = Vec::new();
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                if dirs.len() == max {
+                    return Ok((dirs, true));
+                }
+                dirs.push(e.path());
+            }
+        }
+        Ok((dirs, false))
     }
 
     /// Names of the entries of a directory, sorted; used for `hugepages-*kB`.

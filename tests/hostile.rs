@@ -343,3 +343,101 @@ fn ten_thousand_idle_processes_keep_the_exporter_under_the_charts_limit() {
     }
     drop(idle);
 }
+
+/// Removes the file that holds the FUSE server's answers.
+struct Answer(PathBuf);
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// A program whose binary a tenant serves from its own FUSE mount, which stops answering
+/// once the program runs (`tests/reproducers/fusefile.py`): no file of such a mount is
+/// opened or faulted in, so no reader waits on it. The program's glibc heap (anonymous
+/// memory, its libc local) is measured without its binary, and so is a hoarder started
+/// after it: the deep tier was never held.
+#[test]
+#[ignore = "needs root"]
+fn a_binary_on_a_fuse_mount_that_stops_answering_holds_no_reader() {
+    needs_root("a FUSE mount");
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (mnt, hold) = (dir.path().join("mnt"), dir.path().join("hold"));
+    std::fs::create_dir(&mnt).unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/fusefile.py");
+    let mut cmd = std::process::Command::new("/usr/bin/python3");
+    cmd.arg(script)
+        .arg(repro::build("hoard"))
+        .arg(&mnt)
+        .arg(&hold);
+    let server = Repro::spawn("fusefile", cmd);
+    let mut cmd = std::process::Command::new(mnt.join("prog"));
+    cmd.args(["3", "1", "0"]);
+    let served = Repro::spawn("prog", cmd);
+    let fordblks: f64 = served
+        .ready
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    // From here on every request to the mount waits.
+    std::fs::write(&hold, "").unwrap();
+    let d = Daemon::start(&["--scan.interval=1s"]);
+    // Dropped before the exporter, also when an assertion fails: the server answers
+    // again, so a thread that waited on it returns and the exporter can be reaped.
+    let _answer = Answer(hold.clone());
+    // Each program's measured free heap reaches its own mallinfo2 count (a newcomer's
+    // first reads may land while it still allocates).
+    let measured = |g: &str, truth: f64| {
+        let mut free = None;
+        d.wait_until(Duration::from_secs(60), || {
+            let t = d.metrics();
+            free = value(
+                &t,
+                &format!("membloat_group_heap_free_bytes{{group=\"{g}\"}}"),
+            );
+            free.is_some_and(|f| (f - truth).abs() <= 0.05 * truth)
+        });
+    };
+    measured("prog", fordblks);
+    // Three more scans: a read that waited on the mount would wait still. No thread of the
+    // exporter does, as the kernel tells each thread's state and where it sleeps.
+    let scans = || value(&d.metrics(), "membloat_scans_total").unwrap_or(0.0);
+    let first = scans();
+    d.wait_until(Duration::from_secs(30), || scans() >= first + 3.0);
+    let daemon = d.child.id();
+    for task in std::fs::read_dir(format!("/proc/{daemon}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .next();
+        let wchan = std::fs::read_to_string(task.path().join("wchan")).unwrap_or_default();
+        assert!(
+            state != Some("D") && !wchan.contains("fuse") && wchan != "request_wait_answer",
+            "thread {:?} waits on the mount: {state:?} in {wchan}",
+            task.file_name()
+        );
+    }
+    let later = Repro::start_as("hoard", "later", &["2", "1", "0"]);
+    let truth: f64 = later
+        .ready
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    measured("later", truth);
+    let stalled = value(&d.metrics(), "membloat_scan_stalled_processes").unwrap_or(0.0);
+    assert_eq!(stalled, 0.0, "a reader waits on the mount");
+    drop((_answer, later, served, d));
+    let _ = tool("umount").arg("-l").arg(&mnt).status();
+    drop(server);
+}

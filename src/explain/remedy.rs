@@ -114,6 +114,10 @@ pub fn java_unmeasured(why: Outcome) -> (String, Remedy) {
             "the JVM's heap figures said it holds more Java heap in RAM than the process has resident, so they were not believed",
             "look at the process: its memory does not hold a HotSpot heap as its perf data describes it",
         ),
+        Outcome::Unmeasured(Unmeasured::RemoteFile) => (
+            "libjvm or the JVM's perf-data file lies on a FUSE or network mount, which the exporter never reads (its server could hold the read)",
+            "install the JDK and the JVM's /tmp on a local filesystem",
+        ),
         Outcome::NoResident => (
             "the JVM's counters were read, but not where its heap lies, so its resident heap was not counted",
             "tell the exporter's maintainers the JDK and collector: libjvm's VMStructs did not lead to the heap",

@@ -1,5 +1,6 @@
-//! `/proc/self/mountinfo`: whether the procfs the exporter reads hides other users'
-//! processes (`hidepid`, `subset=pid` aside).
+//! `/proc/PID/mountinfo`: whether the procfs the exporter reads hides other users'
+//! processes (`hidepid`, `subset=pid` aside), and which mounts of a process are served by
+//! a program or a network (FUSE, NFS and kin), whose files no reader may touch.
 
 use super::ParseError;
 
@@ -25,9 +26,98 @@ pub fn hides_processes(text: &str, mount_point: &str) -> Result<bool, ParseError
     found.ok_or(ParseError::Missing("proc mount at the point"))
 }
 
+/// The mounts of a process whose files a reader must not open or fault in: FUSE (its
+/// server is any user's program, which can hold a read forever) and network filesystems
+/// (a read may wait on a server for minutes). By mount id (`fdinfo`'s `mnt_id`) and by
+/// device (`major << 32 | minor`, as smaps' mappings give it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Remote {
+    pub mount_ids: Vec<u64>,
+    pub devices: Vec<u64>,
+}
+
+impl Remote {
+    pub fn has_device(&self, dev: u64) -> bool {
+        self.devices.contains(&dev)
+    }
+
+    pub fn has_mount(&self, id: u64) -> bool {
+        self.mount_ids.contains(&id)
+    }
+}
+
+/// Filesystem types served by a program or over a network.
+fn is_remote(fs: &str) -> bool {
+    fs == "fuse"
+        || fs == "fuseblk"
+        || fs.starts_with("fuse.")
+        || matches!(
+            fs,
+            "nfs"
+                | "nfs4"
+                | "cifs"
+                | "smb3"
+                | "smbfs"
+                | "9p"
+                | "ceph"
+                | "glusterfs"
+                | "afs"
+                | "lustre"
+                | "gfs2"
+                | "ocfs2"
+                | "davfs"
+                | "virtiofs"
+        )
+}
+
+/// The remote mounts of a `mountinfo` (lines that fit no known shape are skipped).
+pub fn remote(text: &str) -> Remote {
+    let mut r = Remote::default();
+    for line in text.lines() {
+        let Some((mount, fs)) = line.split_once(" - ") else {
+            continue;
+        };
+        let mut fields = mount.split(' ');
+        let (Some(id), Some(_parent), Some(dev)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if !is_remote(fs.split(' ').next().unwrap_or("")) {
+            continue;
+        }
+        let device = dev.split_once(':').and_then(|(major, minor)| {
+            Some(
+                u64::from(major.parse::<u32>().ok()?) << 32 | u64::from(minor.parse::<u32>().ok()?),
+            )
+        });
+        if let (Ok(id), Some(device)) = (id.parse::<u64>(), device) {
+            r.mount_ids.push(id);
+            r.devices.push(device);
+        }
+    }
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fuse_and_network_mounts_are_remote_by_id_and_device() {
+        // As a container with an sshfs mount and an NFS home shows them.
+        let text = "1467 1466 0:305 / / rw,relatime - overlay overlay rw,lowerdir=/a\n\
+                    1470 1467 0:311 / /proc rw,nosuid - proc proc rw\n\
+                    1502 1467 0:325 / /mnt/s rw,nosuid,nodev - fuse.sshfs u@h:/ rw,user_id=0\n\
+                    1503 1467 0:52 /home /home rw - nfs4 srv:/home rw,vers=4.2\n\
+                    1504 1467 8:1 / /data rw - ext4 /dev/sda1 rw\n\
+                    1505 1467 0:326 / /f rw - fuse /dev/fuse rw\n\
+                    garbage\n";
+        let r = remote(text);
+        assert_eq!(r.mount_ids, [1502, 1503, 1505]);
+        assert_eq!(r.devices, [325, 52, 326]);
+        assert!(r.has_device(52) && !r.has_device(8 << 32 | 1));
+        assert!(r.has_mount(1505) && !r.has_mount(1467));
+    }
 
     #[test]
     fn hidepid_is_read_from_the_proc_mount_at_the_point() {

@@ -74,3 +74,12 @@ pub fn raise_open_files_limit() -> Option<u64> {
     }
     Some(soft)
 }
+
+/// The mount id of the file a descriptor of the exporter's is open on (`mnt_id` in
+/// `/proc/self/fdinfo`, Linux 3.15+): which mount it is on, asked of no filesystem.
+pub fn mount_id_of(fd: std::os::fd::RawFd) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("mnt_id:"))
+        .and_then(|v| v.trim().parse().ok())
+}

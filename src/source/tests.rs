@@ -182,3 +182,20 @@ fn pids_lists_canonical_pids_only_and_counts_the_odd_ones() {
     assert_eq!(pids, [1, 42, 18266]);
     assert_eq!(odd, 4, "018266, +90003, 0 and an out-of-range number");
 }
+
+/// A directory of anyone's to fill (a delegated cgroup subtree) is listed no further than
+/// the caller may walk: the first `max` subdirectories and a flag, never the rest.
+#[test]
+fn subdirectories_are_listed_up_to_a_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..5 {
+        std::fs::create_dir(dir.path().join(format!("d{i}"))).unwrap();
+    }
+    std::fs::write(dir.path().join("memory.stat"), "anon 0\n").unwrap();
+    let source = Source::new(dir.path(), dir.path());
+    let (some, cut) = source.subdirs(dir.path(), 3).unwrap();
+    assert_eq!((some.len(), cut), (3, true));
+    let (all, cut) = source.subdirs(dir.path(), 5).unwrap();
+    assert_eq!((all.len(), cut), (5, false));
+    assert_eq!(source.subdirs(dir.path(), 0).unwrap(), (Vec::new(), true));
+}

@@ -67,9 +67,16 @@ fn read(r: &mut Reader) -> Result<Cgroups, Reason> {
             r.count(Reason::Malformed, 1);
             break;
         }
-        // A cgroup removed while walking simply has no children and no memory.stat.
-        let children = r.source.subdirs(&dir).unwrap_or_default();
-        let has_children = !children.is_empty();
+        // A cgroup removed while walking simply has no children and no memory.stat. The
+        // listing itself stops at what the walk may still visit.
+        let room = MAX_CGROUPS.saturating_sub(seen + stack.len());
+        let (children, cut) = r.source.subdirs(&dir, room).unwrap_or_default();
+        if cut {
+            r.count(Reason::Malformed, 1);
+        }
+        // A cut listing has children even when none fit: never read as a leaf (v2's
+        // counts are hierarchical).
+        let has_children = !children.is_empty() || cut;
         stack.extend(children);
         if v2 && has_children {
             continue;

@@ -141,6 +141,9 @@ pub enum Unmeasured {
     Budget,
     /// The held heap it found is more than the process has resident: not believed.
     Implausible,
+    /// libjvm or the perf-data file is a file of a FUSE or network mount, which no reader
+    /// touches.
+    RemoteFile,
 }
 
 impl Unmeasured {
@@ -152,6 +155,7 @@ impl Unmeasured {
             Unmeasured::Malformed => "malformed",
             Unmeasured::Budget => "budget",
             Unmeasured::Implausible => "implausible",
+            Unmeasured::RemoteFile => "remote_file",
         }
     }
 }
@@ -166,7 +170,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Measured,
         Outcome::NoResident,
         Outcome::Unmeasured(Unmeasured::NotPublished),
@@ -175,6 +179,7 @@ impl Outcome {
         Outcome::Unmeasured(Unmeasured::Malformed),
         Outcome::Unmeasured(Unmeasured::Budget),
         Outcome::Unmeasured(Unmeasured::Implausible),
+        Outcome::Unmeasured(Unmeasured::RemoteFile),
     ];
 
     pub fn of(read: &Result<Box<JavaHeap>, Unmeasured>) -> Outcome {

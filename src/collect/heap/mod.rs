@@ -100,10 +100,12 @@ pub enum Outcome {
     /// The heaps say they hold more free memory in resident pages than the process has
     /// resident at all: not believed (a crafted heap, or one that grew under the read).
     Implausible,
+    /// Its libc is a file of a FUSE or network mount, which no reader touches.
+    RemoteFile,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 7] = [
+    pub const ALL: [Outcome; 8] = [
         Outcome::Measured,
         Outcome::NotGlibc,
         Outcome::Inconsistent,
@@ -111,6 +113,7 @@ impl Outcome {
         Outcome::Unreadable,
         Outcome::Unsupported,
         Outcome::Implausible,
+        Outcome::RemoteFile,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -122,6 +125,7 @@ impl Outcome {
             Outcome::Unreadable => "unreadable",
             Outcome::Unsupported => "unsupported",
             Outcome::Implausible => "implausible",
+            Outcome::RemoteFile => "remote_file",
         }
     }
 
@@ -341,7 +345,17 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
     for l in vmas.iter().filter_map(|v| v.library) {
         libs.insert(l);
     }
-    let exe = source.open_pid(pid, "exe").ok();
+    // No file of a FUSE or network mount is opened or faulted in: its server (any user's
+    // program) could hold the read forever. A binary there is not read (not told Go).
+    let remote = source.remote_mounts(pid, &mut crate::source::Buffer::default());
+    let on_remote = |v: &Vma| {
+        v.file_id
+            .is_some_and(|(dev, _)| remote.as_ref().is_none_or(|r| r.has_device(dev)))
+    };
+    let exe = source
+        .open_pid_local(pid, "exe", remote.as_ref())
+        .ok()
+        .flatten();
     let go = exe
         .as_ref()
         .and_then(|exe| runtime::go_version(|off, buf| exe.read_exact_at(off, buf).is_ok()));
@@ -364,8 +378,12 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
         .then(|| ProcessMemory::open(source, pid).map(|m| m.with_mappings(vmas)))
         .flatten();
     let mut ceiling = Ceiling(resident_ceiling(vmas));
+    let libc_remote = vmas
+        .iter()
+        .any(|v| v.library == Some(Library::Glibc) && on_remote(v));
     let outcome = match &mut target {
         _ if !glibc => Err(Outcome::NotGlibc),
+        _ if libc_remote => Err(Outcome::RemoteFile),
         Some(target) => {
             target.budget(READER_BUDGET);
             let (bounds, libc) = bounds(vmas);
@@ -378,7 +396,11 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
         }
         None => Err(Outcome::Unreadable),
     };
+    let jvm_remote = vmas.iter().any(|v| {
+        matches!(v.library, Some(Library::JvmLibrary | Library::JvmPerfData)) && on_remote(v)
+    });
     let java = java.then(|| match &mut target {
+        _ if jvm_remote => Err(jvm::Unmeasured::RemoteFile),
         Some(target) => {
             target.budget(READER_BUDGET);
             let read = jvm::read(target, vmas, || {
