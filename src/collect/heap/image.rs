@@ -64,16 +64,21 @@ impl Target for Image {
         Ok(())
     }
 
+    /// The range less its absent pages: any range, up to the top of the address space,
+    /// at the cost of the absent pages.
     fn resident_bytes(&mut self, start: u64, end: u64) -> Result<u64, Fault> {
-        let mut total = 0;
-        let mut page = start / PAGE;
-        while page * PAGE < end {
-            if !self.absent.contains(&page) {
-                total += end.min((page + 1) * PAGE) - start.max(page * PAGE);
-            }
-            page += 1;
-        }
-        Ok(total)
+        let mut absent = self.absent.clone();
+        absent.sort_unstable();
+        absent.dedup();
+        let gone: u64 = absent
+            .iter()
+            .map(|&p| {
+                let lo = p.saturating_mul(PAGE);
+                let hi = lo.saturating_add(PAGE);
+                hi.min(end).saturating_sub(lo.max(start))
+            })
+            .sum();
+        Ok(end.saturating_sub(start).saturating_sub(gone))
     }
 }
 

@@ -148,7 +148,8 @@ impl ProcessMemory {
         let page_size = self.page;
         let mut total = 0u64;
         let mut page = start / page_size;
-        while page * page_size < end {
+        // Checked: a range may end at the top of the address space.
+        while let Some(at) = page.checked_mul(page_size).filter(|&at| at < end) {
             let cached =
                 page >= self.first_page && page < self.first_page + self.entries.len() as u64;
             if !cached {
@@ -177,8 +178,8 @@ impl ProcessMemory {
             }
             self.pages_left -= 1;
             if self.entries[(page - self.first_page) as usize] & PRESENT != 0 {
-                let lo = start.max(page * page_size);
-                let hi = end.min((page + 1) * page_size);
+                let lo = start.max(at);
+                let hi = end.min(at.saturating_add(page_size));
                 total += hi - lo;
             }
             page += 1;
