@@ -71,17 +71,24 @@ impl Layout {
 /// The minor version from libc's banner ("... stable release version 2.36."), found
 /// anywhere in `text`.
 pub fn version_in(text: &[u8]) -> Option<u32> {
+    banner_in(text).map(|(_, v)| v)
+}
+
+/// Where glibc's banner starts in `text`, and the minor version it gives.
+pub fn banner_in(text: &[u8]) -> Option<(usize, u32)> {
     const MARK: &[u8] = b"release version 2.";
-    let at = text.windows(MARK.len()).position(|w| w == MARK)? + MARK.len();
+    let start = text.windows(MARK.len()).position(|w| w == MARK)?;
+    let at = start + MARK.len();
     let digits = text[at..]
         .iter()
         .take(3)
         .take_while(|b| b.is_ascii_digit())
         .count();
-    std::str::from_utf8(&text[at..at + digits])
+    let v = std::str::from_utf8(&text[at..at + digits])
         .ok()?
         .parse()
-        .ok()
+        .ok()?;
+    Some((start, v))
 }
 
 fn word(b: &[u8], at: usize) -> u64 {

@@ -55,37 +55,60 @@ pub fn bounds(vmas: &[Vma]) -> (Bounds, Vec<&Vma>) {
 
 /// A libc file: its device and inode.
 type FileId = (u64, u64);
-/// libc versions already read, by file: the banner is read once per libc file.
-static VERSIONS: Mutex<Option<HashMap<FileId, Option<u32>>>> = Mutex::new(None);
+/// Where the version banner lies in each libc file already read: which of its read-only
+/// mappings, and the offset in it. Only a place is remembered, never a version: each
+/// process's version is read from its own memory there, so a process that rewrote its own
+/// copy of the banner changes no other process's reading.
+static PLACES: Mutex<Option<HashMap<FileId, (usize, u64)>>> = Mutex::new(None);
 /// Files remembered at most (a host has a few libc files; a churn of containers more).
-const MAX_VERSIONS: usize = 256;
+const MAX_PLACES: usize = 256;
+/// The banner's mark and the version digits after it.
+const BANNER: usize = b"release version 2.".len() + 3;
 
-/// glibc's version from the banner in libc's read-only data, read from the process.
+/// glibc's version from the banner in libc's read-only data, read from the process: at
+/// the place it was found in this libc file before, else found anew (up to 4 MiB of each
+/// read-only mapping).
 pub(super) fn libc_version<T: Target>(t: &mut T, libc: &[&Vma]) -> Option<u32> {
     let id = libc.first()?.file_id?;
-    if let Some(v) = VERSIONS.lock().ok()?.as_ref().and_then(|m| m.get(&id)) {
-        return *v;
-    }
-    let mut found = None;
-    let mut buf = Vec::new();
-    for vma in libc.iter().filter(|v| &v.perms == b"r--p") {
-        let len = (vma.end - vma.start).min(4 << 20) as usize;
-        buf.resize(len, 0);
-        if t.read(vma.start, &mut buf).is_ok() {
-            found = glibc::version_in(&buf);
-            if found.is_some() {
-                break;
+    let read_only: Vec<&Vma> = libc
+        .iter()
+        .copied()
+        .filter(|v| &v.perms == b"r--p")
+        .collect();
+    let place = PLACES
+        .lock()
+        .ok()?
+        .as_ref()
+        .and_then(|m| m.get(&id).copied());
+    if let Some(vma) = place.and_then(|(i, _)| read_only.get(i)) {
+        let offset = place.map_or(0, |(_, o)| o);
+        let mut b = [0u8; BANNER];
+        if t.read(vma.start.saturating_add(offset), &mut b).is_ok() {
+            if let Some(v) = glibc::version_in(&b) {
+                return Some(v);
             }
         }
     }
-    if let Ok(mut cache) = VERSIONS.lock() {
-        let map = cache.get_or_insert_with(HashMap::new);
-        if map.len() >= MAX_VERSIONS {
-            map.clear();
+    let mut buf = Vec::new();
+    for (i, vma) in read_only.iter().enumerate() {
+        let len = (vma.end - vma.start).min(4 << 20) as usize;
+        buf.resize(len, 0);
+        if t.read(vma.start, &mut buf).is_err() {
+            continue;
         }
-        map.insert(id, found);
+        let Some((offset, v)) = glibc::banner_in(&buf) else {
+            continue;
+        };
+        if let Ok(mut places) = PLACES.lock() {
+            let map = places.get_or_insert_with(HashMap::new);
+            if map.len() >= MAX_PLACES {
+                map.clear();
+            }
+            map.insert(id, (i, offset as u64));
+        }
+        return Some(v);
     }
-    found
+    None
 }
 
 /// libc's ELF header says a 64-bit little-endian object (x86-64 or aarch64): the only

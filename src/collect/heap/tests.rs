@@ -403,3 +403,35 @@ fn overlapping_free_chunks_give_no_number() {
         }
     }
 }
+
+/// Processes mapping one libc file: one that rewrote its own copy of the banner reads as
+/// it says, and changes no other process's reading, whatever place it put its banner at.
+#[test]
+fn a_rewritten_libc_banner_misleads_no_other_process() {
+    use crate::parse::smaps::Vma;
+    let base = 0x7f00_0000_0000u64;
+    let vma = Vma {
+        start: base,
+        end: base + 0x4000,
+        perms: *b"r--p",
+        file_id: Some((0xfe01, 4242_4242)),
+        ..Vma::default()
+    };
+    let process = |at: u64, banner: &[u8]| {
+        let mut m = Image::default();
+        m.map(base, 0x4000);
+        for (i, b) in banner.chunks(8).enumerate() {
+            let mut w = [0u8; 8];
+            w[..b.len()].copy_from_slice(b);
+            m.put(base + at + 8 * i as u64, u64::from_le_bytes(w));
+        }
+        m
+    };
+    let mut crafted = process(0x2000, b"GNU C Library release version 2.99.\0");
+    let mut honest = process(0x1000, b"GNU C Library release version 2.36.\0");
+    let mut same_place = process(0x2000, b"GNU C Library release version 2.36.\0");
+    assert_eq!(process::libc_version(&mut crafted, &[&vma]), Some(99));
+    assert_eq!(process::libc_version(&mut honest, &[&vma]), Some(36));
+    assert_eq!(process::libc_version(&mut same_place, &[&vma]), Some(36));
+    assert_eq!(process::libc_version(&mut crafted, &[&vma]), Some(99));
+}
