@@ -403,16 +403,21 @@ fn set_path(path: &mut PathBuf, root: &Path, pid: Option<u32>, file: &str) {
     s.push(file);
 }
 
+/// Opens `buf`'s path, its content and cut flag cleared.
+fn open_into(buf: &mut Buffer) -> Result<File, ReadError> {
+    buf.len = 0;
+    buf.cut = false;
+    File::open(&buf.path).map_err(|e| ReadError::new(&buf.path, e))
+}
+
 fn read_text(buf: &mut Buffer, whole_in_one: bool, max: usize) -> Result<&str, ReadError> {
+    let mut file = open_into(buf)?;
     let Buffer {
         data,
         len,
         path,
         cut,
     } = buf;
-    *len = 0;
-    *cut = false;
-    let mut file = File::open(&*path).map_err(|e| ReadError::new(path, e))?;
     if data.len() < START_BYTES {
         data.resize(START_BYTES, 0);
     }
@@ -455,16 +460,13 @@ const LINE_PIECE_BYTES: usize = 64 << 10;
 /// its newline (invalid UTF-8 replaced), at most `max` bytes in all: `Ok(false)` when the
 /// file was longer.
 fn read_lines(buf: &mut Buffer, max: usize, mut line: impl FnMut(&str)) -> Result<bool, ReadError> {
+    let mut file = open_into(buf)?;
     let Buffer {
         data,
         len,
         path,
         cut,
-        ..
     } = buf;
-    *len = 0;
-    *cut = false;
-    let mut file = File::open(&*path).map_err(|e| ReadError::new(path, e))?;
     data.resize(LINE_PIECE_BYTES, 0);
     let mut total = 0usize;
     let mut give = |bytes: &[u8]| line(&String::from_utf8_lossy(bytes));

@@ -66,6 +66,11 @@ fn dressed_as_go() -> PathBuf {
     out
 }
 
+/// What a glibc reproducer's "ready FREE" line says glibc holds free (`mallinfo2`).
+fn fordblks_of(r: &Repro) -> f64 {
+    r.ready.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
 /// `VmHWM`, `RssAnon` and `RssShmem` of a process, in bytes.
 fn status_bytes(pid: u32, field: &str) -> f64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -189,13 +194,7 @@ fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
         .unwrap_or(100);
     // The benign: glibc's freed heap (its own mallinfo2 count), a Go program, an idle JVM.
     let hoard = Repro::start("hoard", &["3", "1", "0"], &[]);
-    let fordblks: f64 = hoard
-        .ready
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let fordblks = fordblks_of(&hoard);
     let gofree = repro::go("gofree", &[]);
     let go = Repro::run_env(&gofree, &["7"], &[]);
     let jvm = Repro::java(
@@ -375,13 +374,7 @@ fn a_binary_on_a_fuse_mount_that_stops_answering_holds_no_reader() {
     let mut cmd = std::process::Command::new(mnt.join("prog"));
     cmd.args(["3", "1", "0"]);
     let served = Repro::spawn("prog", cmd);
-    let fordblks: f64 = served
-        .ready
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let fordblks = fordblks_of(&served);
     // From here on every request to the mount waits.
     std::fs::write(&hold, "").unwrap();
     let d = Daemon::start(&["--scan.interval=1s"]);
@@ -427,13 +420,7 @@ fn a_binary_on_a_fuse_mount_that_stops_answering_holds_no_reader() {
         );
     }
     let later = Repro::start_as("hoard", "later", &["2", "1", "0"]);
-    let truth: f64 = later
-        .ready
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let truth = fordblks_of(&later);
     measured("later", truth);
     let stalled = value(&d.metrics(), "membloat_scan_stalled_processes").unwrap_or(0.0);
     assert_eq!(stalled, 0.0, "a reader waits on the mount");
