@@ -46,7 +46,9 @@ impl Remote {
     }
 }
 
-/// Filesystem types served by a program or over a network.
+/// Filesystem types served by a program (FUSE: the one a user namespace lets any user
+/// mount) or over a network (a read may wait on the server). 9p and virtiofs are not:
+/// their server is the hypervisor (a VM guest's root, Kata, WSL), not a tenant.
 fn is_remote(fs: &str) -> bool {
     fs == "fuse"
         || fs == "fuseblk"
@@ -58,7 +60,6 @@ fn is_remote(fs: &str) -> bool {
                 | "cifs"
                 | "smb3"
                 | "smbfs"
-                | "9p"
                 | "ceph"
                 | "glusterfs"
                 | "afs"
@@ -66,7 +67,6 @@ fn is_remote(fs: &str) -> bool {
                 | "gfs2"
                 | "ocfs2"
                 | "davfs"
-                | "virtiofs"
         )
 }
 
@@ -111,6 +111,8 @@ mod tests {
                     1503 1467 0:52 /home /home rw - nfs4 srv:/home rw,vers=4.2\n\
                     1504 1467 8:1 / /data rw - ext4 /dev/sda1 rw\n\
                     1505 1467 0:326 / /f rw - fuse /dev/fuse rw\n\
+                    1506 1467 0:27 / /host rw - 9p host rw,trans=virtio\n\
+                    1507 1467 0:28 / /shared rw - virtiofs shared rw\n\
                     garbage\n";
         let r = remote(text);
         assert_eq!(r.mount_ids, [1502, 1503, 1505]);
