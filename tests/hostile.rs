@@ -238,7 +238,7 @@ fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
         "peak RSS {peak} over the chart's limit"
     );
     // The fast tier every second plus the deep tier's 200 ms a scan, and each hostile read
-    // stopped at its budget (a second) then backed off: well under half a core.
+    // stopped at its budget (16 Mi pagemap entries) then backed off: well under half a core.
     assert!(
         cpu < 0.5,
         "the exporter used {:.0} % of a core",

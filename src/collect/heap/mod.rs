@@ -308,13 +308,15 @@ fn cross_check<T: Target>(
     Ok(true)
 }
 
-/// What one reader (glibc's heaps, a JVM's, a Go runtime's) may spend on a process: a
-/// second of wall time and 16 Mi pagemap entries (64 GiB of 4 KiB pages whose presence
-/// the mappings' `Rss` cannot tell, ~0.6 s), however the process shaped its memory. A
-/// reader that runs out gives no figure (`budget`), and the process is read again only
-/// after a back-off.
+/// What one reader (glibc's heaps, a JVM's, a Go runtime's) may spend on a process: 16 Mi
+/// pagemap entries (64 GiB of 4 KiB pages whose presence the mappings' `Rss` cannot tell,
+/// ~0.6 s here), however the process shaped its memory, beside the walks' own caps on
+/// chunks; and 5 s of wall time (the read timeout's default), for reads that are slow in
+/// themselves. The time is generous: a slow machine (QEMU's TCG runs a walk some 50 times
+/// slower) must not lose a figure to it. A reader that runs out gives no figure
+/// (`budget`), and the process is read again only after a back-off.
 pub const READER_BUDGET: memory::Budget = memory::Budget {
-    time: std::time::Duration::from_secs(1),
+    time: std::time::Duration::from_secs(5),
     pages: 1 << 24,
 };
 
