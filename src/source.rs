@@ -209,9 +209,13 @@ impl Source {
 
     /// The mounts of process `pid` whose files no reader may touch (FUSE, network
     /// filesystems: `parse::mountinfo::remote`), from its own `mountinfo`; `None` when it
-    /// cannot be told (unreadable, or longer than a file is read): then any file may be.
+    /// cannot be told (longer than a file is read): then any file may be. A `mountinfo`
+    /// that cannot be read at all (denied, gone) names none: the process's memory and
+    /// links are denied or gone alike, so nothing of it is read either.
     pub fn remote_mounts(&self, pid: u32, buf: &mut Buffer) -> Option<mountinfo::Remote> {
-        self.read_pid(pid, "mountinfo", buf).ok()?;
+        if self.read_pid(pid, "mountinfo", buf).is_err() {
+            return Some(mountinfo::Remote::default());
+        }
         (!buf.was_cut()).then(|| mountinfo::remote(buf.text()))
     }
 
