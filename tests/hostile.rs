@@ -343,6 +343,18 @@ fn ten_thousand_idle_processes_keep_the_exporter_under_the_charts_limit() {
     drop(idle);
 }
 
+/// A FUSE mount of the test's, detached when dropped.
+struct Mounted(PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
 /// Removes the file that holds the FUSE server's answers.
 struct Answer(PathBuf);
 
@@ -364,6 +376,8 @@ fn a_binary_on_a_fuse_mount_that_stops_answering_holds_no_reader() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let (mnt, hold) = (dir.path().join("mnt"), dir.path().join("hold"));
     std::fs::create_dir(&mnt).unwrap();
+    // Dropped last (declared first), also when an assertion fails.
+    let _mounted = Mounted(mnt.clone());
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/fusefile.py");
     let mut cmd = std::process::Command::new("/usr/bin/python3");
     cmd.arg(script)
@@ -424,7 +438,5 @@ fn a_binary_on_a_fuse_mount_that_stops_answering_holds_no_reader() {
     measured("later", truth);
     let stalled = value(&d.metrics(), "membloat_scan_stalled_processes").unwrap_or(0.0);
     assert_eq!(stalled, 0.0, "a reader waits on the mount");
-    drop((_answer, later, served, d));
-    let _ = tool("umount").arg("-l").arg(&mnt).status();
-    drop(server);
+    drop((_answer, later, served, d, server));
 }
