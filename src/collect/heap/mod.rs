@@ -7,6 +7,7 @@
 //! Nothing read is kept or logged: the header window is wiped after each heap.
 
 pub mod arenas;
+pub mod elf;
 pub mod freelist;
 pub mod glibc;
 pub mod golang;

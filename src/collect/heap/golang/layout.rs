@@ -8,8 +8,8 @@
 
 use std::collections::HashMap;
 
-use super::elf::{Binary, Elf};
 use super::{Layout, Unmeasured};
+use crate::collect::heap::elf::{Binary, Elf};
 
 /// The DWARF sections a type's name, size and members may need.
 const SECTIONS: [&str; 5] = [
@@ -61,7 +61,7 @@ pub fn layout<B: Binary + ?Sized>(bin: &B) -> Result<Layout, Unmeasured> {
         };
         let data = elf.data(bin, section)?;
         loaded += data.len() as u64;
-        if loaded > super::elf::MAX_DWARF_BYTES {
+        if loaded > crate::collect::heap::elf::MAX_DWARF_BYTES {
             return Err(Unmeasured::Budget);
         }
         sections.insert(name, data);

@@ -13,7 +13,6 @@
 //! The module holds the types both halves share and the cache of layouts by binary;
 //! `layout.rs` reads a binary, `read.rs` reads a process.
 
-mod elf;
 #[doc(hidden)]
 pub mod image;
 mod layout;
@@ -21,7 +20,7 @@ mod read;
 
 use std::sync::{Arc, Mutex};
 
-pub use elf::Binary;
+pub use super::elf::Binary;
 pub use layout::layout;
 pub use read::read;
 
@@ -47,6 +46,16 @@ pub enum Unmeasured {
     /// The free heap it found in resident pages is more than the process has resident:
     /// not believed.
     Implausible,
+}
+
+impl From<super::elf::Fault> for Unmeasured {
+    fn from(f: super::elf::Fault) -> Unmeasured {
+        match f {
+            super::elf::Fault::TooLarge => Unmeasured::Budget,
+            super::elf::Fault::Malformed => Unmeasured::UnknownLayout,
+            super::elf::Fault::Stripped => Unmeasured::Stripped,
+        }
+    }
 }
 
 impl Unmeasured {

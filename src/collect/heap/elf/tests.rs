@@ -1,8 +1,8 @@
 //! Crafted executables: what a tenant can write into its own binary.
 
-use super::super::image::{self, elf, part, Part, RUNTIME};
-use super::super::{layout, Unmeasured};
-use super::{Binary, Elf, MAX_DWARF_BYTES, MAX_SYMBOLS_BYTES};
+use super::super::golang::image::{self, elf, part, Part, RUNTIME};
+use super::super::golang::{layout, Unmeasured};
+use super::{Binary, Elf, Fault, MAX_DWARF_BYTES, MAX_SYMBOLS_BYTES};
 
 /// The symbol table (sections 2 and 3) naming `syms`.
 fn symbols(syms: &[(&str, u64)]) -> Vec<Part> {
@@ -46,10 +46,7 @@ fn symbols_are_found_by_their_whole_name_and_headers_are_read() {
 fn a_section_that_claims_bytes_past_the_file_is_refused() {
     let mut p = symbols(&RUNTIME);
     p[1].claimed = Some(1 << 40);
-    assert_eq!(
-        Elf::parse(&elf(p)[..]).err(),
-        Some(Unmeasured::UnknownLayout)
-    );
+    assert_eq!(Elf::parse(&elf(p)[..]).err(), Some(Fault::Malformed));
 }
 
 #[test]
@@ -88,7 +85,7 @@ fn a_compressed_section_is_inflated_within_its_cap_and_refused_past_it() {
         let bin = elf(vec![compressed(zlib(&info, claimed))]);
         let e = Elf::parse(&bin[..]).unwrap();
         let s = e.section(".debug_info").unwrap();
-        assert_eq!(e.data(&bin[..], s), Err(Unmeasured::UnknownLayout));
+        assert_eq!(e.data(&bin[..], s), Err(Fault::Malformed));
     }
     // 255 MiB of zeros compress to a quarter of a MiB: refused from the header, before a
     // byte is inflated.
@@ -98,7 +95,7 @@ fn a_compressed_section_is_inflated_within_its_cap_and_refused_past_it() {
     assert!(bin.len() < 1 << 20, "{} bytes", bin.len());
     let e = Elf::parse(&bin[..]).unwrap();
     let s = e.section(".debug_info").unwrap();
-    assert_eq!(e.data(&bin[..], s), Err(Unmeasured::Budget));
+    assert_eq!(e.data(&bin[..], s), Err(Fault::TooLarge));
 }
 
 /// A sparse file: a section of hundreds of MiB that costs its owner no disk, refused from
@@ -136,7 +133,7 @@ fn a_sparse_section_larger_than_its_cap_is_refused_from_its_header() {
         } else {
             e.data(&file, e.section(name).unwrap()).map(|_| ())
         };
-        assert_eq!(got, Err(Unmeasured::Budget), "{name}");
+        assert_eq!(got, Err(Fault::TooLarge), "{name}");
     }
 }
 

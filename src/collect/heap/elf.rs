@@ -1,15 +1,24 @@
-//! The few parts of a Go executable its layout is read from, read by hand within bounds:
-//! the ELF header, the section and program headers, the symbol table and the DWARF
-//! sections. The binary is its owner's to write, so every size comes from a header and is
+//! The few parts of an executable the heap readers read, by hand within bounds: the ELF
+//! header, the section and program headers, the symbol tables, a data section and the
+//! DWARF sections (Go's layout, the allocator linked in). The binary is its owner's to write, so every size comes from a header and is
 //! checked before anything it sizes is read: a section must lie inside the file, a symbol
 //! table or a DWARF section (inflated) may not pass its cap, and a compressed section is
 //! inflated from the file as it is read, never copied whole first. Names are compared in
-//! place. What is larger than a layout is read from is [`Unmeasured::Budget`]; what breaks
-//! the format is [`Unmeasured::UnknownLayout`].
+//! place. What is larger than the caps is [`Fault::TooLarge`]; what breaks the format is
+//! [`Fault::Malformed`].
 
 use std::io::Read;
 
-use super::Unmeasured;
+/// Why an executable's parts could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// A part is larger than its cap.
+    TooLarge,
+    /// The file breaks the format (a section outside the file, a bad header).
+    Malformed,
+    /// It has no symbol table.
+    Stripped,
+}
 
 /// Sections a binary may have (a Go binary has about 40).
 const MAX_SECTIONS: u64 = 1 << 12;
@@ -114,24 +123,24 @@ fn read_bounded<B: Binary + ?Sized>(
     offset: u64,
     len: u64,
     cap: u64,
-) -> Result<Vec<u8>, Unmeasured> {
+) -> Result<Vec<u8>, Fault> {
     if len > cap {
-        return Err(Unmeasured::Budget);
+        return Err(Fault::TooLarge);
     }
     if offset.checked_add(len).is_none_or(|end| end > bin.size()) {
-        return Err(Unmeasured::UnknownLayout);
+        return Err(Fault::Malformed);
     }
     let mut buf = vec![0u8; len as usize];
     if !bin.read_at(offset, &mut buf) {
-        return Err(Unmeasured::UnknownLayout);
+        return Err(Fault::Malformed);
     }
     Ok(buf)
 }
 
 impl Elf {
     /// The headers of `bin`: each section inside the file, their counts bounded.
-    pub fn parse<B: Binary + ?Sized>(bin: &B) -> Result<Elf, Unmeasured> {
-        let bad = Unmeasured::UnknownLayout;
+    pub fn parse<B: Binary + ?Sized>(bin: &B) -> Result<Elf, Fault> {
+        let bad = Fault::Malformed;
         let h = read_bounded(bin, 0, 64, 64)?;
         // 64-bit, little-endian, version 1: the processes this exporter reads are of its
         // own architecture.
@@ -207,16 +216,16 @@ impl Elf {
         &self,
         bin: &B,
         wanted: [&str; N],
-    ) -> Result<[Option<u64>; N], Unmeasured> {
+    ) -> Result<[Option<u64>; N], Fault> {
         let table = self
             .sections
             .iter()
             .find(|s| s.kind == SHT_SYMTAB)
-            .ok_or(Unmeasured::Stripped)?;
+            .ok_or(Fault::Stripped)?;
         let strings = self
             .sections
             .get(table.link as usize)
-            .ok_or(Unmeasured::UnknownLayout)?;
+            .ok_or(Fault::Malformed)?;
         let symbols = read_bounded(bin, table.offset, table.size, MAX_SYMBOLS_BYTES)?;
         let strings = read_bounded(bin, strings.offset, strings.size, MAX_SYMBOLS_BYTES)?;
         let mut found = [None; N];
@@ -236,8 +245,8 @@ impl Elf {
 
     /// A section's bytes, inflated when the linker compressed it (Go does, with zlib),
     /// at most [`MAX_DWARF_BYTES`] of them.
-    pub fn data<B: Binary + ?Sized>(&self, bin: &B, s: &Section) -> Result<Vec<u8>, Unmeasured> {
-        let bad = Unmeasured::UnknownLayout;
+    pub fn data<B: Binary + ?Sized>(&self, bin: &B, s: &Section) -> Result<Vec<u8>, Fault> {
+        let bad = Fault::Malformed;
         let gnu = self
             .names
             .get(s.name as usize..)
@@ -260,7 +269,7 @@ impl Elf {
             return read_bounded(bin, s.offset, s.size, MAX_DWARF_BYTES);
         };
         if size > MAX_DWARF_BYTES {
-            return Err(Unmeasured::Budget);
+            return Err(Fault::TooLarge);
         }
         if s.size < start {
             return Err(bad);
