@@ -197,7 +197,7 @@ catalogue! {
     PROCESS_HEAP_FREE_CHUNKS = membloat "process_heap_free_chunks", Gauge, None, ["pid", "comm", "heap"], PROCESSES, "/proc/PID/mem",
         "Free chunks on glibc's free lists (fastbins, unsorted, small and large bins; mallinfo2's ordblks + smblks less the top chunks), by heap.";
     PROCESS_ALLOCATOR_INFO = membloat "process_allocator", Info, None, ["allocator", "runtime", "version", "pid", "comm"], PROCESSES, "/proc/PID/smaps, exe",
-        "The process's allocator (glibc, jemalloc, tcmalloc, mimalloc, musl, go, static) and runtime (native, go, jvm, python, node; version: Go's from the binary's build info), from its mappings and executable (deep tier).";
+        "The process's allocator (glibc, jemalloc, tcmalloc, mimalloc, musl, go, static) and runtime (native, go, jvm, python, node; version: Go's from the binary's build info), from its mappings and executable (deep tier): a malloc preloaded, or linked into the binary (the symbols it defines; a stripped one's own messages), is that allocator's, never glibc's.";
     PROCESS_JVM_INFO = membloat "process_jvm", Info, None, ["collector", "pid", "comm"], PROCESSES, "/proc/PID/mem (hsperfdata)",
         "A JVM's collector (g1, parallel, serial, z, shenandoah, other), from its perf data (deep tier).";
     PROCESS_JVM_HEAP_COMMITTED_BYTES = membloat "process_jvm_heap_committed", Gauge, Bytes, ["pid", "comm", "generation", "space"], PROCESSES, "/proc/PID/mem (hsperfdata)",

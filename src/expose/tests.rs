@@ -38,6 +38,7 @@ fn hostile_process_name_cannot_inject_a_series() {
         identity: Some(crate::collect::heap::runtime::identify(
             Default::default(),
             None,
+            None,
         )),
     };
     let snap = Snapshot {

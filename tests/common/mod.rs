@@ -6,6 +6,7 @@ pub mod cgroup;
 pub mod dashboards;
 pub mod glibc;
 pub mod java;
+pub mod jemalloc;
 pub mod kmsg;
 pub mod prometheus;
 pub mod repro;

@@ -34,6 +34,7 @@ pub const MAX_DWARF_BYTES: u64 = 48 << 20;
 const CHUNK: usize = 64 << 10;
 
 const SHT_SYMTAB: u32 = 2;
+const SHT_DYNSYM: u32 = 11;
 const SHT_NOBITS: u32 = 8;
 const SHF_COMPRESSED: u64 = 1 << 11;
 const ELFCOMPRESS_ZLIB: u32 = 1;
@@ -241,6 +242,83 @@ impl Elf {
             }
         }
         Ok(found)
+    }
+
+    /// Whether it has a symbol table (`.symtab`): not stripped.
+    pub fn has_symtab(&self) -> bool {
+        self.sections.iter().any(|s| s.kind == SHT_SYMTAB)
+    }
+
+    /// Whether `wanted` holds for the name of some symbol defined in the file (not one
+    /// it imports) in its symbol tables (`.symtab` and the dynamic one), each table and its
+    /// strings within [`MAX_SYMBOLS_BYTES`]. Names are handed over in place, without their
+    /// terminating NUL.
+    pub fn any_symbol<B: Binary + ?Sized>(
+        &self,
+        bin: &B,
+        mut wanted: impl FnMut(&[u8]) -> bool,
+    ) -> Result<bool, Fault> {
+        let tables = self
+            .sections
+            .iter()
+            .filter(|s| s.kind == SHT_SYMTAB || s.kind == SHT_DYNSYM);
+        for table in tables {
+            let strings = self
+                .sections
+                .get(table.link as usize)
+                .ok_or(Fault::Malformed)?;
+            let symbols = read_bounded(bin, table.offset, table.size, MAX_SYMBOLS_BYTES)?;
+            let strings = read_bounded(bin, strings.offset, strings.size, MAX_SYMBOLS_BYTES)?;
+            // An imported symbol's section is SHN_UNDEF (0): a weak `mallctl` that a
+            // program declares to find jemalloc if present is not jemalloc.
+            for sym in symbols.chunks_exact(24).filter(|s| u16_at(s, 6) != 0) {
+                let at = u32_at(sym, 0) as usize;
+                let Some(name) = strings.get(at..).filter(|_| at != 0) else {
+                    continue;
+                };
+                let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+                if wanted(&name[..end]) {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether the section `name` holds `needle`, read from the file in pieces, its first
+    /// `cap` bytes at most (`Ok(false)` without the section).
+    pub fn section_holds<B: Binary + ?Sized>(
+        &self,
+        bin: &B,
+        name: &str,
+        needle: &[u8],
+        cap: u64,
+    ) -> Result<bool, Fault> {
+        let Some(s) = self.section(name).filter(|s| s.kind != SHT_NOBITS) else {
+            return Ok(false);
+        };
+        if needle.is_empty() || needle.len() > CHUNK {
+            return Ok(needle.is_empty());
+        }
+        let len = s.size.min(cap);
+        // Each piece starts where the last one's final needle-length-less-one bytes did,
+        // so a needle across two pieces is seen.
+        let mut piece = vec![0u8; CHUNK];
+        let mut at = 0u64;
+        while at < len {
+            let n = (len - at).min(CHUNK as u64) as usize;
+            if !bin.read_at(s.offset + at, &mut piece[..n]) {
+                return Err(Fault::Malformed);
+            }
+            if piece[..n].windows(needle.len()).any(|w| w == needle) {
+                return Ok(true);
+            }
+            if at + n as u64 >= len {
+                break;
+            }
+            at += (n - (needle.len() - 1)) as u64;
+        }
+        Ok(false)
     }
 
     /// A section's bytes, inflated when the linker compressed it (Go does, with zlib),

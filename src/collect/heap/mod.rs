@@ -7,6 +7,7 @@
 //! Nothing read is kept or logged: the header window is wiped after each heap.
 
 pub mod arenas;
+pub mod binaries;
 pub mod elf;
 pub mod freelist;
 pub mod glibc;
@@ -14,6 +15,7 @@ pub mod golang;
 #[doc(hidden)]
 pub mod image;
 pub mod jvm;
+pub mod linked;
 pub mod memory;
 pub mod process;
 pub mod runtime;
@@ -362,7 +364,8 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
     let go = exe
         .as_ref()
         .and_then(|exe| runtime::go_version(|off, buf| exe.read_exact_at(off, buf).is_ok()));
-    let identity = runtime::identify(libs, go);
+    let linked = exe.as_ref().and_then(linked::allocator);
+    let identity = runtime::identify(libs, go, linked);
     if !walk {
         return HeapReading {
             identity,

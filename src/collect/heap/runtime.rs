@@ -67,16 +67,18 @@ pub struct Identity {
     pub version: String,
 }
 
-/// Decides from the files mapped and the Go build info of the executable (`Some(version)`
-/// when it is a Go binary).
-pub fn identify(libs: Libraries, go: Option<String>) -> Identity {
-    // A malloc replacement wins over libc: it is preloaded or linked in front of it.
+/// Decides from the files mapped, the Go build info of the executable (`Some(version)`
+/// when it is a Go binary) and the allocator linked into it ([`super::linked`]).
+pub fn identify(libs: Libraries, go: Option<String>, linked: Option<Allocator>) -> Identity {
+    // A malloc replacement wins over libc: it is preloaded, or linked in front of it.
     let allocator = if libs.has(Library::Jemalloc) {
         Allocator::Jemalloc
     } else if libs.has(Library::Tcmalloc) {
         Allocator::Tcmalloc
     } else if libs.has(Library::Mimalloc) {
         Allocator::Mimalloc
+    } else if let Some(linked) = linked {
+        linked
     } else if libs.has(Library::Musl) {
         Allocator::Musl
     } else if libs.has(Library::Glibc) {
@@ -184,23 +186,35 @@ mod tests {
 
     #[test]
     fn a_preloaded_malloc_wins_over_libc_and_static_go_is_go() {
-        let id = identify(libs(&[Library::Glibc, Library::Jemalloc]), None);
+        let id = identify(libs(&[Library::Glibc, Library::Jemalloc]), None, None);
         assert_eq!(id.allocator, Allocator::Jemalloc);
         assert_eq!(id.runtime, Runtime::Native);
-        let id = identify(libs(&[]), Some("go1.22.5".into()));
+        let id = identify(libs(&[]), Some("go1.22.5".into()), None);
         assert_eq!((id.allocator, id.runtime), (Allocator::Go, Runtime::Go));
         assert_eq!(id.version, "go1.22.5");
         // cgo: glibc's malloc serves the C side of a Go program.
-        let id = identify(libs(&[Library::Glibc]), Some("go1.21.1".into()));
+        let id = identify(libs(&[Library::Glibc]), Some("go1.21.1".into()), None);
         assert_eq!((id.allocator, id.runtime), (Allocator::Glibc, Runtime::Go));
-        let id = identify(libs(&[]), None);
+        let id = identify(libs(&[]), None, None);
         assert_eq!(id.allocator, Allocator::Static);
-        let id = identify(libs(&[Library::Glibc, Library::Python]), None);
+        let id = identify(libs(&[Library::Glibc, Library::Python]), None, None);
         assert_eq!(
             (id.allocator, id.runtime),
             (Allocator::Glibc, Runtime::Python)
         );
-        let id = identify(libs(&[Library::Glibc, Library::Jvm]), None);
+        let id = identify(libs(&[Library::Glibc, Library::Jvm]), None, None);
+        assert_eq!(id.runtime, Runtime::Jvm);
+        // jemalloc linked into a binary that maps libc: jemalloc's, never glibc's.
+        let linked = Some(Allocator::Jemalloc);
+        let id = identify(libs(&[Library::Glibc]), None, linked);
+        assert_eq!(
+            (id.allocator, id.runtime),
+            (Allocator::Jemalloc, Runtime::Native)
+        );
+        // A preloaded one is the one malloc calls reach.
+        let id = identify(libs(&[Library::Glibc, Library::Mimalloc]), None, linked);
+        assert_eq!(id.allocator, Allocator::Mimalloc);
+        let id = identify(libs(&[Library::Glibc, Library::Jvm]), None, None);
         assert_eq!(id.runtime, Runtime::Jvm);
     }
 

@@ -86,6 +86,8 @@ pub fn symbols(symbols: &[(&str, u64)]) -> [Part; 2] {
     for (name, addr) in symbols {
         let mut s = [0u8; 24];
         s[0..4].copy_from_slice(&(strings.len() as u32).to_le_bytes());
+        // Defined in section 1 (a symbol of section 0 is one the file imports).
+        s[6..8].copy_from_slice(&1u16.to_le_bytes());
         s[8..16].copy_from_slice(&addr.to_le_bytes());
         table.extend_from_slice(&s);
         strings.extend_from_slice(name.as_bytes());

@@ -18,8 +18,6 @@ pub mod image;
 mod layout;
 mod read;
 
-use std::sync::{Arc, Mutex};
-
 pub use super::elf::Binary;
 pub use layout::layout;
 pub use read::read;
@@ -207,12 +205,10 @@ impl Layout {
 /// The runtime's page: 8 KiB on every 64-bit platform Go supports.
 pub const GO_PAGE: u64 = 8192;
 
-/// Go binaries' layouts by file identity (device, inode, size, modification time): each
-/// binary's symbols and DWARF are read once, whatever number of processes run it.
-type Layouts = Vec<((u64, u64, u64, i64), Arc<Result<Layout, Unmeasured>>)>;
-static LAYOUTS: Mutex<Layouts> = Mutex::new(Vec::new());
-/// Binaries whose layout is kept; the oldest goes first.
-const LAYOUTS_KEPT: usize = 64;
+/// Go binaries' layouts: each binary's symbols and DWARF are read once, whatever number of
+/// processes run it; 64 binaries kept.
+static LAYOUTS: super::binaries::ByFile<Result<Layout, Unmeasured>> =
+    super::binaries::ByFile::new(64);
 
 /// A Go process's heap: its binary's layout (read once), its load address, its figures.
 pub fn read_process<T: Target>(
@@ -221,26 +217,7 @@ pub fn read_process<T: Target>(
     vmas: &[Vma],
 ) -> Result<GoHeap, Unmeasured> {
     let id = exe.identity().map_err(|_| Unmeasured::Unreadable)?;
-    let cached = {
-        let kept = LAYOUTS.lock().unwrap_or_else(|e| e.into_inner());
-        kept.iter()
-            .find(|(k, _)| *k == id)
-            .map(|(_, l)| Arc::clone(l))
-    };
-    let layout = match cached {
-        Some(l) => l,
-        None => {
-            // Read outside the lock: a large binary takes a while, and the others wait
-            // for nothing.
-            let l = Arc::new(layout(exe.file()));
-            let mut kept = LAYOUTS.lock().unwrap_or_else(|e| e.into_inner());
-            if kept.len() >= LAYOUTS_KEPT {
-                kept.remove(0);
-            }
-            kept.push((id, Arc::clone(&l)));
-            l
-        }
-    };
+    let layout = LAYOUTS.get_or(id, || layout(exe.file()));
     let layout = layout.as_ref().as_ref().map_err(|&e| e)?;
     // The executable's first mapping: the lowest of those of its inode.
     let (dev, ino) = (id.0, id.1);

@@ -1,0 +1,71 @@
+//! What is learnt from a binary once and kept for every process that runs it: bounded,
+//! keyed by the file's identity (device, inode, size, modification time), so a binary
+//! replaced in place is read again.
+
+use std::sync::{Arc, Mutex};
+
+/// A file's identity: device, inode, size, modification time.
+pub type FileId = (u64, u64, u64, i64);
+
+/// Up to `max` values, one per binary; the oldest goes first.
+pub struct ByFile<V> {
+    kept: Mutex<Vec<(FileId, Arc<V>)>>,
+    max: usize,
+}
+
+impl<V> ByFile<V> {
+    pub const fn new(max: usize) -> ByFile<V> {
+        ByFile {
+            kept: Mutex::new(Vec::new()),
+            max,
+        }
+    }
+
+    /// The value kept for `id`, or `make()`'s, kept. `make` runs outside the lock: a large
+    /// binary takes a while to read, and readers of other binaries wait for nothing.
+    pub fn get_or(&self, id: FileId, make: impl FnOnce() -> V) -> Arc<V> {
+        let found = {
+            let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+            kept.iter()
+                .find(|(k, _)| *k == id)
+                .map(|(_, v)| Arc::clone(v))
+        };
+        if let Some(v) = found {
+            return v;
+        }
+        let v = Arc::new(make());
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.retain(|(k, _)| *k != id);
+        if kept.len() >= self.max {
+            kept.remove(0);
+        }
+        kept.push((id, Arc::clone(&v)));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ByFile;
+
+    #[test]
+    fn each_binary_is_read_once_and_the_oldest_goes_first() {
+        let cache: ByFile<u32> = ByFile::new(2);
+        let reads = std::cell::Cell::new(0);
+        let get = |ino: u64| {
+            *cache.get_or((1, ino, 10, 0), || {
+                reads.set(reads.get() + 1);
+                ino as u32
+            })
+        };
+        assert_eq!((get(1), get(1), get(2)), (1, 1, 2));
+        assert_eq!(reads.get(), 2);
+        get(3); // 1 goes
+        get(2);
+        assert_eq!(reads.get(), 3);
+        get(1);
+        assert_eq!(reads.get(), 4);
+        // A binary replaced in place (another size or time) is read again.
+        assert_eq!(*cache.get_or((1, 1, 11, 0), || 7), 7);
+    }
+}

@@ -1,0 +1,90 @@
+//! The allocator linked into an executable, told from what the binary holds rather than
+//! from a mapped library's name: Redis's and Valkey's images, Rust services on
+//! `tikv-jemallocator` or `mimalloc` and ClickHouse link theirs statically, map
+//! `libc.so.6` beside it, and would otherwise be taken for glibc's.
+//!
+//! The symbols a binary defines name its allocator (jemalloc's `mallctl` with or without
+//! a prefix: `mallctl`, `je_mallctl`, `_rjem_mallctl`; tcmalloc's `tc_malloc` or its
+//! namespace; mimalloc's `mi_malloc`). A stripped binary (no `.symtab`) is searched for
+//! the prefix each allocator puts on its own messages, in the first
+//! [`MAX_RODATA_BYTES`] of its read-only data. The binary is its owner's: everything is
+//! read through [`super::elf`], within its caps. Each binary is read once
+//! ([`super::binaries`]).
+
+use super::binaries::ByFile;
+use super::elf::{Binary, Elf};
+use super::runtime::Allocator;
+
+/// The read-only data a stripped binary is searched: ClickHouse's is about 40 MiB.
+pub const MAX_RODATA_BYTES: u64 = 64 << 20;
+
+/// Executables' verdicts, 256 binaries kept.
+static LINKED: ByFile<Option<Allocator>> = ByFile::new(256);
+
+/// The allocator linked into the executable `exe`, read once per binary.
+pub fn allocator(exe: &crate::source::PidFile) -> Option<Allocator> {
+    match exe.identity() {
+        Ok(id) => *LINKED.get_or(id, || linked(exe.file())),
+        Err(_) => None,
+    }
+}
+
+/// The allocator `bin` defines, if it defines one this can tell: `None` for a binary
+/// that holds none of them (its malloc is its C library's), or one too large to read.
+pub fn linked<B: Binary + ?Sized>(bin: &B) -> Option<Allocator> {
+    let elf = Elf::parse(bin).ok()?;
+    let mut found = None;
+    let _ = elf.any_symbol(bin, |name| {
+        found = by_symbol(name);
+        found.is_some()
+    });
+    if found.is_some() || elf.has_symtab() {
+        return found;
+    }
+    MESSAGES.iter().find_map(|&(allocator, hidden)| {
+        let needle = unhide(hidden);
+        elf.section_holds(bin, ".rodata", &needle, MAX_RODATA_BYTES)
+            .ok()?
+            .then_some(allocator)
+    })
+}
+
+/// The allocator a defined symbol belongs to.
+fn by_symbol(name: &[u8]) -> Option<Allocator> {
+    if name.ends_with(b"mallctl") || name.ends_with(b"mallctlnametomib") {
+        Some(Allocator::Jemalloc)
+    } else if name.starts_with(b"tc_malloc") || name.windows(9).any(|w| w == b"8tcmalloc") {
+        Some(Allocator::Tcmalloc)
+    } else if name == b"mi_malloc" || name.starts_with(b"mi_heap_malloc") {
+        Some(Allocator::Mimalloc)
+    } else {
+        None
+    }
+}
+
+/// The prefix of each allocator's own messages, as in a stripped binary's read-only data
+/// (`<jemalloc>: `, `tcmalloc: `, `mimalloc: `: the settings' names, `TCMALLOC_...`,
+/// are in any program's remedy text, this one's too),
+/// stored with each byte's bits flipped: the exporter's own binary must not hold them, or
+/// it would take itself for each allocator.
+const MESSAGES: [(Allocator, &[u8]); 3] = [
+    (Allocator::Jemalloc, &hide(*b"<jemalloc>: ")),
+    (Allocator::Tcmalloc, &hide(*b"tcmalloc: ")),
+    (Allocator::Mimalloc, &hide(*b"mimalloc: ")),
+];
+
+const fn hide<const N: usize>(mut b: [u8; N]) -> [u8; N] {
+    let mut i = 0;
+    while i < N {
+        b[i] = !b[i];
+        i += 1;
+    }
+    b
+}
+
+fn unhide(hidden: &[u8]) -> Vec<u8> {
+    hidden.iter().map(|b| !std::hint::black_box(*b)).collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,54 @@
+//! `tests/reproducers/jemalloc/main.rs` built against each jemalloc that
+//! `tikv-jemallocator` links in statically, as Rust services are: a cargo project per
+//! version under the test target directory, built once and kept.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// jemalloc's versions and the `tikv-jemallocator` (and `-ctl`) releases that link each
+/// (the program prints the version it runs, and the tests check it).
+pub const VERSIONS: [(&str, &str); 3] = [("5.2.1", "0.4"), ("5.3.0", "0.5"), ("5.3.1", "0.7")];
+
+/// The program linked with jemalloc `version` (one of [`VERSIONS`]); `debug`: with DWARF
+/// (`debug = 2`), otherwise a plain release build (symbols, no DWARF).
+pub fn program(version: &str, debug: bool) -> PathBuf {
+    let (_, crate_version) = VERSIONS
+        .iter()
+        .find(|v| v.0 == version)
+        .expect("a version of VERSIONS");
+    let kind = if debug { "debug" } else { "plain" };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("jemalloc")
+        .join(format!("{version}-{kind}"));
+    let built = dir.join("target/release/jemalloc-free");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/jemalloc/main.rs");
+    let manifest = format!(
+        "[package]\nname = \"jemalloc-free\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
+         [dependencies]\ntikv-jemallocator = \"{crate_version}\"\n\
+         tikv-jemalloc-ctl = \"{crate_version}\"\n\
+         [profile.release]\ndebug = {}\n[workspace]\n",
+        if debug { 2 } else { 0 }
+    );
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    // Written only when changed: cargo then rebuilds only what changed.
+    let write = |path: PathBuf, text: &[u8]| {
+        if std::fs::read(&path).ok().as_deref() != Some(text) {
+            std::fs::write(&path, text).unwrap();
+        }
+    };
+    write(dir.join("Cargo.toml"), manifest.as_bytes());
+    write(dir.join("src/main.rs"), &std::fs::read(src).unwrap());
+    let out = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--quiet", "--manifest-path"])
+        .arg(dir.join("Cargo.toml"))
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .expect("cargo");
+    assert!(
+        out.status.success(),
+        "building the jemalloc {version} program: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    built
+}
