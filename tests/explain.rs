@@ -62,6 +62,7 @@ fn hoarding_is_named_measured_with_the_glibc_remedy() {
     assert_eq!(code, 1, "findings exit 1");
     let f = finding(&doc, "hoarding", r.pid());
     within("hoarding", f["bytes"].as_f64().unwrap(), held);
+    assert_eq!(f["bytes_of"], "ram");
     assert_eq!(f["certainty"], "measured");
     assert_eq!(f["process"]["comm"], "hoard");
     assert_eq!(f["process"]["allocator"], "glibc");
@@ -97,6 +98,7 @@ fn arenas_at_the_ceiling_are_named_with_malloc_arena_max() {
     // 16 threads get min(16, 8 x CPUs - 1) arena heaps of 64 MiB each.
     let heaps = 16f64.min(8.0 * cpus - 1.0);
     within("arenas", f["bytes"].as_f64().unwrap(), heaps * 64.0 * MIB);
+    assert_eq!(f["bytes_of"], "address_space");
     assert!(f["remedy"].as_str().unwrap().contains("MALLOC_ARENA_MAX=2"));
     assert!(f["cost"].as_str().unwrap().contains("contention"));
 }

@@ -7,11 +7,22 @@ use crate::collect::heap::runtime::Runtime;
 use crate::model::derive::{ProcessReport, Snapshot};
 use crate::model::signals::{self, Method};
 
+/// What a finding's bytes are of (see [`Finding::bytes_of`]), by its kind.
+pub(super) fn bytes_of(kind: &str, bytes: u64) -> &'static str {
+    match kind {
+        _ if bytes == 0 => "none",
+        "commit_limit" | "commit_overrun" | "untouched_commit" => "commit",
+        "arenas" => "address_space",
+        _ => "ram",
+    }
+}
+
 fn host_finding(kind: &'static str, bytes: u64, evidence: String, remedy: &str) -> Finding {
     Finding {
         kind,
         process: None,
         bytes,
+        bytes_of: bytes_of(kind, bytes),
         certainty: "observed",
         evidence,
         remedy: remedy.into(),
@@ -119,6 +130,7 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
                 kind,
                 process: Some(subject(p)),
                 bytes,
+                bytes_of: bytes_of(kind, bytes),
                 certainty,
                 evidence,
                 remedy,

@@ -38,7 +38,8 @@ pub struct Diagnosis {
     pub scanned_at_unix_seconds: Option<f64>,
     pub host: Host,
     pub coverage: Coverage,
-    /// Largest bytes at stake first; host findings before process ones at equal bytes.
+    /// RAM at stake first, then commit charge, then address space, then settings and
+    /// events ([`rank`]).
     pub findings: Vec<Finding>,
     /// The processes the OOM killer would take, in order.
     pub oom_order: Vec<Victim>,
@@ -92,6 +93,10 @@ pub struct Finding {
     pub process: Option<Subject>,
     /// Bytes at stake (0 when the finding is a setting or an event).
     pub bytes: u64,
+    /// What `bytes` are of: `ram` (resident memory; for an OOM victim, the RAM and swap
+    /// its kill frees), `commit` (commit charge), `address_space` (virtual reservations,
+    /// not memory), or `none` (a setting, an event, a heap that could not be measured).
+    pub bytes_of: &'static str,
     /// `measured` (read from the allocator's own heap), `observed` (seen in the kernel's
     /// counters over the scans) or `suspected` (inferred; could be something else).
     pub certainty: &'static str,
@@ -124,6 +129,31 @@ pub struct Victim {
     pub oom_score_adj: Option<i64>,
     /// RSS plus swap: what killing it would free.
     pub frees_bytes: u64,
+}
+
+/// Orders findings by what they cost: RAM first, then commit charge, then address space,
+/// then settings and events, each largest first; host findings before process ones at
+/// equal bytes, then by pid. Bytes of different kinds are never compared: 960 MiB of
+/// arenas' address space is not more than 750 MiB of a Java heap held in RAM.
+pub fn rank(findings: &mut [Finding]) {
+    let class = |f: &Finding| match f.bytes_of {
+        "ram" => 0,
+        "commit" => 1,
+        "address_space" => 2,
+        _ => 3,
+    };
+    findings.sort_by(|a, b| {
+        class(a)
+            .cmp(&class(b))
+            .then(b.bytes.cmp(&a.bytes))
+            .then(a.process.is_some().cmp(&b.process.is_some()))
+            .then(
+                a.process
+                    .as_ref()
+                    .map(|p| p.pid)
+                    .cmp(&b.process.as_ref().map(|p| p.pid)),
+            )
+    });
 }
 
 impl Diagnosis {
@@ -182,18 +212,7 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
     for p in s.top.iter().filter(chosen) {
         process_findings(p, low_memory, &mut findings);
     }
-    // Largest first; a stable order among equals (host first, then by pid).
-    findings.sort_by(|a, b| {
-        b.bytes
-            .cmp(&a.bytes)
-            .then(a.process.is_some().cmp(&b.process.is_some()))
-            .then(
-                a.process
-                    .as_ref()
-                    .map(|p| p.pid)
-                    .cmp(&b.process.as_ref().map(|p| p.pid)),
-            )
-    });
+    rank(&mut findings);
     let mut order: Vec<&ProcessReport> = s.top.iter().collect();
     order.sort_by_key(|p| p.oom_rank);
     let oom_order = order

@@ -175,7 +175,7 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
             "{}",
             st.paint(
                 "1",
-                &format!("FINDINGS ({}), most bytes at stake first", d.findings.len())
+                &format!("FINDINGS ({}), most RAM at stake first", d.findings.len())
             )
         );
         for (i, f) in d.findings.iter().enumerate() {
@@ -187,8 +187,14 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
                     None => format!("{a}, {r}"),
                 })
             });
+            // Bytes that are not RAM say what they are of.
+            let of = match f.bytes_of {
+                "commit" => ", commit charge",
+                "address_space" => ", address space",
+                _ => "",
+            };
             let head = format!(
-                "{:>2}. {:<17} {:>11}  {}{}  [{}]",
+                "{:>2}. {:<17} {:>11}  {}{}  [{}{of}]",
                 i + 1,
                 f.kind,
                 if f.bytes > 0 {

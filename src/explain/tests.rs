@@ -168,3 +168,62 @@ fn findings_are_ranked_by_bytes_and_filtered_by_pid() {
     // The OOM order is the host's, whatever the filter.
     assert_eq!(d.oom_order[0].pid, 8);
 }
+
+#[test]
+fn ram_at_stake_ranks_above_a_larger_address_space() {
+    const MIB: u64 = 1 << 20;
+    let mut s = host(24 * GIB, 20 * GIB);
+    // A JVM's arenas: 960 MiB of address space; a process holding 750 MiB of RAM.
+    let arenas = Signals {
+        arena_at_ceiling: Some(true),
+        arena_heaps: Some(15),
+        arena_reserved_bytes: Some(960 * MIB),
+        ..Signals::default()
+    };
+    let hoarder = Signals {
+        hoarded_bytes: Some(750 * MIB),
+        hoard_method: Some(Method::Suspected),
+        ..Signals::default()
+    };
+    s.top = vec![
+        report(7, 2, GIB, 700, arenas),
+        report(8, 1, GIB, 710, hoarder),
+    ];
+    let d = diagnose(&s, &Options::default());
+    assert_eq!(kinds(&d), ["hoarding", "arenas"]);
+    let of: Vec<_> = d.findings.iter().map(|f| (f.bytes, f.bytes_of)).collect();
+    assert_eq!(of, [(750 * MIB, "ram"), (960 * MIB, "address_space")]);
+    let text = render::text(&d, false);
+    assert!(text.contains("most RAM at stake first"), "{text}");
+    assert!(text.contains("[observed, address space]"), "{text}");
+    // Commit charge between them; settings and events (no bytes) last.
+    let finding = |kind, bytes| Finding {
+        kind,
+        process: None,
+        bytes,
+        bytes_of: findings::bytes_of(kind, bytes),
+        certainty: "observed",
+        evidence: String::new(),
+        remedy: String::new(),
+        cost: None,
+    };
+    let mut all = vec![
+        finding("memory_pressure", 0),
+        finding("arenas", 4 * GIB),
+        finding("commit_overrun", 2 * GIB),
+        finding("java_heap", 750 * MIB),
+        finding("hidden_thp", GIB),
+    ];
+    rank(&mut all);
+    let order: Vec<_> = all.iter().map(|f| f.kind).collect();
+    assert_eq!(
+        order,
+        [
+            "hidden_thp",
+            "java_heap",
+            "commit_overrun",
+            "arenas",
+            "memory_pressure"
+        ]
+    );
+}
