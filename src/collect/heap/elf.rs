@@ -249,15 +249,17 @@ impl Elf {
         self.sections.iter().any(|s| s.kind == SHT_SYMTAB)
     }
 
-    /// Whether `wanted` holds for the name of some symbol defined in the file (not one
-    /// it imports) in its symbol tables (`.symtab` and the dynamic one), each table and its
-    /// strings within [`MAX_SYMBOLS_BYTES`]. Names are handed over in place, without their
-    /// terminating NUL.
-    pub fn any_symbol<B: Binary + ?Sized>(
+    /// The first of `wanted`'s answers for the name of a symbol the file defines (not one
+    /// it imports) in its symbol tables (`.symtab` and the dynamic one). Read in pieces of
+    /// 64 KiB, never a table whole, each table and its strings within
+    /// [`MAX_SYMBOLS_BYTES`]: a name `wanted` answers is looked for in the strings first
+    /// (at most [`MAX_CANDIDATES`] of them, names up to [`MAX_NAME_BYTES`]), then the
+    /// symbols are read for one defined by it.
+    pub fn find_symbol<B: Binary + ?Sized, T: Copy>(
         &self,
         bin: &B,
-        mut wanted: impl FnMut(&[u8]) -> bool,
-    ) -> Result<bool, Fault> {
+        wanted: impl Fn(&[u8]) -> Option<T>,
+    ) -> Result<Option<T>, Fault> {
         let tables = self
             .sections
             .iter()
@@ -267,22 +269,57 @@ impl Elf {
                 .sections
                 .get(table.link as usize)
                 .ok_or(Fault::Malformed)?;
-            let symbols = read_bounded(bin, table.offset, table.size, MAX_SYMBOLS_BYTES)?;
-            let strings = read_bounded(bin, strings.offset, strings.size, MAX_SYMBOLS_BYTES)?;
+            if table.size > MAX_SYMBOLS_BYTES || strings.size > MAX_SYMBOLS_BYTES {
+                return Err(Fault::TooLarge);
+            }
+            // Each string that answers, where it starts, and the string: a linker that
+            // merges strings names `mallctl` by the tail of `je_mallctl`, so a symbol may
+            // point inside one (a name kept only as the tail of a string that does not
+            // answer itself is not found).
+            let mut candidates: Vec<(u64, Vec<u8>)> = Vec::new();
+            let mut name = Vec::new();
+            let mut start = 0u64;
+            pieces(bin, strings, |at, piece| {
+                for (i, &b) in piece.iter().enumerate() {
+                    if b != 0 {
+                        if name.len() < MAX_NAME_BYTES {
+                            name.push(b);
+                        }
+                        continue;
+                    }
+                    if wanted(&name).is_some() && candidates.len() < MAX_CANDIDATES {
+                        candidates.push((start, name.clone()));
+                    }
+                    name.clear();
+                    start = at + i as u64 + 1;
+                }
+                true
+            })?;
+            if candidates.is_empty() {
+                continue;
+            }
             // An imported symbol's section is SHN_UNDEF (0): a weak `mallctl` that a
             // program declares to find jemalloc if present is not jemalloc.
-            for sym in symbols.chunks_exact(24).filter(|s| u16_at(s, 6) != 0) {
-                let at = u32_at(sym, 0) as usize;
-                let Some(name) = strings.get(at..).filter(|_| at != 0) else {
-                    continue;
-                };
-                let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-                if wanted(&name[..end]) {
-                    return Ok(true);
-                }
+            let mut found = None;
+            pieces(bin, table, |_, piece| {
+                found = piece
+                    .chunks_exact(24)
+                    .filter(|sym| u16_at(sym, 6) != 0)
+                    .find_map(|sym| {
+                        let at = u64::from(u32_at(sym, 0));
+                        candidates.iter().find_map(|(start, name)| {
+                            let tail =
+                                name.get(usize::try_from(at.checked_sub(*start)?).ok()?..)?;
+                            wanted(tail)
+                        })
+                    });
+                found.is_none()
+            })?;
+            if found.is_some() {
+                return Ok(found);
             }
         }
-        Ok(false)
+        Ok(None)
     }
 
     /// Whether the section `name` holds `needle`, read from the file in pieces, its first
@@ -369,6 +406,40 @@ impl Elf {
         }
         Ok(out)
     }
+}
+
+/// Symbols whose names may answer a [`Elf::find_symbol`] in one table.
+pub const MAX_CANDIDATES: usize = 64;
+/// The longest name [`Elf::find_symbol`] reads whole (C++ names run to a few KiB).
+pub const MAX_NAME_BYTES: usize = 4096;
+
+/// Hands `s`'s bytes to `each(offset in the section, piece)` in pieces of [`CHUNK`]
+/// bytes (whole symbols: a multiple of 24) until it returns `false`.
+fn pieces<B: Binary + ?Sized>(
+    bin: &B,
+    s: &Section,
+    mut each: impl FnMut(u64, &[u8]) -> bool,
+) -> Result<(), Fault> {
+    if s.offset
+        .checked_add(s.size)
+        .is_none_or(|end| end > bin.size())
+    {
+        return Err(Fault::Malformed);
+    }
+    let step = (CHUNK / 24 * 24) as u64;
+    let mut piece = vec![0u8; step as usize];
+    let mut at = 0;
+    while at < s.size {
+        let n = (s.size - at).min(step) as usize;
+        if !bin.read_at(s.offset + at, &mut piece[..n]) {
+            return Err(Fault::Malformed);
+        }
+        if !each(at, &piece[..n]) {
+            break;
+        }
+        at += n as u64;
+    }
+    Ok(())
 }
 
 /// A section's compressed bytes, read from the file as the inflater asks for them.

@@ -33,11 +33,7 @@ pub fn allocator(exe: &crate::source::PidFile) -> Option<Allocator> {
 /// that holds none of them (its malloc is its C library's), or one too large to read.
 pub fn linked<B: Binary + ?Sized>(bin: &B) -> Option<Allocator> {
     let elf = Elf::parse(bin).ok()?;
-    let mut found = None;
-    let _ = elf.any_symbol(bin, |name| {
-        found = by_symbol(name);
-        found.is_some()
-    });
+    let found = elf.find_symbol(bin, by_symbol).ok().flatten();
     if found.is_some() || elf.has_symtab() {
         return found;
     }

@@ -139,3 +139,29 @@ fn truncated_or_garbage_binaries_never_panic() {
         let _ = linked(&f[..]);
     }
 }
+
+#[test]
+fn a_symbol_named_by_the_tail_of_a_merged_string_is_found() {
+    // One string, "je_mallctl", and a symbol `mallctl` pointing at its tail (linkers
+    // merge strings so); the symbol `je_mallctl` itself is imported.
+    let mut parts = table(&["je_mallctl"], 11);
+    parts[0].bytes[24 + 6..24 + 8].copy_from_slice(&0u16.to_le_bytes());
+    let mut tail = parts[0].bytes[24..48].to_vec();
+    tail[0..4].copy_from_slice(&(1u32 + 3).to_le_bytes());
+    tail[6..8].copy_from_slice(&1u16.to_le_bytes());
+    parts[0].bytes.extend_from_slice(&tail);
+    assert_eq!(linked(&elf(parts)[..]), Some(Allocator::Jemalloc));
+}
+
+#[test]
+fn symbol_tables_are_read_in_pieces_within_their_cap() {
+    // 200,000 symbols (4.8 MB of table, more of names), the allocator's last.
+    let names: Vec<String> = (0..200_000).map(|i| format!("function_{i}")).collect();
+    let mut all: Vec<&str> = names.iter().map(String::as_str).collect();
+    all.push("_rjem_mallctl");
+    assert_eq!(linked(&elf(table(&all, 2))[..]), Some(Allocator::Jemalloc));
+    // A table that claims more than the cap is not read at all.
+    let mut parts = table(&["_rjem_mallctl"], 2);
+    parts[0].claimed = Some(super::super::elf::MAX_SYMBOLS_BYTES + 24);
+    assert_eq!(linked(&elf(parts)[..]), None);
+}
