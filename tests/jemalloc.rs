@@ -10,9 +10,11 @@ mod common;
 use common::jemalloc::{program, VERSIONS};
 use common::repro::Repro;
 use common::*;
+use membloat_exporter::collect::heap::jemalloc::JemallocHeap;
 use membloat_exporter::collect::heap::{self, runtime::Allocator, Outcome};
 use membloat_exporter::parse::smaps;
 use membloat_exporter::source::Source;
+use std::io::{BufRead, Write};
 use std::path::Path;
 
 /// What the exporter's heap readers make of process `pid`.
@@ -32,6 +34,36 @@ fn stats(line: &str) -> (u64, u64, u64) {
             .unwrap()
     };
     (field("pactive"), field("pdirty"), field("pmuzzy"))
+}
+
+/// Asks the program for jemalloc's figures again (`stats`, or `purge` first).
+fn ask(r: &mut Repro, what: &str) -> String {
+    let stdin = r.child.stdin.as_mut().unwrap();
+    stdin.write_all(format!("{what}\n").as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    r.out.read_line(&mut line).unwrap();
+    assert!(line.starts_with("ready"), "{line:?}");
+    line
+}
+
+/// The exporter's read of jemalloc in `r`, and jemalloc's own figures (pages) as the
+/// program printed them just before and just after it, when those agree (nothing moved
+/// in between; tried up to ten times).
+fn read_between(r: &mut Repro) -> (JemallocHeap, (u64, u64, u64)) {
+    for _ in 0..10 {
+        let before = stats(&ask(r, "stats"));
+        let h = read(r.pid());
+        let after = stats(&ask(r, "stats"));
+        if before == after {
+            let h = h
+                .jemalloc
+                .expect("jemalloc read")
+                .unwrap_or_else(|e| panic!("{e:?}"));
+            return (*h, before);
+        }
+    }
+    panic!("jemalloc's figures moved around ten reads");
 }
 
 /// A copy of `built` with its symbol table removed (`strip --strip-all`), as slim images
@@ -136,5 +168,59 @@ fn the_exporter_names_jemalloc_and_serves_no_measured_figure_for_it() {
         value(&t, &measured),
         None,
         "glibc's figure for a jemalloc process"
+    );
+}
+
+/// Random programs (block sizes over jemalloc's small, large and huge classes, 1 and 8
+/// long-lived threads, a random share kept) on every version, plain and with DWARF: the
+/// dirty, muzzy and active pages read from outside equal jemalloc's own, page for page;
+/// the resident dirty pages are at most the dirty ones, and a purge gives back what was
+/// measured. `MEMBLOAT_JEMALLOC_PROGRAMS` sets the programs per version (4 by default).
+#[test]
+#[ignore = "builds jemalloc six times (the runtimes tier; ./scripts/test.sh runs it)"]
+fn kept_pages_equal_jemallocs_own_on_every_version() {
+    let programs: u64 = std::env::var("MEMBLOAT_JEMALLOC_PROGRAMS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4);
+    let mut wrong = Vec::new();
+    for (version, _) in VERSIONS {
+        for debug in [false, true] {
+            let built = program(version, debug);
+            for seed in 1..=programs {
+                let threads = if seed % 2 == 0 { 8 } else { 1 };
+                let mib = 32 + seed * 37 % 160;
+                let keep = seed * 13 % 60;
+                let args = [seed, threads, mib, keep].map(|a| a.to_string());
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let mut r = Repro::run_env(&built, &args, &[]);
+                let (h, (active, dirty, muzzy)) = read_between(&mut r);
+                let page = 4096;
+                let got = (
+                    h.active_bytes / page,
+                    h.dirty_bytes / page,
+                    h.muzzy_bytes / page,
+                );
+                let name = format!("jemalloc {version} debug={debug} {args:?}");
+                eprintln!(
+                    "{name}: active {active} dirty {dirty} muzzy {muzzy} pages; read {got:?}, dirty resident {} MiB",
+                    h.dirty_resident_bytes >> 20
+                );
+                assert_eq!(h.version, version, "{name}");
+                if got != (active, dirty, muzzy) {
+                    wrong.push(format!(
+                        "{name}: jemalloc {:?}, read {got:?}",
+                        (active, dirty, muzzy)
+                    ));
+                }
+                assert!(h.dirty_resident_bytes <= h.dirty_bytes, "{name}");
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
     );
 }

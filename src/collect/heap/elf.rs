@@ -250,7 +250,7 @@ impl Elf {
     }
 
     /// The first of `wanted`'s answers for the name of a symbol the file defines (not one
-    /// it imports) in its symbol tables (`.symtab` and the dynamic one). Read in pieces of
+    /// it imports), with the symbol's value (its address), in its symbol tables (`.symtab` and the dynamic one). Read in pieces of
     /// 64 KiB, never a table whole, each table and its strings within
     /// [`MAX_SYMBOLS_BYTES`]: a name `wanted` answers is looked for in the strings first
     /// (at most [`MAX_CANDIDATES`] of them, names up to [`MAX_NAME_BYTES`]), then the
@@ -259,7 +259,7 @@ impl Elf {
         &self,
         bin: &B,
         wanted: impl Fn(&[u8]) -> Option<T>,
-    ) -> Result<Option<T>, Fault> {
+    ) -> Result<Option<(T, u64)>, Fault> {
         let tables = self
             .sections
             .iter()
@@ -310,7 +310,7 @@ impl Elf {
                         candidates.iter().find_map(|(start, name)| {
                             let tail =
                                 name.get(usize::try_from(at.checked_sub(*start)?).ok()?..)?;
-                            wanted(tail)
+                            Some((wanted(tail)?, u64_at(sym, 8)))
                         })
                     });
                 found.is_none()
@@ -331,15 +331,31 @@ impl Elf {
         needle: &[u8],
         cap: u64,
     ) -> Result<bool, Fault> {
+        self.section_holds_where(bin, name, needle, 0, cap, |_| true)
+    }
+
+    /// Whether the section `name` holds `needle` followed by `following` bytes that
+    /// `accept` takes, read from the file in pieces, its first `cap` bytes at most
+    /// (`Ok(false)` without the section).
+    pub fn section_holds_where<B: Binary + ?Sized>(
+        &self,
+        bin: &B,
+        name: &str,
+        needle: &[u8],
+        following: usize,
+        cap: u64,
+        accept: impl Fn(&[u8]) -> bool,
+    ) -> Result<bool, Fault> {
         let Some(s) = self.section(name).filter(|s| s.kind != SHT_NOBITS) else {
             return Ok(false);
         };
-        if needle.is_empty() || needle.len() > CHUNK {
+        let whole = needle.len() + following;
+        if needle.is_empty() || whole > CHUNK / 2 {
             return Ok(needle.is_empty());
         }
         let len = s.size.min(cap);
-        // Each piece starts where the last one's final needle-length-less-one bytes did,
-        // so a needle across two pieces is seen.
+        // Each piece starts where the last one's final `whole - 1` bytes did, so a needle
+        // and what follows it across two pieces are seen.
         let mut piece = vec![0u8; CHUNK];
         let mut at = 0u64;
         while at < len {
@@ -347,13 +363,16 @@ impl Elf {
             if !bin.read_at(s.offset + at, &mut piece[..n]) {
                 return Err(Fault::Malformed);
             }
-            if piece[..n].windows(needle.len()).any(|w| w == needle) {
+            let found = piece[..n]
+                .windows(whole)
+                .any(|w| w.starts_with(needle) && accept(&w[needle.len()..]));
+            if found {
                 return Ok(true);
             }
             if at + n as u64 >= len {
                 break;
             }
-            at += (n - (needle.len() - 1)) as u64;
+            at += (n - (whole - 1)) as u64;
         }
         Ok(false)
     }

@@ -33,7 +33,11 @@ pub fn allocator(exe: &crate::source::PidFile) -> Option<Allocator> {
 /// that holds none of them (its malloc is its C library's), or one too large to read.
 pub fn linked<B: Binary + ?Sized>(bin: &B) -> Option<Allocator> {
     let elf = Elf::parse(bin).ok()?;
-    let found = elf.find_symbol(bin, by_symbol).ok().flatten();
+    let found = elf
+        .find_symbol(bin, by_symbol)
+        .ok()
+        .flatten()
+        .map(|(a, _)| a);
     if found.is_some() || elf.has_symtab() {
         return found;
     }

@@ -14,10 +14,12 @@ pub mod glibc;
 pub mod golang;
 #[doc(hidden)]
 pub mod image;
+pub mod jemalloc;
 pub mod jvm;
 pub mod linked;
 pub mod memory;
 pub mod process;
+pub mod reads;
 pub mod runtime;
 pub mod walk;
 
@@ -191,6 +193,9 @@ pub struct HeapReading {
     /// A Go runtime's own account of its heap, or why there is none; `None` for other
     /// runtimes and when the walk is switched off.
     pub go: Option<Result<Box<golang::GoHeap>, golang::Unmeasured>>,
+    /// What jemalloc keeps, or why there is no figure; `None` for other allocators and
+    /// when the walk is switched off.
+    pub jemalloc: Option<Result<Box<jemalloc::JemallocHeap>, jemalloc::Unmeasured>>,
 }
 
 impl HeapReading {
@@ -373,6 +378,7 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
             memory_cgroup: None,
             java: None,
             go: None,
+            jemalloc: None,
         };
     }
     // Its memory is opened only when something is read from it: glibc's heaps, a JVM's
@@ -380,7 +386,8 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
     let glibc = identity.allocator == runtime::Allocator::Glibc;
     let java = identity.runtime == runtime::Runtime::Jvm;
     let golang = identity.runtime == runtime::Runtime::Go;
-    let mut target = (glibc || java || golang)
+    let je = identity.allocator == runtime::Allocator::Jemalloc;
+    let mut target = (glibc || java || golang || je)
         .then(|| ProcessMemory::open(source, pid).map(|m| m.with_mappings(vmas)))
         .flatten();
     let mut ceiling = Ceiling(resident_ceiling(vmas));
@@ -430,18 +437,11 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
         }
         None => Err(jvm::Unmeasured::Unreadable),
     });
-    let go = golang.then(|| match (&mut target, &exe) {
-        (Some(target), Some(exe)) => {
-            target.budget(READER_BUDGET);
-            match golang::read_process(target, exe, vmas) {
-                _ if target.exhausted() => Err(golang::Unmeasured::Budget),
-                Ok(h) if !ceiling.take(h.free_resident_bytes) => {
-                    Err(golang::Unmeasured::Implausible)
-                }
-                other => other.map(Box::new),
-            }
-        }
-        _ => Err(golang::Unmeasured::Unreadable),
+    let go = golang.then(|| read_go(target.as_mut(), exe.as_ref(), vmas, &mut ceiling));
+    let jemalloc = je.then(|| {
+        let library = jemalloc::library(source, pid, vmas, remote.as_ref())?;
+        let binary = library.as_ref().or(exe.as_ref());
+        read_jemalloc(target.as_mut(), binary, vmas, &mut ceiling)
     });
     HeapReading {
         identity,
@@ -449,6 +449,45 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
         memory_cgroup: None,
         java,
         go,
+        jemalloc,
+    }
+}
+
+/// A Go runtime's figures, from its executable's layout, within the reader's budget and
+/// the process's resident memory.
+fn read_go(
+    target: Option<&mut ProcessMemory>,
+    exe: Option<&crate::source::PidFile>,
+    vmas: &[Vma],
+    ceiling: &mut Ceiling,
+) -> Result<Box<golang::GoHeap>, golang::Unmeasured> {
+    let (Some(target), Some(exe)) = (target, exe) else {
+        return Err(golang::Unmeasured::Unreadable);
+    };
+    target.budget(READER_BUDGET);
+    match golang::read_process(target, exe, vmas) {
+        _ if target.exhausted() => Err(golang::Unmeasured::Budget),
+        Ok(h) if !ceiling.take(h.free_resident_bytes) => Err(golang::Unmeasured::Implausible),
+        other => other.map(Box::new),
+    }
+}
+
+/// jemalloc's kept pages, from the binary that holds its symbols, within the reader's
+/// budget and the process's resident memory.
+fn read_jemalloc(
+    target: Option<&mut ProcessMemory>,
+    binary: Option<&crate::source::PidFile>,
+    vmas: &[Vma],
+    ceiling: &mut Ceiling,
+) -> Result<Box<jemalloc::JemallocHeap>, jemalloc::Unmeasured> {
+    let (Some(target), Some(binary)) = (target, binary) else {
+        return Err(jemalloc::Unmeasured::Unreadable);
+    };
+    target.budget(READER_BUDGET);
+    match jemalloc::read_process(target, binary, vmas) {
+        _ if target.exhausted() => Err(jemalloc::Unmeasured::Budget),
+        Ok(h) if !ceiling.take(h.held_bytes()) => Err(jemalloc::Unmeasured::Implausible),
+        other => other.map(Box::new),
     }
 }
 

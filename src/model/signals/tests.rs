@@ -172,6 +172,7 @@ fn walked(
         memory_cgroup: None,
         java: None,
         go: None,
+        jemalloc: None,
     }));
     p
 }

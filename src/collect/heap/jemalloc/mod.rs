@@ -1,0 +1,158 @@
+//! jemalloc's kept pages, read from outside: the dirty pages its arenas keep after the
+//! program freed them (given back only as they decay, `dirty_decay_ms`, or on a purge),
+//! the muzzy ones (given back lazily with `MADV_FREE`), how much of each is resident, and
+//! its active pages: the figures `mallctl("stats.arenas.<all>.pdirty")`, `pmuzzy` and
+//! `pactive` give from inside, read from the arenas (`je_arenas`, `narenas_total`) found
+//! by the binary's symbols, their fields by a layout per jemalloc version
+//! ([`layout`], derived from DWARF builds), and each kept extent walked from the arenas'
+//! lists of them.
+//!
+//! Everything read is checked before it is believed: each list of extents must say it is
+//! of the state it should hold (dirty, muzzy), every extent on it must be of its arena and
+//! of that state, and the pages of a list's extents must add up to the page count the
+//! arena keeps for it: a layout that does not fit, or a process that crafted its lists,
+//! gives no figure (`unknown_layout`), and one that moved under two reads `moving`.
+
+pub mod layout;
+mod read;
+
+use super::reads::Reason;
+use super::walk::Target;
+use crate::parse::smaps::Vma;
+pub use layout::Layout;
+pub use read::read;
+
+/// Why a jemalloc process's kept pages have no figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unmeasured {
+    /// No symbol table: the arenas cannot be found (Debian's `libjemalloc2`, a binary
+    /// built with `strip`).
+    Stripped,
+    /// A jemalloc whose version has no layout here (5.2.1, 5.3.0 and 5.3.1 have).
+    UnknownVersion,
+    /// The structures read do not fit the version's layout (another build configuration,
+    /// or a crafted heap).
+    UnknownLayout,
+    /// Its memory or the binary could not be read (no ptrace access, process gone).
+    Unreadable,
+    /// The lists moved under two reads.
+    Moving,
+    /// The read ran out of its budget of time or pages ([`super::READER_BUDGET`]), or the
+    /// lists are longer than a read follows.
+    Budget,
+    /// It found more resident kept pages than the process has resident: not believed.
+    Implausible,
+    /// jemalloc is a library on a FUSE or network mount, which no reader opens.
+    RemoteFile,
+}
+
+impl Reason for Unmeasured {
+    const ALL: &'static [Unmeasured] = &[
+        Unmeasured::Stripped,
+        Unmeasured::UnknownVersion,
+        Unmeasured::UnknownLayout,
+        Unmeasured::Unreadable,
+        Unmeasured::Moving,
+        Unmeasured::Budget,
+        Unmeasured::Implausible,
+        Unmeasured::RemoteFile,
+    ];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Unmeasured::Stripped => "stripped",
+            Unmeasured::UnknownVersion => "unknown_version",
+            Unmeasured::UnknownLayout => "unknown_layout",
+            Unmeasured::Unreadable => "unreadable",
+            Unmeasured::Moving => "moving",
+            Unmeasured::Budget => "budget",
+            Unmeasured::Implausible => "implausible",
+            Unmeasured::RemoteFile => "remote_file",
+        }
+    }
+}
+
+/// jemalloc reads counted by how they ended.
+pub type ReadCounts = super::reads::Counts<Unmeasured>;
+
+/// What jemalloc keeps, every arena together (`stats.arenas.<all>.*`), in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JemallocHeap {
+    /// The version whose layout read it (`5.3.0`).
+    pub version: &'static str,
+    /// Arenas read (the automatic ones, any the program made, the huge arena).
+    pub arenas: u64,
+    /// Pages in active extents (`pactive`): allocated, or in thread caches and slabs.
+    pub active_bytes: u64,
+    /// Dirty pages (`pdirty`): freed, kept for reuse until they decay or are purged.
+    pub dirty_bytes: u64,
+    /// Muzzy pages (`pmuzzy`): given back with `MADV_FREE`, the kernel takes them only
+    /// under pressure.
+    pub muzzy_bytes: u64,
+    /// Of the dirty pages, those resident.
+    pub dirty_resident_bytes: u64,
+    /// Of the muzzy pages, those resident (until the kernel takes them).
+    pub muzzy_resident_bytes: u64,
+}
+
+impl JemallocHeap {
+    /// Resident memory jemalloc keeps that an arena purge gives back: the process's
+    /// measured hoarding.
+    pub fn held_bytes(&self) -> u64 {
+        self.dirty_resident_bytes
+            .saturating_add(self.muzzy_resident_bytes)
+    }
+}
+
+/// Binaries' layouts, read once each; 64 kept.
+static LAYOUTS: super::binaries::ByFile<Result<Layout, Unmeasured>> =
+    super::binaries::ByFile::new(64);
+
+/// A jemalloc process's kept pages: the layout of `binary` (the executable that links
+/// jemalloc in, or the library that is it), read once, loaded where the lowest of its
+/// mappings is.
+pub fn read_process<T: Target>(
+    target: &mut T,
+    binary: &crate::source::PidFile,
+    vmas: &[Vma],
+) -> Result<JemallocHeap, Unmeasured> {
+    let id = binary.identity().map_err(|_| Unmeasured::Unreadable)?;
+    let layout = LAYOUTS.get_or(id, || layout::of(binary.file()));
+    let layout = layout.as_ref().as_ref().map_err(|&e| e)?;
+    let (dev, ino) = (id.0, id.1);
+    let dev = (nix::sys::stat::major(dev) << 32) | nix::sys::stat::minor(dev);
+    let base = vmas
+        .iter()
+        .filter(|v| v.file_id == Some((dev, ino)))
+        .map(|v| v.start)
+        .min()
+        .ok_or(Unmeasured::Unreadable)?;
+    read(target, layout, layout.bias(base))
+}
+
+/// The library mapped for jemalloc (`libjemalloc.so*`), opened as the process maps it
+/// (`/proc/PID/map_files`), never on a FUSE or network mount; `None` when there is none:
+/// then the executable links it in.
+pub fn library(
+    source: &crate::source::Source,
+    pid: u32,
+    vmas: &[Vma],
+    remote: Option<&crate::parse::mountinfo::Remote>,
+) -> Result<Option<crate::source::PidFile>, Unmeasured> {
+    let library = vmas
+        .iter()
+        .filter(|v| v.library == Some(crate::parse::smaps::Library::Jemalloc))
+        .min_by_key(|v| v.start);
+    let Some(v) = library else {
+        return Ok(None);
+    };
+    let link = format!("map_files/{:x}-{:x}", v.start, v.end);
+    match source.open_pid_local(pid, &link, remote) {
+        Ok(Some(f)) => Ok(Some(f)),
+        Ok(None) => Err(Unmeasured::RemoteFile),
+        Err(_) => Err(Unmeasured::Unreadable),
+    }
+}
+
+#[cfg(test)]
+mod tests;
