@@ -50,8 +50,8 @@ command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-expo
 # tests/kernels.rs boots Debian's kernels in QEMU (scripts/vm.sh); 6.12's modules are xz.
 command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
 command -v xz >/dev/null || missing+=(xz-utils)
-# tests/jemalloc.rs preloads Debian's jemalloc into a C program.
-[ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || missing+=(libjemalloc2)
+# tests/jemalloc.rs preloads Debian's jemalloc into a C program, and links it in statically.
+[ -e /usr/lib/x86_64-linux-gnu/libjemalloc.a ] || missing+=(libjemalloc-dev)
 # tests/hostile.rs serves a program from a FUSE mount of its own (Debian's python3).
 /usr/bin/python3 -c 'import fusepy' 2>/dev/null || missing+=(python3-fusepy)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -20,7 +20,12 @@ const NOT_SERVED_HERE: [(&str, &str); 1] = [(
 /// Rows only the live host can show: the fixture's SwapFree is absurd (dropped) and a
 /// fixture has no process memory for the heap walk to read, nor a JVM (the live run has
 /// one of its own).
-const LIVE_ONLY: [&str; 25] = [
+const LIVE_ONLY: [&str; 30] = [
+    "membloat_process_jemalloc_active_bytes",
+    "membloat_process_jemalloc_dirty_bytes",
+    "membloat_process_jemalloc_muzzy_bytes",
+    "membloat_process_jemalloc_kept_resident_bytes",
+    "membloat_process_jemalloc_unmeasured",
     "membloat_process_go_heap_in_use_bytes",
     "membloat_process_go_heap_free_bytes",
     "membloat_process_go_heap_free_resident_bytes",
@@ -118,6 +123,13 @@ fn every_family_served_has_its_row_and_every_row_is_served() {
     let _go = common::repro::Repro::run_env(&gofree, &["7"], &[("GOMEMLIMIT", "2GiB")]);
     let stripped = common::repro::go("gostripped", &["-ldflags=-s -w"]);
     let _stripped = common::repro::Repro::run_env(&stripped, &["8"], &[]);
+    // jemalloc linked in (measured), and Debian's stripped one preloaded (unmeasured).
+    let _jemalloc = common::repro::Repro::start("jefree", &["3", "2", "64", "10"], &[]);
+    let _stripped_jemalloc = common::repro::Repro::start(
+        "hoard",
+        &["2", "1", "0"],
+        &[("LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")],
+    );
     let live = run(&[
         "--once",
         "--once.interval=1s",

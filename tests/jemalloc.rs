@@ -118,7 +118,8 @@ fn statically_linked_jemalloc_is_jemalloc_on_every_version_stripped_or_not() {
     }
 }
 
-/// Debian's `libjemalloc2`, where it is installed (./scripts/test.sh installs it).
+/// Debian's `libjemalloc2`, where it is installed (./scripts/test.sh installs
+/// libjemalloc-dev, which brings it).
 const DEBIAN_JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
 
 #[test]
@@ -144,30 +145,54 @@ fn preloaded_jemalloc_is_never_given_glibcs_figure() {
     assert!(h.measured().is_some(), "{:?}", h.walk);
 }
 
+/// Through the running exporter: jemalloc named, its kept pages served as jemalloc counts
+/// them, its resident kept pages as the process's measured hoarding (never glibc's
+/// figure), and `explain` names it with jemalloc's remedy, above nothing of glibc's.
 #[test]
-#[ignore = "builds jemalloc (the runtimes tier; ./scripts/test.sh runs it)"]
-fn the_exporter_names_jemalloc_and_serves_no_measured_figure_for_it() {
-    let built = program("5.3.0", false);
-    let exe = built.with_file_name("jemalloc_rust");
-    copy_program(&built, &exe);
-    let r = Repro::run_env(&exe, &["2", "8", "128", "5"], &[]);
+fn the_exporter_serves_jemallocs_kept_pages_as_measured_hoarding() {
+    let mut r = Repro::start("jefree", &["9", "4", "192", "10"], &[]);
     let pid = r.pid();
     let d = Daemon::start(&["--scan.interval=1s", "--collector.processes.top-k=100000"]);
-    let info = format!(
-        "membloat_process_allocator_info{{allocator=\"jemalloc\",runtime=\"native\",version=\"\",pid=\"{pid}\",comm=\"jemalloc_rust\"}}"
-    );
+    let labels = format!("{{pid=\"{pid}\",comm=\"jefree\"}}");
+    let kept = format!("membloat_process_jemalloc_kept_resident_bytes{labels}");
     let mut t = String::new();
     d.wait_until(std::time::Duration::from_secs(30), || {
         t = d.metrics();
-        value(&t, &info) == Some(1.0)
+        value(&t, &kept).is_some()
     });
-    let measured = format!(
-        "membloat_process_hoarded_bytes{{pid=\"{pid}\",comm=\"jemalloc_rust\",method=\"measured\"}}"
+    // The process is parked: what jemalloc says now is what it said at the read.
+    let (active, dirty, muzzy) = stats(&ask(&mut r, "stats"));
+    let series = |name: &str| {
+        value(
+            &t,
+            &format!("membloat_process_jemalloc_{name}_bytes{labels}"),
+        )
+    };
+    assert_eq!(series("dirty"), Some((dirty * 4096) as f64));
+    assert_eq!(series("muzzy"), Some((muzzy * 4096) as f64));
+    assert_eq!(series("active"), Some((active * 4096) as f64));
+    let held = value(&t, &kept).unwrap();
+    assert!(held > 0.0 && held <= (dirty * 4096) as f64, "{held}");
+    let info = format!(
+        "membloat_process_allocator_info{{allocator=\"jemalloc\",runtime=\"native\",version=\"\",pid=\"{pid}\",comm=\"jefree\"}}"
     );
-    assert_eq!(
-        value(&t, &measured),
-        None,
-        "glibc's figure for a jemalloc process"
+    assert_eq!(value(&t, &info), Some(1.0));
+    let measured = format!(
+        "membloat_process_hoarded_bytes{{pid=\"{pid}\",comm=\"jefree\",method=\"measured\"}}"
+    );
+    assert_eq!(value(&t, &measured), Some(held));
+    let f = explained(pid, "hoarding");
+    assert_eq!(f["certainty"], "measured", "{f}");
+    assert!(
+        f["evidence"].as_str().unwrap().contains("jemalloc 5.3.0"),
+        "{f}"
+    );
+    assert!(
+        f["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("background_thread:true"),
+        "{f}"
     );
 }
 
@@ -184,9 +209,15 @@ fn kept_pages_equal_jemallocs_own_on_every_version() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(4);
     let mut wrong = Vec::new();
-    for (version, _) in VERSIONS {
-        for debug in [false, true] {
-            let built = program(version, debug);
+    // Debian's libjemalloc.a (5.3.0, its own configuration), linked into a C program.
+    let jefree = common::repro::build("jefree");
+    let debian = [("5.3.0", None)];
+    let tikv = VERSIONS
+        .iter()
+        .flat_map(|v| [(v.0, Some(false)), (v.0, Some(true))]);
+    for (version, debug) in debian.into_iter().chain(tikv) {
+        {
+            let built = debug.map_or(jefree.clone(), |d| program(version, d));
             for seed in 1..=programs {
                 let threads = if seed % 2 == 0 { 8 } else { 1 };
                 let mib = 32 + seed * 37 % 160;
@@ -201,7 +232,7 @@ fn kept_pages_equal_jemallocs_own_on_every_version() {
                     h.dirty_bytes / page,
                     h.muzzy_bytes / page,
                 );
-                let name = format!("jemalloc {version} debug={debug} {args:?}");
+                let name = format!("jemalloc {version} {built:?} {args:?}");
                 eprintln!(
                     "{name}: active {active} dirty {dirty} muzzy {muzzy} pages; read {got:?}, dirty resident {} MiB",
                     h.dirty_resident_bytes >> 20
@@ -223,4 +254,74 @@ fn kept_pages_equal_jemallocs_own_on_every_version() {
         wrong.len(),
         wrong.join("\n")
     );
+}
+
+/// `VmRSS` of `pid`, in bytes.
+fn rss(pid: u32) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// What is measured as kept is what a purge gives back: after `arena.<all>.purge`, RSS
+/// falls by at least 95 % of the resident dirty pages measured before, and none are left.
+#[test]
+fn a_purge_gives_back_what_was_measured() {
+    for threads in ["1", "8"] {
+        let mut r = Repro::start("jefree", &["5", threads, "192", "10"], &[]);
+        let (h, _) = read_between(&mut r);
+        assert!(h.dirty_resident_bytes > 16 << 20, "{h:?}");
+        let before = rss(r.pid());
+        let after_purge = stats(&ask(&mut r, "purge"));
+        let after = rss(r.pid());
+        let fell = before.saturating_sub(after);
+        eprintln!(
+            "{threads} threads: dirty resident {} MiB measured; RSS {} -> {} MiB after the purge",
+            h.dirty_resident_bytes >> 20,
+            before >> 20,
+            after >> 20
+        );
+        assert!(
+            fell as f64 >= 0.95 * h.dirty_resident_bytes as f64,
+            "RSS fell {fell} of {} measured",
+            h.dirty_resident_bytes
+        );
+        assert_eq!(
+            after_purge.1, 0,
+            "jemalloc keeps no dirty page after a purge"
+        );
+        let (h, _) = read_between(&mut r);
+        assert_eq!((h.dirty_bytes, h.dirty_resident_bytes), (0, 0));
+    }
+}
+
+/// With `dirty_decay_ms:0` freed pages go back at once: no dirty page is measured, and
+/// the muzzy ones are as jemalloc counts them (this jemalloc keeps none: it purges them
+/// whole, whatever `muzzy_decay_ms` says).
+#[test]
+fn with_dirty_decay_0_nothing_is_dirty() {
+    let conf = "dirty_decay_ms:0,muzzy_decay_ms:1000000";
+    let mut r = Repro::start("jefree", &["6", "4", "128", "10"], &[("MALLOC_CONF", conf)]);
+    let (h, (_, dirty, muzzy)) = read_between(&mut r);
+    assert_eq!((h.dirty_bytes, dirty), (0, 0));
+    assert_eq!(h.muzzy_bytes / 4096, muzzy);
+    assert!(h.muzzy_resident_bytes <= h.muzzy_bytes);
+}
+
+/// Debian's libjemalloc2 is stripped: preloaded, it is named, with its reason and no
+/// figure.
+#[test]
+fn debians_stripped_libjemalloc_says_stripped() {
+    let r = Repro::start(
+        "hoard",
+        &["2", "1", "0"],
+        &[("LD_PRELOAD", DEBIAN_JEMALLOC)],
+    );
+    let h = read(r.pid());
+    assert_eq!(h.identity.allocator, Allocator::Jemalloc);
+    assert_eq!(h.jemalloc, Some(Err(heap::jemalloc::Unmeasured::Stripped)));
 }

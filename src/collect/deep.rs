@@ -116,9 +116,7 @@ pub(super) fn read(
                 }
                 let memory = deep_memory(&p.status);
                 let heap = p.heap.as_deref();
-                let transient = heap
-                    .and_then(|h| h.walk.as_ref())
-                    .is_some_and(|w| w.as_ref().is_err_and(|o| o.is_transient()));
+                let transient = heap.is_some_and(is_transient);
                 let over_budget = heap.is_some_and(is_over_budget);
                 if let Some(k) = procs.known_mut(p) {
                     settle(k, now, memory, transient);
@@ -209,6 +207,17 @@ fn reader(
     })
 }
 
+/// Whether a reader of the process found its heap moving (or, for a JVM, still starting):
+/// read again on the retry schedule, not a deep interval later.
+fn is_transient(h: &HeapReading) -> bool {
+    h.walk
+        .as_ref()
+        .is_some_and(|w| w.as_ref().is_err_and(|o| o.is_transient()))
+        || matches!(h.java, Some(Err(heap::jvm::Unmeasured::NotReady)))
+        || matches!(h.go, Some(Err(heap::golang::Unmeasured::Moving)))
+        || matches!(h.jemalloc, Some(Err(heap::jemalloc::Unmeasured::Moving)))
+}
+
 /// Whether any of a process's readers stopped at its budget.
 fn is_over_budget(h: &HeapReading) -> bool {
     h.walk
@@ -216,6 +225,7 @@ fn is_over_budget(h: &HeapReading) -> bool {
         .is_some_and(|w| w.as_ref().is_err_and(|o| o.is_over_budget()))
         || matches!(h.java, Some(Err(heap::jvm::Unmeasured::Budget)))
         || matches!(h.go, Some(Err(heap::golang::Unmeasured::Budget)))
+        || matches!(h.jemalloc, Some(Err(heap::jemalloc::Unmeasured::Budget)))
 }
 
 impl DeepRun {
@@ -231,6 +241,9 @@ impl DeepRun {
         }
         if let Some(go) = &heap.go {
             self.go_reads.count(go);
+        }
+        if let Some(je) = &heap.jemalloc {
+            self.jemalloc_reads.count(je);
         }
     }
 }

@@ -43,6 +43,8 @@ pub struct DeepRun {
     pub jvm_reads: heap::jvm::ReadCounts,
     /// Go programs' heaps read, by how the read ended.
     pub go_reads: heap::golang::ReadCounts,
+    /// jemalloc processes' kept pages read, by how the read ended.
+    pub jemalloc_reads: heap::jemalloc::ReadCounts,
 }
 
 /// How one collector did in a scan.

@@ -192,8 +192,28 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
         .hoarded_bytes
         .map(|h| h.saturating_sub(java_held.unwrap_or(0)));
     if let Some(hoarded) = native.filter(|&b| b > 0) {
-        let (certainty, evidence) = match (sig.hoard_method, sig.heap.as_deref()) {
-            (Some(Method::Measured), Some(h)) => (
+        let measured = (
+            sig.hoard_method,
+            sig.heap.as_deref(),
+            sig.jemalloc.as_deref(),
+        );
+        let (certainty, evidence) = match measured {
+            (Some(Method::Measured), _, Some(j)) => {
+                (
+                    "measured",
+                    format!(
+                        "jemalloc {} keeps {} dirty ({} resident) and {} muzzy ({} resident) in {} arenas, beside {} active",
+                        j.version,
+                        size(j.dirty_bytes),
+                        size(j.dirty_resident_bytes),
+                        size(j.muzzy_bytes),
+                        size(j.muzzy_resident_bytes),
+                        j.arenas,
+                        size(j.active_bytes)
+                    ),
+                )
+            }
+            (Some(Method::Measured), Some(h), None) => (
                 "measured",
                 format!(
                     "glibc heaps hold {} free ({} resident, {} malloc_trim could return) in {} free chunks",

@@ -14,7 +14,7 @@ pub fn hoarding(allocator: Option<Allocator>, runtime: Runtime) -> Remedy {
         "GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072:glibc.malloc.mmap_threshold=131072";
     const COST: &str = "freed memory goes back at once: more mmap/munmap and page faults on allocation-heavy paths";
     match (allocator, runtime) {
-        (Some(Allocator::Jemalloc), _) => ("MALLOC_CONF=dirty_decay_ms:1000,muzzy_decay_ms:0 (jemalloc returns dirty pages sooner)".into(), Some(COST)),
+        (Some(Allocator::Jemalloc), _) => ("MALLOC_CONF=background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0 (a background thread gives dirty pages back within a second, idle or not: without one they decay only while the program allocates; tikv-jemallocator reads _RJEM_MALLOC_CONF); at once, from inside: mallctl(\"arena.4096.purge\", NULL, NULL, NULL, 0)".into(), Some(COST)),
         (Some(Allocator::Tcmalloc), _) => ("TCMALLOC_RELEASE_RATE=10, or MallocExtension::ReleaseFreeMemory() after bursts".into(), Some(COST)),
         (Some(Allocator::Mimalloc), _) => ("MIMALLOC_PURGE_DELAY=0 (mimalloc purges freed pages at once)".into(), Some(COST)),
         (_, Runtime::Python) => (format!("{TUNABLES} in the environment, or ctypes.CDLL('libc.so.6').malloc_trim(0) after large frees"), Some(COST)),

@@ -6,8 +6,8 @@ use std::fmt;
 use super::catalogue::{
     BUILD_INFO, DEEP_CPU_SECONDS_TOTAL, DEEP_SCAN_CANDIDATES, DEEP_SCAN_CPU_SECONDS,
     DEEP_SCAN_DEFERRED, DEEP_SCAN_DURATION_SECONDS, DEEP_SCAN_PROCESSES, GO_READS_TOTAL,
-    HEAP_PENDING_PROCESSES, HEAP_WALKS_TOTAL, HEAP_WALK_CPU_SECONDS_TOTAL, JVM_READS_TOTAL,
-    LAST_SCAN_TIMESTAMP_SECONDS, OWN_CPU_SECONDS_TOTAL, OWN_MAX_FDS, OWN_OPEN_FDS,
+    HEAP_PENDING_PROCESSES, HEAP_WALKS_TOTAL, HEAP_WALK_CPU_SECONDS_TOTAL, JEMALLOC_READS_TOTAL,
+    JVM_READS_TOTAL, LAST_SCAN_TIMESTAMP_SECONDS, OWN_CPU_SECONDS_TOTAL, OWN_MAX_FDS, OWN_OPEN_FDS,
     OWN_RESIDENT_MEMORY_BYTES, OWN_START_TIME_SECONDS, OWN_VIRTUAL_MEMORY_BYTES, PROCESSES_SCANNED,
     SCANS_TOTAL, SCAN_DURATION_SECONDS, SCAN_ERRORS_TOTAL, SCAN_KEPT_DESCRIPTORS,
     SCAN_PROC_LISTINGS_TOTAL, SCAN_READER_THREADS, SCAN_ROLLUP_READS,
@@ -17,6 +17,33 @@ use super::catalogue::{
 use super::{u, Families, Labels, Num};
 use crate::collect::heap::{golang, jvm, Outcome};
 use crate::model::derive::Snapshot;
+
+/// The runtime and allocator readers' counts, by outcome.
+fn encode_reads(f: &mut Families, s: &Snapshot) -> fmt::Result {
+    let jvm_reads: Vec<(Labels, Num)> = jvm::Outcome::ALL
+        .iter()
+        .map(|o| {
+            (
+                vec![("outcome", o.as_str())],
+                Num::U(s.jvm_reads_total.get(*o)),
+            )
+        })
+        .collect();
+    f.family(&JVM_READS_TOTAL, jvm_reads)?;
+    let go_reads: Vec<(Labels, Num)> = golang::ReadCounts::OUTCOMES
+        .iter()
+        .zip(s.go_reads_total.values())
+        .map(|(o, n)| (vec![("outcome", *o)], Num::U(n)))
+        .collect();
+    f.family(&GO_READS_TOTAL, go_reads)?;
+    let jemalloc_reads: Vec<(Labels, Num)> = s
+        .jemalloc_reads_total
+        .outcomes()
+        .map(|(o, n)| (vec![("outcome", o)], Num::U(n)))
+        .collect();
+    f.family(&JEMALLOC_READS_TOTAL, jemalloc_reads)?;
+    Ok(())
+}
 
 pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
     f.info(&BUILD_INFO, crate::config::build::labels())?;
@@ -84,22 +111,7 @@ pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
             &HEAP_PENDING_PROCESSES,
             Some(Num::U(s.heap_pending_processes)),
         )?;
-        let jvm_reads: Vec<(Labels, Num)> = jvm::Outcome::ALL
-            .iter()
-            .map(|o| {
-                (
-                    vec![("outcome", o.as_str())],
-                    Num::U(s.jvm_reads_total.get(*o)),
-                )
-            })
-            .collect();
-        f.family(&JVM_READS_TOTAL, jvm_reads)?;
-        let go_reads: Vec<(Labels, Num)> = golang::ReadCounts::OUTCOMES
-            .iter()
-            .zip(s.go_reads_total.values())
-            .map(|(o, n)| (vec![("outcome", *o)], Num::U(n)))
-            .collect();
-        f.family(&GO_READS_TOTAL, go_reads)?;
+        encode_reads(f, s)?;
     }
     let errors: Vec<(Labels, Num)> = s
         .errors

@@ -83,6 +83,8 @@ pub struct Snapshot {
     pub jvm_reads_total: crate::collect::heap::jvm::ReadCounts,
     /// Go heap reads since start, by outcome.
     pub go_reads_total: crate::collect::heap::golang::ReadCounts,
+    /// jemalloc reads since start, by outcome.
+    pub jemalloc_reads_total: crate::collect::heap::jemalloc::ReadCounts,
     /// Processes whose heap is walkable but not yet measured (see `Signals::hoard_pending`).
     pub heap_pending_processes: u64,
     /// CPU time of the heap walks since start.
@@ -245,6 +247,9 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         go_reads_total: prev
             .go_reads_total
             .plus(&sample.deep.map(|d| d.go_reads).unwrap_or_default()),
+        jemalloc_reads_total: prev
+            .jemalloc_reads_total
+            .plus(&sample.deep.map(|d| d.jemalloc_reads).unwrap_or_default()),
         pressure,
         oom_kills,
         last_oom_kill_unix_seconds: system.last_oom_kill_unix_seconds,
@@ -266,6 +271,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         heap_walks_total: next.heap_walks_total,
         jvm_reads_total: next.jvm_reads_total,
         go_reads_total: next.go_reads_total,
+        jemalloc_reads_total: next.jemalloc_reads_total,
         heap_pending_processes: sigs.iter().filter(|s| s.hoard_pending).count() as u64,
         heap_walk_cpu_seconds_total: next.heap_walk_cpu_seconds_total,
         deep: sample.deep,

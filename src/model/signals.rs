@@ -13,7 +13,7 @@ use crate::collect::{ProcessFiles, ProcessSample};
 use crate::parse::smaps::SmapsSummary;
 
 mod hoarding;
-use hoarding::{from_mappings, go_heap, jvm_heap, measured_heap};
+use hoarding::{from_mappings, go_heap, jemalloc_heap, jvm_heap, measured_heap};
 
 /// Heap memory below this is never suspected of hoarding (no heap walk).
 pub const HOARD_MIN_HEAP_BYTES: u64 = 64 << 20;
@@ -198,6 +198,10 @@ pub struct Signals {
     pub go: Option<Box<GoHeap>>,
     /// Why a Go program's heap has no figure (then neither has its hoarding).
     pub go_unmeasured: Option<golang::Unmeasured>,
+    /// What jemalloc keeps (boxed: only jemalloc processes have one).
+    pub jemalloc: Option<Box<crate::collect::heap::jemalloc::JemallocHeap>>,
+    /// Why jemalloc's kept pages have no figure (the suspicion from the mappings stands).
+    pub jemalloc_unmeasured: Option<crate::collect::heap::jemalloc::Unmeasured>,
     /// Commit charge: Size of mappings charged to the commit limit (deep tier).
     pub commit_bytes: Option<u64>,
     /// Commit charge not backed by RAM or swap: can still become RSS, oom_score omits it.
@@ -294,6 +298,9 @@ pub fn advance(
     }
     if let Some(m) = measured {
         measured_heap(&mut sig, m, online_cpus);
+    }
+    if let Some(read) = heap.and_then(|h| h.jemalloc.as_ref()) {
+        jemalloc_heap(&mut sig, read);
     }
     if let Some(read) = heap.and_then(|h| h.java.as_ref()) {
         jvm_heap(&mut sig, read);

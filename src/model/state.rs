@@ -25,6 +25,7 @@ pub struct State {
     pub heap_walk_cpu_seconds_total: f64,
     pub jvm_reads_total: crate::collect::heap::jvm::ReadCounts,
     pub go_reads_total: crate::collect::heap::golang::ReadCounts,
+    pub jemalloc_reads_total: crate::collect::heap::jemalloc::ReadCounts,
     /// The latest PSI totals, for the next interval's stall ratios.
     pub pressure: Option<Pressure>,
     /// The latest `oom_kill` count of /proc/vmstat, and when it was first seen rising.

@@ -28,6 +28,11 @@ pub fn build(name: &str) -> PathBuf {
             .env("CGO_ENABLED", "0")
             .env("GOFLAGS", "-mod=mod");
         go.status()
+    } else if name == "jefree" {
+        // jemalloc linked in statically, from Debian's libjemalloc-dev.
+        cc(&out, &src.join("jefree.c"))
+            .args(["-Wl,-Bstatic", "-ljemalloc", "-Wl,-Bdynamic", "-lm", "-ldl"])
+            .status()
     } else {
         cc(&out, &src.join(format!("{name}.c"))).status()
     };

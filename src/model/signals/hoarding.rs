@@ -7,6 +7,7 @@ use super::{
     HOARD_MIN_HEAP_SHARE, HOARD_MIN_MEASURED_BYTES, HOARD_MIN_RETAINED,
 };
 use crate::collect::heap::golang::{self, GoHeap};
+use crate::collect::heap::jemalloc::{self, JemallocHeap};
 use crate::collect::heap::jvm::{self, JavaHeap};
 use crate::collect::heap::runtime::Runtime;
 use crate::collect::heap::HeapMeasure;
@@ -70,6 +71,28 @@ pub(super) fn measured_heap(sig: &mut Signals, m: HeapMeasure, online_cpus: u64)
         0
     });
     sig.hoard_method = Some(Method::Measured);
+}
+
+/// jemalloc's kept pages: measured, the resident dirty and muzzy pages an arena purge
+/// gives back are the process's hoarding (what a runtime holds joins them); not measured,
+/// the suspicion the mappings give stands.
+pub(super) fn jemalloc_heap(
+    sig: &mut Signals,
+    read: &Result<Box<JemallocHeap>, jemalloc::Unmeasured>,
+) {
+    match read {
+        Ok(h) => {
+            let held = h.held_bytes();
+            sig.jemalloc = Some(h.clone());
+            sig.hoarded_bytes = Some(if held >= HOARD_MIN_MEASURED_BYTES {
+                held
+            } else {
+                0
+            });
+            sig.hoard_method = Some(Method::Measured);
+        }
+        Err(why) => sig.jemalloc_unmeasured = Some(*why),
+    }
 }
 
 /// A JVM's held heap, read from its perf data.

@@ -99,6 +99,20 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// A layout of `version` with `offsets` whose arenas are at `arenas` and
+    /// `narenas_total`, in a binary loaded where it was linked (tests, the fuzzer).
+    #[doc(hidden)]
+    pub fn at(version: &'static str, offsets: Offsets, arenas: u64, narenas_total: u64) -> Layout {
+        Layout {
+            version,
+            offsets,
+            arenas,
+            narenas_total,
+            first_vaddr: 0,
+            pie: false,
+        }
+    }
+
     /// The amount to add to link-time addresses, given where the binary's first mapping
     /// (file offset 0) starts.
     pub fn bias(&self, first_mapping: u64) -> u64 {

@@ -1,1 +1,139 @@
+//! The reader on crafted memory: jemalloc's arenas and lists as 5.3.0 lays them out, and
+//! what a process can write into its own to fool or hold the reader.
 
+use super::layout::{Layout, VERSIONS};
+use super::{read, JemallocHeap, Unmeasured};
+use crate::collect::heap::image::{Image, PAGE};
+
+const ARENAS: u64 = 0x10_0000;
+const TOTAL: u64 = 0x10_8000;
+const ARENA: u64 = 0x20_0000;
+const EXTENTS: u64 = 0x40_0000;
+const MEMORY: u64 = 0x100_0000;
+
+fn layout() -> Layout {
+    Layout::at(VERSIONS[1].0, VERSIONS[1].1, ARENAS, TOTAL)
+}
+
+/// One arena (index 0) with `active` pages and, on its dirty list, extents of `dirty`
+/// pages each, laid one after the other from MEMORY; `absent` pages of them not resident.
+fn image(active: u64, dirty: &[u64]) -> Image {
+    let o = VERSIONS[1].1;
+    let mut m = Image::default();
+    m.map(ARENAS, 0x1000);
+    m.map(TOTAL, 0x1000);
+    m.map(ARENA, 0x1_0000);
+    m.map(EXTENTS, 0x1_0000);
+    m.put(TOTAL, 1);
+    m.put(ARENAS, ARENA);
+    m.put(ARENA + o.nactive, active);
+    let states = [(o.dirty, 1u64), (o.muzzy, 2)];
+    for (sets, state) in states {
+        for &lru in sets {
+            m.put(ARENA + lru + 16, state);
+        }
+    }
+    let mut addr = MEMORY;
+    let n = dirty.len() as u64;
+    for (i, &pages) in dirty.iter().enumerate() {
+        let e = EXTENTS + i as u64 * 128;
+        let next = EXTENTS + (i as u64 + 1) % n * 128;
+        m.put(e + o.e_bits, 1 << o.state_shift);
+        m.put(e + o.e_addr, addr);
+        m.put(e + o.e_size, pages * PAGE);
+        m.put(e + o.e_next, next);
+        m.map(addr, pages * PAGE);
+        addr += pages * PAGE;
+    }
+    if n > 0 {
+        m.put(ARENA + o.dirty[0], EXTENTS);
+        m.put(ARENA + o.dirty[0] + 8, dirty.iter().sum());
+    }
+    m
+}
+
+#[test]
+fn an_arenas_kept_extents_are_counted_and_their_resident_pages() {
+    let mut m = image(100, &[3, 5, 8]);
+    m.absent = vec![MEMORY / PAGE, MEMORY / PAGE + 1];
+    let h = read(&mut m, &layout(), 0).unwrap();
+    assert_eq!(
+        h,
+        JemallocHeap {
+            version: "5.3.0",
+            arenas: 1,
+            active_bytes: 100 * PAGE,
+            dirty_bytes: 16 * PAGE,
+            muzzy_bytes: 0,
+            dirty_resident_bytes: 14 * PAGE,
+            muzzy_resident_bytes: 0,
+        }
+    );
+    assert_eq!(h.held_bytes(), 14 * PAGE);
+    // No arena kept anything: all zero, measured.
+    let h = read(&mut image(7, &[]), &layout(), 0).unwrap();
+    assert_eq!((h.active_bytes, h.dirty_bytes), (7 * PAGE, 0));
+}
+
+#[test]
+fn a_layout_that_does_not_fit_gives_no_figure() {
+    // Another build's arena: the sets do not say what they hold.
+    let mut m = image(100, &[3]);
+    m.put(ARENA + VERSIONS[1].1.muzzy[0] + 16, 0);
+    assert_eq!(read(&mut m, &layout(), 0), Err(Unmeasured::UnknownLayout));
+    // No arenas, or more than jemalloc can have.
+    for n in [0, 4096] {
+        let mut m = image(1, &[]);
+        m.put(TOTAL, n);
+        assert_eq!(read(&mut m, &layout(), 0), Err(Unmeasured::UnknownLayout));
+    }
+}
+
+#[test]
+fn crafted_lists_are_not_believed() {
+    let o = VERSIONS[1].1;
+    // The count says fewer pages than the extents hold.
+    let mut m = image(1, &[3, 5]);
+    m.put(ARENA + o.dirty[0] + 8, 4);
+    assert_eq!(read(&mut m, &layout(), 0), Err(Unmeasured::Moving));
+    // An extent of another arena, or of another state.
+    let mut m = image(1, &[3, 5]);
+    m.put(EXTENTS + 128 + o.e_bits, 1 << o.state_shift | 1);
+    assert_eq!(read(&mut m, &layout(), 0), Err(Unmeasured::Moving));
+    let mut m = image(1, &[3, 5]);
+    m.put(EXTENTS + o.e_bits, 2 << o.state_shift);
+    assert_eq!(read(&mut m, &layout(), 0), Err(Unmeasured::Moving));
+    // A list that loops short of its head (e -> e) is cut at its page count.
+    let mut m = image(1, &[3, 5]);
+    m.put(EXTENTS + 128 + o.e_next, EXTENTS + 128);
+    assert_eq!(read(&mut m, &layout(), 0), Err(Unmeasured::Moving));
+    // A list that loops short of its head, with a claimed count of a TiB, is cut at the
+    // extent budget, never followed for hours.
+    let mut m = image(1, &[1, 1]);
+    m.put(EXTENTS + 128 + o.e_next, EXTENTS + 128);
+    m.put(ARENA + o.dirty[0] + 8, 1 << 28);
+    assert_eq!(read(&mut m, &layout(), 0), Err(Unmeasured::Budget));
+    // An extent that wraps past the top of memory.
+    let mut m = image(1, &[1]);
+    m.put(EXTENTS + o.e_addr, !(PAGE - 1));
+    assert!(read(&mut m, &layout(), 0).is_err());
+}
+
+#[test]
+fn every_version_says_its_sets_apart() {
+    // Each version's places are distinct and inside an arena of its size (DWARF: 29,496,
+    // 78,952 and 80,704 bytes).
+    let sizes = [29_496, 78_952, 80_704];
+    for ((v, o), size) in VERSIONS.iter().zip(sizes) {
+        let mut places: Vec<u64> = [o.nactive]
+            .iter()
+            .chain(o.dirty)
+            .chain(o.muzzy)
+            .copied()
+            .collect();
+        places.sort_unstable();
+        places.dedup();
+        assert_eq!(places.len(), 1 + o.dirty.len() + o.muzzy.len(), "{v}");
+        assert!(places.iter().all(|&p| p + 24 <= size), "{v}");
+    }
+}
