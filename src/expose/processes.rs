@@ -1,5 +1,6 @@
 //! The families of groups and of the top processes.
 
+use crate::collect::heap::reads::Reason;
 use std::fmt;
 
 use super::catalogue::{
@@ -308,10 +309,7 @@ const TOP: &[(&Metric, Get)] = &[
     ),
     (
         &PROCESS_JEMALLOC_UNMEASURED,
-        Get::Unmeasured(|p| {
-            use crate::collect::heap::reads::Reason;
-            Some(p.signals.jemalloc_unmeasured?.as_str())
-        }),
+        Get::Unmeasured(|p| Some(p.signals.jemalloc_unmeasured?.as_str())),
     ),
     (&PROCESS_ARENA_HEAPS, Get::One(|p| u(p.signals.arena_heaps))),
     (

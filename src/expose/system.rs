@@ -15,7 +15,7 @@ use super::catalogue::{
     SCRAPE_COLLECTOR_DURATION_SECONDS, SCRAPE_COLLECTOR_SUCCESS,
 };
 use super::{u, Families, Labels, Num};
-use crate::collect::heap::{golang, jvm, Outcome};
+use crate::collect::heap::{jvm, Outcome};
 use crate::model::derive::Snapshot;
 
 /// The runtime and allocator readers' counts, by outcome.
@@ -30,10 +30,10 @@ fn encode_reads(f: &mut Families, s: &Snapshot) -> fmt::Result {
         })
         .collect();
     f.family(&JVM_READS_TOTAL, jvm_reads)?;
-    let go_reads: Vec<(Labels, Num)> = golang::ReadCounts::OUTCOMES
-        .iter()
-        .zip(s.go_reads_total.values())
-        .map(|(o, n)| (vec![("outcome", *o)], Num::U(n)))
+    let go_reads: Vec<(Labels, Num)> = s
+        .go_reads_total
+        .outcomes()
+        .map(|(o, n)| (vec![("outcome", o)], Num::U(n)))
         .collect();
     f.family(&GO_READS_TOTAL, go_reads)?;
     let jemalloc_reads: Vec<(Labels, Num)> = s

@@ -14,7 +14,8 @@ use std::collections::HashSet;
 use super::glibc::{
     self, Arena, HeapInfo, Layout, FLAGS, HEAP_MAX, MALLOC_STATE_BYTES, NONCONTIGUOUS,
 };
-use super::walk::{Fault, Heap, Target};
+use super::reader::{Fault, Target};
+use super::walk::Heap;
 
 /// What the mappings say, sorted by address: used only to bound and check reads.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

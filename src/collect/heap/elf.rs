@@ -100,21 +100,15 @@ pub struct Elf {
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
-    b.get(at..at + 2)
-        .and_then(|w| w.try_into().ok())
-        .map_or(0, u16::from_le_bytes)
+    super::reader::u16_at(b, at).unwrap_or(0)
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
-    b.get(at..at + 4)
-        .and_then(|w| w.try_into().ok())
-        .map_or(0, u32::from_le_bytes)
+    super::reader::u32_at(b, at).unwrap_or(0)
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {
-    b.get(at..at + 8)
-        .and_then(|w| w.try_into().ok())
-        .map_or(0, u64::from_le_bytes)
+    super::reader::u64_at(b, at).unwrap_or(0)
 }
 
 /// Reads `len` bytes at `offset`, once `len` is known to be at most `cap` and inside the

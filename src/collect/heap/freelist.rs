@@ -15,7 +15,8 @@ use super::glibc::{
     bin_index, fastbin_index, Layout, ALIGN, FLAGS, IS_MMAPPED, MIN_CHUNK, NBINS, NFASTBINS,
     NON_MAIN_ARENA, PREV_INUSE,
 };
-use super::walk::{count_free, Fault, HeapKind, HeapTotals, Target};
+use super::reader::{Fault, Target};
+use super::walk::{count_free, HeapKind, HeapTotals};
 
 /// One free chunk found on a list, or a top chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -93,8 +94,9 @@ impl Lists {
     }
 }
 
+/// The `i`th word of `b` (0 past its end).
 fn word(b: &[u8], i: usize) -> u64 {
-    u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]))
+    super::reader::u64_at(b, i.saturating_mul(8)).unwrap_or(0)
 }
 
 /// A list pointer must point at a chunk header inside its arena's heaps before it is

@@ -91,9 +91,9 @@ pub fn banner_in(text: &[u8]) -> Option<(usize, u32)> {
     Some((start, v))
 }
 
+/// The word at `at` of `b` (0 past its end).
 fn word(b: &[u8], at: usize) -> u64 {
-    let a: [u8; 8] = b[at..at + 8].try_into().unwrap_or([0; 8]);
-    u64::from_le_bytes(a)
+    super::reader::u64_at(b, at).unwrap_or(0)
 }
 
 /// The fields of an arena this exporter uses.

@@ -14,7 +14,7 @@
 
 pub mod reserved;
 
-use super::walk::Target;
+use super::reader::Target;
 use crate::parse::hsperfdata::{self, PerfData};
 use crate::parse::smaps::{Library, Vma};
 use crate::parse::ParseError;

@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::walk::{Fault, Target};
+use super::reader::{Fault, Target};
 use crate::parse::smaps::Vma;
 use crate::source::PidFile;
 

@@ -19,6 +19,7 @@ pub mod jvm;
 pub mod linked;
 pub mod memory;
 pub mod process;
+pub mod reader;
 pub mod reads;
 pub mod runtime;
 pub mod walk;
@@ -30,8 +31,9 @@ use glibc::Layout;
 use memory::ProcessMemory;
 pub use process::bounds;
 use process::{is_64_bit, libc_version};
+use reader::{Fault, Target};
 use runtime::Identity;
-use walk::{Fault, HeapKind, HeapTotals, Target, Walker};
+use walk::{HeapKind, HeapTotals, Walker};
 
 /// Free chunks one count may follow; above this the process is "not measured (budget)".
 /// Each costs two small reads of the target's memory (its header, then the header after

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use super::arenas::Bounds;
 use super::glibc;
-use super::walk::Target;
+use super::reader::Target;
 use crate::parse::smaps::{Library, Vma};
 
 /// What the mappings tell about where glibc's memory is (see [`Bounds`]) and which file

@@ -68,7 +68,7 @@ pub struct Identity {
 }
 
 /// Decides from the files mapped, the Go build info of the executable (`Some(version)`
-/// when it is a Go binary) and the allocator linked into it ([`super::linked`]).
+/// when it is a Go binary) and the allocator linked into it (as `linked.rs` reads it).
 pub fn identify(libs: Libraries, go: Option<String>, linked: Option<Allocator>) -> Identity {
     // A malloc replacement wins over libc: it is preloaded, or linked in front of it.
     let allocator = if libs.has(Library::Jemalloc) {
@@ -118,8 +118,8 @@ pub fn go_version(mut read: impl FnMut(u64, &mut [u8]) -> bool) -> Option<String
     if !read(0, &mut eh) || &eh[..4] != b"\x7fELF" || eh[4] != 2 || eh[5] != 1 {
         return None;
     }
-    let u16_at = |b: &[u8], i: usize| u16::from_le_bytes([b[i], b[i + 1]]) as u64;
-    let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+    let u16_at = |b: &[u8], i: usize| u64::from(super::reader::u16_at(b, i).unwrap_or(0));
+    let u64_at = |b: &[u8], i: usize| super::reader::u64_at(b, i).unwrap_or(0);
     let shoff = u64_at(&eh, 0x28);
     let shentsize = u16_at(&eh, 0x3a);
     let shnum = u16_at(&eh, 0x3c).min(256);

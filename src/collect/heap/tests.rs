@@ -5,7 +5,7 @@
 
 use super::glibc::{Layout, PREV_INUSE};
 use super::image::{self, Builder, Image, BRK, LIBC_DATA, MAIN_ARENA};
-use super::walk::{Fault, Target};
+use super::reader::{Fault, Target};
 use super::*;
 
 const KIB: u64 = 1024;

@@ -28,41 +28,7 @@ pub struct Heap {
     pub end: u64,
 }
 
-/// What the walks read: the target's memory and which of its pages are resident.
-pub trait Target {
-    /// Fills `buf` from the target's address `addr`; any short or failed read is an error.
-    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Fault>;
-    /// Reads each `(address, length)` of `at` into consecutive parts of `out` (as long as
-    /// the lengths together).
-    fn read_many(&mut self, at: &[(u64, usize)], out: &mut [u8]) -> Result<(), Fault> {
-        let mut rest = out;
-        for &(a, len) in at {
-            let (o, tail) = std::mem::take(&mut rest).split_at_mut(len);
-            self.read(a, o)?;
-            rest = tail;
-        }
-        Ok(())
-    }
-    /// Bytes of `[start, end)` in pages present in RAM.
-    fn resident_bytes(&mut self, start: u64, end: u64) -> Result<u64, Fault>;
-    /// The target's page size: what `malloc_trim` releases whole, and the unit of
-    /// `pagemap` (4 KiB on x86-64, 16 or 64 KiB on some arm64 kernels). No default: each
-    /// target says what it is.
-    fn page_size(&self) -> u64;
-}
-
-/// Why a walk gave no number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// A header broke a rule: the heap moved under the walk, or it is not glibc's.
-    Inconsistent,
-    /// More chunks than the walk may visit.
-    Budget,
-    /// The target's memory or pagemap could not be read (denied, gone, I/O).
-    Unreadable,
-    /// No glibc arena that fits was found: not a layout this exporter knows.
-    NotFound,
-}
+use super::reader::{Fault, Target};
 
 /// Which arena a heap belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

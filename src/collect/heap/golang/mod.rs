@@ -22,7 +22,7 @@ pub use super::elf::Binary;
 pub use layout::layout;
 pub use read::read;
 
-use super::walk::Target;
+use super::reader::Target;
 use crate::parse::smaps::Vma;
 
 /// Why a Go heap has no figure: the `outcome` label of `membloat_go_reads_total`.
@@ -56,8 +56,8 @@ impl From<super::elf::Fault> for Unmeasured {
     }
 }
 
-impl Unmeasured {
-    pub const ALL: [Unmeasured; 7] = [
+impl super::reads::Reason for Unmeasured {
+    const ALL: &'static [Unmeasured] = &[
         Unmeasured::Stripped,
         Unmeasured::NoDwarf,
         Unmeasured::UnknownLayout,
@@ -67,7 +67,7 @@ impl Unmeasured {
         Unmeasured::Implausible,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    fn as_str(self) -> &'static str {
         match self {
             Unmeasured::Stripped => "stripped",
             Unmeasured::NoDwarf => "no_dwarf",
@@ -81,43 +81,7 @@ impl Unmeasured {
 }
 
 /// Go heap reads by how they ended: `measured`, or each [`Unmeasured`] reason.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ReadCounts([u64; 1 + Unmeasured::ALL.len()]);
-
-impl ReadCounts {
-    /// The `outcome` labels, in the order of [`ReadCounts::values`].
-    pub const OUTCOMES: [&'static str; 1 + Unmeasured::ALL.len()] = [
-        "measured",
-        "stripped",
-        "no_dwarf",
-        "unknown_layout",
-        "unreadable",
-        "moving",
-        "budget",
-        "implausible",
-    ];
-
-    pub fn count<T>(&mut self, read: &Result<T, Unmeasured>) {
-        let i = match read {
-            Ok(_) => 0,
-            Err(e) => 1 + Unmeasured::ALL.iter().position(|u| u == e).unwrap_or(0),
-        };
-        self.0[i] += 1;
-    }
-
-    /// Each outcome's count, in the order of [`ReadCounts::OUTCOMES`].
-    pub fn values(&self) -> [u64; 1 + Unmeasured::ALL.len()] {
-        self.0
-    }
-
-    /// These counts plus `other`'s (running totals across scans).
-    pub fn plus(mut self, other: &ReadCounts) -> ReadCounts {
-        for (sum, n) in self.0.iter_mut().zip(other.0) {
-            *sum = sum.saturating_add(n);
-        }
-        self
-    }
-}
+pub type ReadCounts = super::reads::Counts<Unmeasured>;
 
 /// The runtime's figures, as `runtime/metrics` names them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::super::walk::{Fault, Target};
+use super::super::reader::{Fault, Target};
 use super::{GoHeap, Layout, Unmeasured, GO_PAGE};
 
 /// Pages of one page-allocator chunk (4 MiB).
@@ -22,10 +22,10 @@ const MAX_RANGES: u64 = 4096;
 const MAX_CHUNKS: u64 = 1 << 18;
 
 fn word(b: &[u8], at: u64) -> u64 {
-    let at = at as usize;
-    b.get(at..at + 8)
-        .and_then(|w| w.try_into().ok())
-        .map_or(0, u64::from_le_bytes)
+    usize::try_from(at)
+        .ok()
+        .and_then(|at| crate::collect::heap::reader::u64_at(b, at))
+        .unwrap_or(0)
 }
 
 /// The runtime's figures of a process whose executable has `layout`, loaded at `bias`

@@ -16,8 +16,8 @@
 pub mod layout;
 mod read;
 
+use super::reader::Target;
 use super::reads::Reason;
-use super::walk::Target;
 use crate::parse::smaps::Vma;
 pub use layout::Layout;
 pub use read::read;

@@ -4,7 +4,7 @@
 
 use super::layout::{Layout, Offsets, PAGE, STATE_DIRTY, STATE_MUZZY};
 use super::{JemallocHeap, Unmeasured};
-use crate::collect::heap::walk::{Fault, Target};
+use crate::collect::heap::reader::{u32_at, u64_at, Fault, Target};
 
 /// `MALLOCX_ARENA_LIMIT`: the most arenas jemalloc 5 has.
 const MAX_ARENAS: u64 = 4095;
@@ -102,9 +102,9 @@ fn kept<T: Target>(
 ) -> Result<(u64, u64), Fault> {
     let mut head = [0u8; 24];
     t.read(set, &mut head)?;
-    let first = u64::from_le_bytes(head[0..8].try_into().unwrap_or_default());
-    let npages = u64::from_le_bytes(head[8..16].try_into().unwrap_or_default());
-    let set_state = u32::from_le_bytes(head[16..20].try_into().unwrap_or_default());
+    let first = u64_at(&head, 0).unwrap_or(0);
+    let npages = u64_at(&head, 8).unwrap_or(0);
+    let set_state = u32_at(&head, 16).unwrap_or(0);
     if u64::from(set_state) != state {
         return Err(Fault::NotFound);
     }

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use super::super::walk::Target;
+use super::super::reader::Target;
 use crate::parse::smaps::{Library, Vma};
 
 /// The Java heap's reserved address range: `[start, end)`.
@@ -30,13 +30,7 @@ const ROWS_AT_ONCE: usize = 512;
 /// Bytes of a name read: every name looked for is shorter.
 const NAME_BYTES: usize = 32;
 
-fn u32_at(b: &[u8], i: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?))
-}
-
-fn u64_at(b: &[u8], i: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?))
-}
+use super::super::reader::{u16_at, u32_at, u64_at};
 
 fn read_vec<T: Target>(t: &mut T, at: u64, len: usize) -> Option<Vec<u8>> {
     let mut b = vec![0u8; len];
@@ -96,8 +90,8 @@ impl Symbols {
             return None;
         }
         let phoff = u64_at(&eh, 0x20)?;
-        let phentsize = u16::from_le_bytes([eh[0x36], eh[0x37]]) as usize;
-        let phnum = u16::from_le_bytes([eh[0x38], eh[0x39]]) as usize;
+        let phentsize = usize::from(u16_at(&eh, 0x36)?);
+        let phnum = usize::from(u16_at(&eh, 0x38)?);
         if phentsize != 56 || phnum > 64 {
             return None;
         }
