@@ -387,7 +387,7 @@ fn planted_upward_imports_are_caught_in_every_form() {
     );
     plant("collect/own.rs", "use membloat_exporter::model::State;");
     plant(
-        "collect/heap/walk.rs",
+        "collect/heap/glibc/walk.rs",
         "fn f() -> crate::explain::Diagnosis { todo!() }",
     );
     let (found, _) = violations(&copy);
@@ -396,7 +396,7 @@ fn planted_upward_imports_are_caught_in_every_form() {
         "model/groups.rs:1: model (layer 5) uses expose",
         "model/derive/tests.rs:1: model (layer 5) uses serve",
         "collect/own.rs:1: collect (layer 4) uses model",
-        "collect/heap/walk.rs:1: collect (layer 4) uses explain",
+        "collect/heap/glibc/walk.rs:1: collect (layer 4) uses explain",
     ];
     for w in want {
         assert!(
@@ -439,15 +439,18 @@ fn planted_cycles_are_found() {
     // collect: deep -> processes (already), processes::known -> deep (planted).
     plant("collect/processes/known.rs", "use crate::collect::deep::X;");
     // heap: arenas -> walk (already), walk -> arenas (planted, in a group).
-    plant("collect/heap/walk.rs", "use super::{arenas::Y, glibc};");
+    plant(
+        "collect/heap/glibc/walk.rs",
+        "use super::{arenas::Y, Layout};",
+    );
     // model: kills -> signals (already), signals -> kills (planted, as an inline path).
     plant("model/signals.rs", "fn f() -> super::kills::Z { todo!() }");
     let found = cycles(&module_graph(&copy));
     for want in [
         "collect::processes -> collect::deep (collect/processes/known.rs:1)",
         "collect::deep -> collect::processes (",
-        "collect::heap::walk -> collect::heap::arenas (collect/heap/walk.rs:1)",
-        "collect::heap::arenas -> collect::heap::walk (",
+        "collect::heap::glibc::walk -> collect::heap::glibc::arenas (collect/heap/glibc/walk.rs:1)",
+        "collect::heap::glibc::arenas -> collect::heap::glibc::walk (",
         "model::signals -> model::kills (model/signals.rs:1)",
         "model::kills -> model::signals (",
         // The longer loop through groups: kills -> groups -> signals -> kills.

@@ -3,6 +3,7 @@
 //! `int_mallinfo` counts it, every rule glibc checks turning a doubtful heap into no
 //! number, the retry, the budget and the cross-check.
 
+use super::arenas::{Bounds, Discovery};
 use super::glibc::{Layout, PREV_INUSE};
 use super::image::{self, Builder, Image, BRK, LIBC_DATA, MAIN_ARENA};
 use super::reader::{Fault, Target};

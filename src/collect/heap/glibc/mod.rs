@@ -6,6 +6,12 @@
 //! field) to 2.42 on x86-64 and aarch64; the next upstream release removes the fastbins and
 //! moves every offset, so a version outside [`SUPPORTED`] is refused, never guessed.
 
+pub mod arenas;
+pub mod freelist;
+pub mod measure;
+pub mod process;
+pub mod walk;
+
 /// The glibc versions (major 2, these minors) whose layout this module knows.
 pub const SUPPORTED: std::ops::RangeInclusive<u32> = 27..=42;
 

@@ -16,7 +16,7 @@
 //! chunk's size must equal the next chunk's `prev_size`; and the chain must end exactly at
 //! the heap's end. Any doubt makes the heap "inconsistent", never a number.
 
-use super::glibc::{ALIGN, FLAGS, IS_MMAPPED, MIN_CHUNK, NON_MAIN_ARENA, PREV_INUSE, SIZE_SZ};
+use super::{ALIGN, FLAGS, IS_MMAPPED, MIN_CHUNK, NON_MAIN_ARENA, PREV_INUSE, SIZE_SZ};
 
 /// One heap of an arena: where its chunks start and end (the top chunk or the fence posts
 /// end it).
@@ -28,7 +28,7 @@ pub struct Heap {
     pub end: u64,
 }
 
-use super::reader::{Fault, Target};
+use crate::collect::heap::reader::{Fault, Target};
 
 /// Which arena a heap belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

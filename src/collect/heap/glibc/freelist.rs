@@ -11,12 +11,12 @@
 //! lists advance together, one batched read per step.
 
 use super::arenas::{within, within_len, Discovery, FoundArena};
-use super::glibc::{
+use super::walk::{count_free, HeapKind, HeapTotals};
+use super::{
     bin_index, fastbin_index, Layout, ALIGN, FLAGS, IS_MMAPPED, MIN_CHUNK, NBINS, NFASTBINS,
     NON_MAIN_ARENA, PREV_INUSE,
 };
-use super::reader::{Fault, Target};
-use super::walk::{count_free, HeapKind, HeapTotals};
+use crate::collect::heap::reader::{Fault, Target};
 
 /// One free chunk found on a list, or a top chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -96,7 +96,7 @@ impl Lists {
 
 /// The `i`th word of `b` (0 past its end).
 fn word(b: &[u8], i: usize) -> u64 {
-    super::reader::u64_at(b, i.saturating_mul(8)).unwrap_or(0)
+    super::super::reader::u64_at(b, i.saturating_mul(8)).unwrap_or(0)
 }
 
 /// A list pointer must point at a chunk header inside its arena's heaps before it is
