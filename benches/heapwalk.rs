@@ -98,8 +98,14 @@ fn bench(c: &mut Criterion) {
             m.free_bytes() >> 20
         );
         g.throughput(Throughput::Elements(elements));
+        // As the exporter reads: what is learnt once per binary is kept across reads.
+        let binaries = heap::binaries::Binaries::default();
         g.bench_function(BenchmarkId::new(group, elements), |b| {
-            b.iter(|| heap::read(&source, pid, &v, true).measured().copied())
+            b.iter(|| {
+                heap::read_with(&source, pid, &v, true, &binaries)
+                    .measured()
+                    .copied()
+            })
         });
         drop(child);
     }

@@ -161,6 +161,7 @@ fn reader(
 ) -> pool::Work<DeepRead> {
     let budget = deep.budget.as_nanos() as u64;
     let (source, total, walk) = (procs.source.clone(), procs.deep_cpu.clone(), deep.heap_walk);
+    let binaries = procs.binaries.clone();
     Arc::new(move |bufs: &mut Buffers, at: &pool::Progress, pid, n| {
         super::processes::progress::at(at, super::processes::progress::File::Deep);
         // One process is always read; the others while the budget lasts.
@@ -171,7 +172,7 @@ fn reader(
         // What another process holds is untrusted: a reader that panics on it loses
         // that process's read, not the reader thread or the exporter.
         let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            read_smaps(&source, &mut bufs.main, pid, walk)
+            read_smaps(&source, &binaries, &mut bufs.main, pid, walk)
         }));
         let mut read = read.unwrap_or_else(|_| {
             bufs.main.shrink();
@@ -300,7 +301,13 @@ fn deep_memory(st: &Status) -> DeepMemory {
 
 /// `smaps` (parsed as it is read), then the allocator and (when `walk`) the heap walk from
 /// its mappings.
-fn read_smaps(source: &Source, buf: &mut Buffer, pid: u32, walk: bool) -> DeepRead {
+fn read_smaps(
+    source: &Source,
+    binaries: &heap::binaries::Binaries,
+    buf: &mut Buffer,
+    pid: u32,
+    walk: bool,
+) -> DeepRead {
     let mut parser = smaps::Parser::default();
     let read = match source.read_smaps(pid, buf, |line| parser.line(line)) {
         // A process with more mappings than MAX_SMAPS_BYTES holds: a partial summary
@@ -320,7 +327,7 @@ fn read_smaps(source: &Source, buf: &mut Buffer, pid: u32, walk: bool) -> DeepRe
             Ok(smaps) => {
                 let summary = smaps.summary();
                 let cpu = thread_cpu();
-                let heap = heap::read(source, pid, &smaps.vmas, walk);
+                let heap = heap::read_with(source, pid, &smaps.vmas, walk, binaries);
                 let walk_cpu = thread_cpu().saturating_sub(cpu);
                 DeepRead::Done(
                     Ok(Box::new((summary, heap, walk_cpu))),

@@ -62,6 +62,9 @@ pub(super) struct Processes {
     /// CPU the deep tier's reads spent, in nanoseconds, added by each read when it ends,
     /// even one the scan stopped waiting for; each scan's deep run takes what came.
     pub(super) deep_cpu: Arc<DeepCpu>,
+    /// What the heap readers learn once per binary (layouts, the allocator linked in),
+    /// bounded, for as long as the exporter runs.
+    pub(super) binaries: Arc<super::heap::binaries::Binaries>,
 }
 
 /// CPU time the deep tier's reads spent and have not been reported yet (nanoseconds).
@@ -103,6 +106,7 @@ impl Processes {
             // One deep read at a time; one more thread when a read is stuck in the kernel.
             deep_pool: Pool::new(1, 2),
             deep_cpu: Arc::default(),
+            binaries: Arc::default(),
         }
     }
 

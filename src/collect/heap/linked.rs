@@ -8,8 +8,8 @@
 //! namespace; mimalloc's `mi_malloc`). A stripped binary (no `.symtab`) is searched for
 //! the prefix each allocator puts on its own messages, in the first
 //! [`MAX_RODATA_BYTES`] of its read-only data. The binary is its owner's: everything is
-//! read through [`super::elf`], within its caps. Each binary is read once
-//! ([`super::binaries`]).
+//! read through [`super::elf`], within its caps. Each binary is read once (the scanner's
+//! [`super::binaries::Binaries`]).
 
 use super::binaries::ByFile;
 use super::elf::{Binary, Elf};
@@ -18,13 +18,13 @@ use super::runtime::Allocator;
 /// The read-only data a stripped binary is searched: ClickHouse's is about 40 MiB.
 pub const MAX_RODATA_BYTES: u64 = 64 << 20;
 
-/// Executables' verdicts, 256 binaries kept.
-static LINKED: ByFile<Option<Allocator>> = ByFile::new(256);
-
-/// The allocator linked into the executable `exe`, read once per binary.
-pub fn allocator(exe: &crate::source::PidFile) -> Option<Allocator> {
+/// The allocator linked into the executable `exe`, read once per binary (`kept`).
+pub fn allocator(
+    exe: &crate::source::PidFile,
+    kept: &ByFile<Option<Allocator>>,
+) -> Option<Allocator> {
     match exe.identity() {
-        Ok(id) => *LINKED.get_or(id, || linked(exe.file())),
+        Ok(id) => *kept.get_or(id, || linked(exe.file())),
         Err(_) => None,
     }
 }

@@ -93,6 +93,17 @@ pub fn resident_ceiling(vmas: &[Vma]) -> u64 {
 /// resident pages together may not exceed [`resident_ceiling`]: one that would is
 /// `implausible`, never served.
 pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading {
+    read_with(source, pid, vmas, walk, &binaries::Binaries::default())
+}
+
+/// [`read`], with what is learnt once per binary kept in `binaries` (the scanner's).
+pub fn read_with(
+    source: &Source,
+    pid: u32,
+    vmas: &[Vma],
+    walk: bool,
+    binaries: &binaries::Binaries,
+) -> HeapReading {
     let mut libs = crate::parse::smaps::Libraries::default();
     for l in vmas.iter().filter_map(|v| v.library) {
         libs.insert(l);
@@ -111,7 +122,9 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
     let go = exe
         .as_ref()
         .and_then(|exe| runtime::go_version(|off, buf| exe.read_exact_at(off, buf).is_ok()));
-    let linked = exe.as_ref().and_then(linked::allocator);
+    let linked = exe
+        .as_ref()
+        .and_then(|e| linked::allocator(e, &binaries.linked));
     let identity = runtime::identify(libs, go, linked);
     if !walk {
         return HeapReading {
@@ -179,11 +192,11 @@ pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading 
         }
         None => Err(jvm::Unmeasured::Unreadable),
     });
-    let go = golang.then(|| read_go(target.as_mut(), exe.as_ref(), vmas, &mut ceiling));
+    let go = golang.then(|| read_go(target.as_mut(), exe.as_ref(), vmas, binaries, &mut ceiling));
     let jemalloc = je.then(|| {
         let library = jemalloc::library(source, pid, vmas, remote.as_ref())?;
         let binary = library.as_ref().or(exe.as_ref());
-        read_jemalloc(target.as_mut(), binary, vmas, &mut ceiling)
+        read_jemalloc(target.as_mut(), binary, vmas, binaries, &mut ceiling)
     });
     HeapReading {
         identity,
@@ -201,13 +214,14 @@ fn read_go(
     target: Option<&mut ProcessMemory>,
     exe: Option<&crate::source::PidFile>,
     vmas: &[Vma],
+    binaries: &binaries::Binaries,
     ceiling: &mut Ceiling,
 ) -> Result<Box<golang::GoHeap>, golang::Unmeasured> {
     let (Some(target), Some(exe)) = (target, exe) else {
         return Err(golang::Unmeasured::Unreadable);
     };
     target.budget(READER_BUDGET);
-    match golang::read_process(target, exe, vmas) {
+    match golang::read_process(target, exe, vmas, &binaries.go) {
         _ if target.exhausted() => Err(golang::Unmeasured::Budget),
         Ok(h) if !ceiling.take(h.free_resident_bytes) => Err(golang::Unmeasured::Implausible),
         other => other.map(Box::new),
@@ -220,13 +234,14 @@ fn read_jemalloc(
     target: Option<&mut ProcessMemory>,
     binary: Option<&crate::source::PidFile>,
     vmas: &[Vma],
+    binaries: &binaries::Binaries,
     ceiling: &mut Ceiling,
 ) -> Result<Box<jemalloc::JemallocHeap>, jemalloc::Unmeasured> {
     let (Some(target), Some(binary)) = (target, binary) else {
         return Err(jemalloc::Unmeasured::Unreadable);
     };
     target.budget(READER_BUDGET);
-    match jemalloc::read_process(target, binary, vmas) {
+    match jemalloc::read_process(target, binary, vmas, &binaries.jemalloc) {
         _ if target.exhausted() => Err(jemalloc::Unmeasured::Budget),
         Ok(h) if !ceiling.take(h.held_bytes()) => Err(jemalloc::Unmeasured::Implausible),
         other => other.map(Box::new),

@@ -169,19 +169,16 @@ impl Layout {
 /// The runtime's page: 8 KiB on every 64-bit platform Go supports.
 pub const GO_PAGE: u64 = 8192;
 
-/// Go binaries' layouts: each binary's symbols and DWARF are read once, whatever number of
-/// processes run it; 64 binaries kept.
-static LAYOUTS: super::binaries::ByFile<Result<Layout, Unmeasured>> =
-    super::binaries::ByFile::new(64);
-
 /// A Go process's heap: its binary's layout (read once), its load address, its figures.
 pub fn read_process<T: Target>(
     target: &mut T,
     exe: &crate::source::PidFile,
     vmas: &[Vma],
+    layouts: &super::binaries::ByFile<Result<Layout, Unmeasured>>,
 ) -> Result<GoHeap, Unmeasured> {
     let id = exe.identity().map_err(|_| Unmeasured::Unreadable)?;
-    let layout = LAYOUTS.get_or(id, || layout(exe.file()));
+    // Each binary's symbols and DWARF are read once, whatever number of processes run it.
+    let layout = layouts.get_or(id, || layout(exe.file()));
     let layout = layout.as_ref().as_ref().map_err(|&e| e)?;
     // The executable's first mapping: the lowest of those of its inode.
     let (dev, ino) = (id.0, id.1);

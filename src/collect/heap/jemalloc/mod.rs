@@ -104,20 +104,17 @@ impl JemallocHeap {
     }
 }
 
-/// Binaries' layouts, read once each; 64 kept.
-static LAYOUTS: super::binaries::ByFile<Result<Layout, Unmeasured>> =
-    super::binaries::ByFile::new(64);
-
 /// A jemalloc process's kept pages: the layout of `binary` (the executable that links
-/// jemalloc in, or the library that is it), read once, loaded where the lowest of its
-/// mappings is.
+/// jemalloc in, or the library that is it), read once (`layouts`), loaded where the lowest
+/// of its mappings is.
 pub fn read_process<T: Target>(
     target: &mut T,
     binary: &crate::source::PidFile,
     vmas: &[Vma],
+    layouts: &super::binaries::ByFile<Result<Layout, Unmeasured>>,
 ) -> Result<JemallocHeap, Unmeasured> {
     let id = binary.identity().map_err(|_| Unmeasured::Unreadable)?;
-    let layout = LAYOUTS.get_or(id, || layout::of(binary.file()));
+    let layout = layouts.get_or(id, || layout::of(binary.file()));
     let layout = layout.as_ref().as_ref().map_err(|&e| e)?;
     let (dev, ino) = (id.0, id.1);
     let dev = (nix::sys::stat::major(dev) << 32) | nix::sys::stat::minor(dev);
