@@ -181,6 +181,11 @@ fn the_exporter_serves_jemallocs_kept_pages_as_measured_hoarding() {
         "membloat_process_hoarded_bytes{{pid=\"{pid}\",comm=\"jefree\",method=\"measured\"}}"
     );
     assert_eq!(value(&t, &measured), Some(held));
+    // Its share of the measured hoarding, as the fleet view splits it by holder.
+    let share = format!(
+        "membloat_process_runtime_held_bytes{{pid=\"{pid}\",comm=\"jefree\",runtime=\"jemalloc\"}}"
+    );
+    assert_eq!(value(&t, &share), Some(held));
     let f = explained(pid, "hoarding");
     assert_eq!(f["certainty"], "measured", "{f}");
     assert!(

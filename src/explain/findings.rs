@@ -141,6 +141,7 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
     // finding, with the runtime's remedy; the rest of the measured figure is glibc's.
     let java_held = sig
         .runtime_held_bytes
+        .filter(|_| sig.runtime_held_by != Some(signals::Holder::Jemalloc))
         .filter(|&b| b >= signals::HOARD_MIN_MEASURED_BYTES && !sig.hoard_pending);
     if let (Some(held), Some(g)) = (java_held, sig.go.as_deref()) {
         let limit = g.memory_limit().map_or(String::from("no GOMEMLIMIT"), |l| {

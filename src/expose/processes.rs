@@ -89,7 +89,8 @@ pub(super) fn encode_groups(
     let held: Vec<(Labels, Num)> = groups
         .iter()
         .flat_map(|g| {
-            ["jvm", "go"]
+            crate::model::signals::Holder::ALL
+                .map(|h| h.as_str())
                 .into_iter()
                 .zip(g.runtime_held)
                 .filter(|(_, (n, _))| *n > 0)

@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::UNIX_EPOCH;
 
 use crate::collect::heap::runtime::Identity;
-use crate::collect::heap::runtime::Runtime;
 use crate::collect::{CollectorRun, DeepRun, ErrorCounts, Host, ProcessSample, ReadStats, Sample};
 use crate::family::{Collector, Family};
 use crate::model::groups::{groups, GroupStats};
@@ -98,7 +97,7 @@ pub struct Snapshot {
     /// Heap the measured runtimes hold (a JVM's Java heap, a Go program's free heap)
     /// summed by memory cgroup and runtime (part of `cgroup_hoarded_bytes` where it is
     /// 16 MiB or more a process).
-    pub cgroup_runtime_held_bytes: BTreeMap<(String, Runtime), u64>,
+    pub cgroup_runtime_held_bytes: BTreeMap<(String, super::signals::Holder), u64>,
     /// OOM kills from the kernel log since start, and the latest few with their victims;
     /// `None` when the kmsg collector is off.
     pub kills: Option<Kills>,

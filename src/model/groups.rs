@@ -39,9 +39,9 @@ pub struct GroupStats {
     pub untouched_commit_bytes: u64,
     pub arena_heaps: u64,
     pub arena_reserved_bytes: u64,
-    /// Processes whose runtime's held heap was measured, and its sum (part of the measured
-    /// hoarded bytes), by runtime: JVMs, then Go programs.
-    pub runtime_held: [(u64, u64); 2],
+    /// Processes whose runtime's (or jemalloc's) held memory was measured, and its sum
+    /// (part of the measured hoarded bytes), in the order of `Holder::ALL`.
+    pub runtime_held: [(u64, u64); 3],
 }
 
 impl GroupStats {
@@ -53,7 +53,10 @@ impl GroupStats {
         };
         *by_method = by_method.saturating_add(hoarded);
         if let (Some(held), Some(by)) = (sig.runtime_held_bytes, sig.runtime_held_by) {
-            let i = usize::from(by == crate::collect::heap::runtime::Runtime::Go);
+            let i = super::signals::Holder::ALL
+                .iter()
+                .position(|h| *h == by)
+                .unwrap_or(0);
             let (n, bytes) = &mut self.runtime_held[i];
             *n += 1;
             *bytes = bytes.saturating_add(held);

@@ -190,8 +190,8 @@ pub struct Signals {
     /// uncommits, Go's until its scavenger releases it): part of `hoarded_bytes` when
     /// measured.
     pub runtime_held_bytes: Option<u64>,
-    /// The runtime that holds `runtime_held_bytes`.
-    pub runtime_held_by: Option<Runtime>,
+    /// The runtime or allocator that holds `runtime_held_bytes`.
+    pub runtime_held_by: Option<Holder>,
     /// Why a JVM's held heap has no figure (then neither has its measured hoarding).
     pub jvm_unmeasured: Option<jvm::Outcome>,
     /// A Go runtime's own account of its heap (boxed: only Go programs have one).
@@ -315,6 +315,29 @@ pub fn advance(
         d.untouched_commit_bytes = sig.untouched_commit_bytes;
     }
     (next, sig)
+}
+
+/// Who holds a process's measured held memory apart from glibc's free chunks: a managed
+/// runtime's collector, or a malloc that keeps freed pages (the `runtime` label of the
+/// held series).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Holder {
+    Jvm,
+    Go,
+    Jemalloc,
+}
+
+impl Holder {
+    /// Every holder, in the order of the groups' samples.
+    pub const ALL: [Holder; 3] = [Holder::Jvm, Holder::Go, Holder::Jemalloc];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Holder::Jvm => "jvm",
+            Holder::Go => "go",
+            Holder::Jemalloc => "jemalloc",
+        }
+    }
 }
 
 /// A process's CPU time and whether it is idle.

@@ -3,12 +3,12 @@
 //! the model derives a figure from adds its row to its unit's rows and its family here.
 
 use super::Snapshot;
-use crate::collect::heap::runtime::Runtime;
 use crate::family::{Family, Value as Num};
 use crate::units::{cgroup, meminfo, pressure, thp, vmstat};
 
-/// The runtimes whose held heap is measured, in the order of their samples.
-pub(crate) const HELD_BY: [Runtime; 2] = [Runtime::Jvm, Runtime::Go];
+/// The runtimes (and jemalloc) whose held memory is measured, in the order of their
+/// samples.
+pub(crate) const HELD_BY: [crate::model::signals::Holder; 3] = crate::model::signals::Holder::ALL;
 
 fn u(v: Option<u64>) -> Option<Num> {
     v.map(Num::U)

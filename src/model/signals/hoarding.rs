@@ -3,13 +3,12 @@
 //! program's free resident heap), the runtimes' figures joining glibc's.
 
 use super::{
-    Method, Signals, ARENAS_PER_CPU, HOARD_MIN_HEAP_BYTES, HOARD_MIN_HEAP_DENSITY,
+    Holder, Method, Signals, ARENAS_PER_CPU, HOARD_MIN_HEAP_BYTES, HOARD_MIN_HEAP_DENSITY,
     HOARD_MIN_HEAP_SHARE, HOARD_MIN_MEASURED_BYTES, HOARD_MIN_RETAINED,
 };
 use crate::collect::heap::golang::{self, GoHeap};
 use crate::collect::heap::jemalloc::{self, JemallocHeap};
 use crate::collect::heap::jvm::{self, JavaHeap};
-use crate::collect::heap::runtime::Runtime;
 use crate::collect::heap::HeapMeasure;
 use crate::collect::ProcessSample;
 use crate::parse::smaps::SmapsSummary;
@@ -84,12 +83,16 @@ pub(super) fn jemalloc_heap(
         Ok(h) => {
             let held = h.held_bytes();
             sig.jemalloc = Some(h.clone());
-            sig.hoarded_bytes = Some(if held >= HOARD_MIN_MEASURED_BYTES {
-                held
-            } else {
-                0
-            });
-            sig.hoard_method = Some(Method::Measured);
+            sig.runtime_held_bytes = Some(held);
+            sig.runtime_held_by = Some(Holder::Jemalloc);
+            if !sig.hoard_pending {
+                sig.hoarded_bytes = Some(if held >= HOARD_MIN_MEASURED_BYTES {
+                    held
+                } else {
+                    0
+                });
+                sig.hoard_method = Some(Method::Measured);
+            }
         }
         Err(why) => sig.jemalloc_unmeasured = Some(*why),
     }
@@ -106,7 +109,7 @@ pub(super) fn jvm_heap(sig: &mut Signals, read: &Result<Box<JavaHeap>, jvm::Unme
         sig.jvm_unmeasured = Some(outcome);
     }
     let held = read.as_ref().ok().and_then(|j| j.held_bytes());
-    runtime_heap(sig, Runtime::Jvm, held, unmeasured);
+    runtime_heap(sig, Holder::Jvm, held, unmeasured);
 }
 
 /// A Go program's free heap in resident pages, read from its runtime's variables.
@@ -116,19 +119,19 @@ pub(super) fn go_heap(sig: &mut Signals, read: &Result<Box<GoHeap>, golang::Unme
         Err(why) => sig.go_unmeasured = Some(*why),
     }
     let held = read.as_ref().ok().map(|g| g.free_resident_bytes);
-    runtime_heap(sig, Runtime::Go, held, read.is_err());
+    runtime_heap(sig, Holder::Go, held, read.is_err());
 }
 
 /// A managed runtime's held heap: measured, it joins glibc's measured free pages (a
 /// suspected native figure gives way to it); not measured, the process has no measured
 /// figure at all, since glibc's alone would leave out the largest holder (and a Go
 /// program has no other: the mappings' shape says nothing of its heap).
-fn runtime_heap(sig: &mut Signals, runtime: Runtime, held: Option<u64>, unmeasured: bool) {
+fn runtime_heap(sig: &mut Signals, runtime: Holder, held: Option<u64>, unmeasured: bool) {
     if let Some(held) = held {
         sig.runtime_held_bytes = Some(held);
         sig.runtime_held_by = Some(runtime);
     }
-    if unmeasured && (sig.hoard_method == Some(Method::Measured) || runtime == Runtime::Go) {
+    if unmeasured && (sig.hoard_method == Some(Method::Measured) || runtime == Holder::Go) {
         sig.hoarded_bytes = None;
         sig.hoard_method = None;
     }
