@@ -317,6 +317,15 @@ fn with_dirty_decay_0_nothing_is_dirty() {
     assert!(h.muzzy_resident_bytes <= h.muzzy_bytes);
 }
 
+/// A static musl program maps no libc at all: musl's, told by its symbols, never glibc's.
+#[test]
+fn a_static_musl_program_is_musl() {
+    let r = Repro::start("idle_musl", &["0"], &[]);
+    let h = read(r.pid());
+    assert_eq!(h.identity.allocator, Allocator::Musl);
+    assert_eq!(h.walk, Some(Err(Outcome::NotGlibc)));
+}
+
 /// Debian's libjemalloc2 is stripped: preloaded, it is named, with its reason and no
 /// figure.
 #[test]

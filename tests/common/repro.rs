@@ -28,6 +28,13 @@ pub fn build(name: &str) -> PathBuf {
             .env("CGO_ENABLED", "0")
             .env("GOFLAGS", "-mod=mod");
         go.status()
+    } else if name == "idle_musl" {
+        // musl's libc linked in statically (musl-tools).
+        super::tool("musl-gcc")
+            .args(["-static", "-O1", "-o"])
+            .arg(&out)
+            .arg(src.join("idle.c"))
+            .status()
     } else if name == "jefree" {
         // jemalloc linked in statically, from Debian's libjemalloc-dev.
         cc(&out, &src.join("jefree.c"))

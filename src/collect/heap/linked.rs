@@ -5,7 +5,7 @@
 //!
 //! The symbols a binary defines name its allocator (jemalloc's `mallctl` with or without
 //! a prefix: `mallctl`, `je_mallctl`, `_rjem_mallctl`; tcmalloc's `tc_malloc` or its
-//! namespace; mimalloc's `mi_malloc`). A stripped binary (no `.symtab`) is searched for
+//! namespace; mimalloc's `mi_malloc`; musl's `__init_libc`, static). A stripped binary (no `.symtab`) is searched for
 //! the prefix each allocator puts on its own messages, in the first
 //! [`MAX_RODATA_BYTES`] of its read-only data. The binary is its owner's: everything is
 //! read through [`super::elf`], within its caps. Each binary is read once (the scanner's
@@ -57,6 +57,9 @@ fn by_symbol(name: &[u8]) -> Option<Allocator> {
         Some(Allocator::Tcmalloc)
     } else if name == b"mi_malloc" || name.starts_with(b"mi_heap_malloc") {
         Some(Allocator::Mimalloc)
+    } else if name == b"__init_libc" {
+        // musl's start-up, linked into a static musl binary (a dynamic one maps ld-musl).
+        Some(Allocator::Musl)
     } else {
         None
     }

@@ -21,7 +21,7 @@ fn table(names: &[&str], kind: u32) -> Vec<Part> {
 
 #[test]
 fn a_defined_allocator_symbol_names_the_allocator() {
-    let cases: [(&[&str], Option<Allocator>); 8] = [
+    let cases: [(&[&str], Option<Allocator>); 9] = [
         (&["main", "_rjem_mallctl"], Some(Allocator::Jemalloc)),
         (&["je_mallctl", "je_malloc"], Some(Allocator::Jemalloc)),
         (&["mallctlnametomib"], Some(Allocator::Jemalloc)),
@@ -31,6 +31,7 @@ fn a_defined_allocator_symbol_names_the_allocator() {
             Some(Allocator::Tcmalloc),
         ),
         (&["mi_malloc"], Some(Allocator::Mimalloc)),
+        (&["main", "__init_libc"], Some(Allocator::Musl)),
         // glibc's own names, and names that only look alike.
         (
             &["malloc", "free", "malloc_trim", "mallctlx", "mi_mallocx"],
