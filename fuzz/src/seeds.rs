@@ -145,6 +145,30 @@ fn seeds_of(root: &Path, name: &str, patterns: &[&str]) -> Vec<Vec<u8>> {
         "heap_walk" => v.extend([heap_image(false), heap_image(true)]),
         "go_buildinfo" => v.push(crate::go_elf::go_elf("go1.22.5", true)),
         "go_layout" => v.push(golang::image::go_binary()),
+        // A binary that links jemalloc in (its symbols), and a stripped one (its message).
+        "allocator_linked" => {
+            let [mut table, strings] =
+                golang::image::symbols(&[("main", 0x1000), ("_rjem_mallctl", 0x2000)]);
+            table.link = 3;
+            v.push(golang::image::elf(vec![table, strings]));
+            let message: Vec<u8> = [
+                b'<', b'j', b'e', b'm', b'a', b'l', b'l', b'o', b'c', b'>', b':', b' ',
+            ]
+            .iter()
+            .copied()
+            .chain(*b"Invalid conf pair\0")
+            .collect();
+            v.push(golang::image::elf(vec![golang::image::part(
+                ".rodata", 1, message,
+            )]));
+        }
+        // A patch that writes the first extent's size again: the process as built.
+        "jemalloc_read" => {
+            let mut p = vec![3u8];
+            p.extend((16u16 / 8).to_le_bytes());
+            p.extend((3u64 * 4096).to_le_bytes());
+            v.push(p);
+        }
         // A patch that writes the free heap's own figure again: the process as built.
         "go_heap" => {
             let mut p = vec![0u8, 1, 0];

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use membloat_exporter::collect::heap::glibc::Layout;
 use membloat_exporter::collect::heap::walk::HeapKind;
-use membloat_exporter::collect::heap::{self as heap, golang, image, runtime};
+use membloat_exporter::collect::heap::{self as heap, golang, image, jemalloc, linked, runtime};
 use membloat_exporter::collect::matcher::{Candidate, Matchers};
 use membloat_exporter::config::{self, Config};
 use membloat_exporter::daemon::Pipeline;
@@ -64,6 +64,8 @@ targets! {
     "go_buildinfo" => go_buildinfo, 16 << 10, true, [];
     "go_layout" => go_layout, 64 << 10, true, [];
     "go_heap" => go_heap, 16 << 10, true, [];
+    "allocator_linked" => allocator_linked, 64 << 10, true, [];
+    "jemalloc_read" => jemalloc_read, 16 << 10, true, [];
     "hsperfdata" => hsperfdata, 64 << 10, true, ["tests/fixtures/hsperfdata/*"];
     "pipeline" => pipeline, 256 << 10, false, [];
 }
@@ -388,6 +390,28 @@ fn go_heap(data: &[u8]) {
     patch(&mut m, data);
     if let Ok(h) = golang::read(&mut m, &golang::image::layout(), 0) {
         assert!(h.free_resident_bytes <= h.free_bytes, "{h:?}");
+    }
+}
+
+/// Any bytes as an executable: the allocator it links in and jemalloc's layout, or a
+/// reason (tables read in pieces within their caps), never a panic.
+fn allocator_linked(data: &[u8]) {
+    let _ = linked::linked(data);
+    let _ = jemalloc::layout::of(data);
+}
+
+/// The input patches the miniature jemalloc process (`jemalloc::image::image`: one arena,
+/// a ring of dirty extents), read with its layout: what it reports resident is never
+/// more than what it reports kept, and every figure is whole pages.
+fn jemalloc_read(data: &[u8]) {
+    let mut m = jemalloc::image::image(100, &[3, 5, 8]);
+    patch(&mut m, data);
+    if let Ok(h) = jemalloc::read(&mut m, &jemalloc::image::layout(), 0) {
+        assert!(h.dirty_resident_bytes <= h.dirty_bytes, "{h:?}");
+        assert!(h.muzzy_resident_bytes <= h.muzzy_bytes, "{h:?}");
+        for b in [h.active_bytes, h.dirty_bytes, h.muzzy_bytes] {
+            assert_eq!(b % 4096, 0, "{h:?}");
+        }
     }
 }
 

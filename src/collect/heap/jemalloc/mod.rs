@@ -13,6 +13,8 @@
 //! arena keeps for it: a layout that does not fit, or a process that crafted its lists,
 //! gives no figure (`unknown_layout`), and one that moved under two reads `moving`.
 
+#[doc(hidden)]
+pub mod image;
 pub mod layout;
 mod read;
 

@@ -63,10 +63,13 @@ fn arenas<T: Target>(t: &mut T, layout: &Layout, bias: u64) -> Result<JemallocHe
             continue;
         }
         h.arenas += 1;
-        h.active_bytes = add(h.active_bytes, pages(word(t, arena + o.nactive)?)?)?;
+        h.active_bytes = add(
+            h.active_bytes,
+            pages(word(t, arena.wrapping_add(o.nactive))?)?,
+        )?;
         for (sets, state) in [(o.dirty, STATE_DIRTY), (o.muzzy, STATE_MUZZY)] {
             for &lru in sets {
-                let (bytes, resident) = kept(t, o, arena + lru, i, state, &mut budget)?;
+                let (bytes, resident) = kept(t, o, arena.wrapping_add(lru), i, state, &mut budget)?;
                 let (all, res) = if state == STATE_DIRTY {
                     (&mut h.dirty_bytes, &mut h.dirty_resident_bytes)
                 } else {
@@ -120,9 +123,9 @@ fn kept<T: Target>(
             });
         }
         *budget -= 1;
-        let bits = word(t, e + o.e_bits)?;
-        let addr = word(t, e + o.e_addr)?;
-        let size = word(t, e + o.e_size)? & !(PAGE - 1);
+        let bits = word(t, e.wrapping_add(o.e_bits))?;
+        let addr = word(t, e.wrapping_add(o.e_addr))?;
+        let size = word(t, e.wrapping_add(o.e_size))? & !(PAGE - 1);
         if bits & ((1 << ARENA_BITS) - 1) != index || (bits >> o.state_shift) & mask != state {
             return Err(Fault::Inconsistent);
         }
@@ -132,7 +135,7 @@ fn kept<T: Target>(
         }
         bytes = add(bytes, size)?;
         resident = add(resident, t.resident_bytes(addr, end)?)?;
-        e = word(t, e + o.e_next)?;
+        e = word(t, e.wrapping_add(o.e_next))?;
         if e == first {
             break;
         }

@@ -1,56 +1,10 @@
 //! The reader on crafted memory: jemalloc's arenas and lists as 5.3.0 lays them out, and
 //! what a process can write into its own to fool or hold the reader.
 
-use super::layout::{Layout, VERSIONS};
+use super::image::{image, layout, ARENA, EXTENTS, MEMORY, TOTAL};
+use super::layout::VERSIONS;
 use super::{read, JemallocHeap, Unmeasured};
-use crate::collect::heap::image::{Image, PAGE};
-
-const ARENAS: u64 = 0x10_0000;
-const TOTAL: u64 = 0x10_8000;
-const ARENA: u64 = 0x20_0000;
-const EXTENTS: u64 = 0x40_0000;
-const MEMORY: u64 = 0x100_0000;
-
-fn layout() -> Layout {
-    Layout::at(VERSIONS[1].0, VERSIONS[1].1, ARENAS, TOTAL)
-}
-
-/// One arena (index 0) with `active` pages and, on its dirty list, extents of `dirty`
-/// pages each, laid one after the other from MEMORY; `absent` pages of them not resident.
-fn image(active: u64, dirty: &[u64]) -> Image {
-    let o = VERSIONS[1].1;
-    let mut m = Image::default();
-    m.map(ARENAS, 0x1000);
-    m.map(TOTAL, 0x1000);
-    m.map(ARENA, 0x1_0000);
-    m.map(EXTENTS, 0x1_0000);
-    m.put(TOTAL, 1);
-    m.put(ARENAS, ARENA);
-    m.put(ARENA + o.nactive, active);
-    let states = [(o.dirty, 1u64), (o.muzzy, 2)];
-    for (sets, state) in states {
-        for &lru in sets {
-            m.put(ARENA + lru + 16, state);
-        }
-    }
-    let mut addr = MEMORY;
-    let n = dirty.len() as u64;
-    for (i, &pages) in dirty.iter().enumerate() {
-        let e = EXTENTS + i as u64 * 128;
-        let next = EXTENTS + (i as u64 + 1) % n * 128;
-        m.put(e + o.e_bits, 1 << o.state_shift);
-        m.put(e + o.e_addr, addr);
-        m.put(e + o.e_size, pages * PAGE);
-        m.put(e + o.e_next, next);
-        m.map(addr, pages * PAGE);
-        addr += pages * PAGE;
-    }
-    if n > 0 {
-        m.put(ARENA + o.dirty[0], EXTENTS);
-        m.put(ARENA + o.dirty[0] + 8, dirty.iter().sum());
-    }
-    m
-}
+use crate::collect::heap::image::PAGE;
 
 #[test]
 fn an_arenas_kept_extents_are_counted_and_their_resident_pages() {
