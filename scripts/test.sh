@@ -52,7 +52,9 @@ command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
 command -v xz >/dev/null || missing+=(xz-utils)
 # tests/jemalloc.rs preloads Debian's jemalloc into a C program, and links it in statically.
 [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.a ] || missing+=(libjemalloc-dev)
-# ... and builds a static musl program (musl-tools).
+# ... checks jemalloc's layouts against its DWARF with gdb, and builds a static musl
+# program (musl-tools).
+command -v gdb >/dev/null || missing+=(gdb)
 command -v musl-gcc >/dev/null || missing+=(musl-tools)
 # tests/hostile.rs serves a program from a FUSE mount of its own (Debian's python3).
 /usr/bin/python3 -c 'import fusepy' 2>/dev/null || missing+=(python3-fusepy)

@@ -339,3 +339,76 @@ fn debians_stripped_libjemalloc_says_stripped() {
     assert_eq!(h.identity.allocator, Allocator::Jemalloc);
     assert_eq!(h.jemalloc, Some(Err(heap::jemalloc::Unmeasured::Stripped)));
 }
+
+/// The places each version's layout reads (`jemalloc::layout::VERSIONS`) are the ones
+/// the DWARF of a build of that version gives, as `gdb` reads it: the table is derived
+/// from these builds, and a new version joins it the same way.
+#[test]
+#[ignore = "builds jemalloc three times with DWARF (the runtimes tier; ./scripts/test.sh runs it)"]
+fn each_versions_layout_is_its_dwarfs() {
+    use membloat_exporter::collect::heap::jemalloc::layout::VERSIONS as LAYOUTS;
+    for (version, o) in LAYOUTS {
+        let built = program(version, true);
+        // 5.2's arena keeps its extents in extents_t; 5.3's in its page allocator's ecaches,
+        // each with a set for guarded extents beside.
+        let (arena, extent, link, dirty, muzzy): (_, _, _, Vec<String>, Vec<String>) =
+            if version == "5.2.1" {
+                (
+                    "nactive",
+                    "extent_t",
+                    "ql_link",
+                    vec!["extents_dirty".into()],
+                    vec!["extents_muzzy".into()],
+                )
+            } else {
+                let sets = |e: &str| {
+                    ["eset", "guarded_eset"]
+                        .map(|s| format!("pa_shard.pac.ecache_{e}.{s}"))
+                        .to_vec()
+                };
+                (
+                    "pa_shard.nactive",
+                    "edata_t",
+                    "ql_link_inactive",
+                    sets("dirty"),
+                    sets("muzzy"),
+                )
+            };
+        let mut asked = vec![(format!("((arena_t*)0)->{arena}"), o.nactive)];
+        for (sets, places) in [(&dirty, o.dirty), (&muzzy, o.muzzy)] {
+            assert_eq!(sets.len(), places.len(), "{version}");
+            for (s, &lru) in sets.iter().zip(places) {
+                asked.push((format!("((arena_t*)0)->{s}.lru"), lru));
+                asked.push((format!("((arena_t*)0)->{s}.npages"), lru + 8));
+                asked.push((format!("((arena_t*)0)->{s}.state"), lru + 16));
+            }
+        }
+        for (field, at) in [
+            ("e_bits", o.e_bits),
+            ("e_addr", o.e_addr),
+            ("e_size_esn", o.e_size),
+            (&format!("{link}.qre_next") as &str, o.e_next),
+        ] {
+            asked.push((format!("(({extent}*)0)->{field}"), at));
+        }
+        let mut gdb = tool("gdb");
+        gdb.args(["-batch", "-nx", "-ex", "set language c"]);
+        for (expr, _) in &asked {
+            gdb.args(["-ex", &format!("print (unsigned long)&{expr}")]);
+        }
+        let out = gdb.arg(&built).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let got: Vec<u64> = text
+            .lines()
+            .filter_map(|l| l.split_once(" = ")?.1.trim().parse().ok())
+            .collect();
+        let want: Vec<u64> = asked.iter().map(|a| a.1).collect();
+        assert_eq!(
+            got,
+            want,
+            "jemalloc {version}: {:?}\n{}",
+            asked.iter().map(|a| &a.0).collect::<Vec<_>>(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
