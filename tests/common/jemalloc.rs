@@ -5,14 +5,19 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// jemalloc's versions and the `tikv-jemallocator` (and `-ctl`) releases that link each
-/// (the program prints the version it runs, and the tests check it).
-pub const VERSIONS: [(&str, &str); 3] = [("5.2.1", "0.4"), ("5.3.0", "0.5"), ("5.3.1", "0.7")];
+/// jemalloc's versions and the releases of `tikv-jemallocator`, `tikv-jemalloc-ctl` and
+/// `tikv-jemalloc-sys` (which builds jemalloc) that link each, pinned (the program prints
+/// the version it runs, and the tests check it).
+pub const VERSIONS: [(&str, [&str; 3]); 3] = [
+    ("5.2.1", ["0.4.3", "0.4.2", "0.4.3"]),
+    ("5.3.0", ["0.5.4", "0.5.4", "0.5.4"]),
+    ("5.3.1", ["0.7.0", "0.7.0", "0.7.1"]),
+];
 
 /// The program linked with jemalloc `version` (one of [`VERSIONS`]); `debug`: with DWARF
 /// (`debug = 2`), otherwise a plain release build (symbols, no DWARF).
 pub fn program(version: &str, debug: bool) -> PathBuf {
-    let (_, crate_version) = VERSIONS
+    let (_, [allocator, ctl, sys]) = VERSIONS
         .iter()
         .find(|v| v.0 == version)
         .expect("a version of VERSIONS");
@@ -24,8 +29,8 @@ pub fn program(version: &str, debug: bool) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/jemalloc/main.rs");
     let manifest = format!(
         "[package]\nname = \"jemalloc-free\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
-         [dependencies]\ntikv-jemallocator = \"{crate_version}\"\n\
-         tikv-jemalloc-ctl = \"{crate_version}\"\n\
+         [dependencies]\ntikv-jemallocator = \"={allocator}\"\n\
+         tikv-jemalloc-ctl = \"={ctl}\"\ntikv-jemalloc-sys = \"={sys}\"\n\
          [profile.release]\ndebug = {}\n[workspace]\n",
         if debug { 2 } else { 0 }
     );
