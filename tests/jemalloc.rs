@@ -138,6 +138,8 @@ fn preloaded_jemalloc_is_never_given_glibcs_figure() {
     let h = read(r.pid());
     assert_eq!(h.identity.allocator, Allocator::Jemalloc);
     assert_eq!(h.walk, Some(Err(Outcome::NotGlibc)));
+    // Debian's libjemalloc2 is stripped: named, with its reason and no figure.
+    assert_eq!(h.jemalloc, Some(Err(heap::jemalloc::Unmeasured::Stripped)));
     // The same program without it is glibc's, measured.
     let plain = Repro::start("hoard", &["2", "1", "0"], &[]);
     let h = read(plain.pid());
@@ -324,20 +326,6 @@ fn a_static_musl_program_is_musl() {
     let h = read(r.pid());
     assert_eq!(h.identity.allocator, Allocator::Musl);
     assert_eq!(h.walk, Some(Err(Outcome::NotGlibc)));
-}
-
-/// Debian's libjemalloc2 is stripped: preloaded, it is named, with its reason and no
-/// figure.
-#[test]
-fn debians_stripped_libjemalloc_says_stripped() {
-    let r = Repro::start(
-        "hoard",
-        &["2", "1", "0"],
-        &[("LD_PRELOAD", DEBIAN_JEMALLOC)],
-    );
-    let h = read(r.pid());
-    assert_eq!(h.identity.allocator, Allocator::Jemalloc);
-    assert_eq!(h.jemalloc, Some(Err(heap::jemalloc::Unmeasured::Stripped)));
 }
 
 /// The places each version's layout reads (`jemalloc::layout::VERSIONS`) are the ones

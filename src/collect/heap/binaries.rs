@@ -28,6 +28,18 @@ impl Default for Binaries {
 /// A file's identity: device, inode, size, modification time.
 pub type FileId = (u64, u64, u64, i64);
 
+/// Where a process loaded the binary `id`: the start of the lowest of its mappings of it
+/// (file offset 0 of a binary the kernel or the loader mapped).
+pub fn first_mapping(vmas: &[crate::parse::smaps::Vma], id: FileId) -> Option<u64> {
+    let (dev, ino) = (id.0, id.1);
+    // smaps writes the device as major:minor; the file's stat gives it encoded.
+    let dev = (nix::sys::stat::major(dev) << 32) | nix::sys::stat::minor(dev);
+    vmas.iter()
+        .filter(|v| v.file_id == Some((dev, ino)))
+        .map(|v| v.start)
+        .min()
+}
+
 /// Up to `max` values, one per binary; the oldest goes first.
 pub struct ByFile<V> {
     kept: Mutex<Vec<(FileId, Arc<V>)>>,

@@ -118,14 +118,7 @@ pub fn read_process<T: Target>(
     let id = binary.identity().map_err(|_| Unmeasured::Unreadable)?;
     let layout = layouts.get_or(id, || layout::of(binary.file()));
     let layout = layout.as_ref().as_ref().map_err(|&e| e)?;
-    let (dev, ino) = (id.0, id.1);
-    let dev = (nix::sys::stat::major(dev) << 32) | nix::sys::stat::minor(dev);
-    let base = vmas
-        .iter()
-        .filter(|v| v.file_id == Some((dev, ino)))
-        .map(|v| v.start)
-        .min()
-        .ok_or(Unmeasured::Unreadable)?;
+    let base = super::binaries::first_mapping(vmas, id).ok_or(Unmeasured::Unreadable)?;
     read(target, layout, layout.bias(base))
 }
 

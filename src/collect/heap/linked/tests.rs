@@ -101,11 +101,12 @@ fn this_binary_holds_no_allocator_of_its_own() {
     // Stripped, as packages ship it, its read-only data is searched: it must not hold the
     // messages it searches for. (binutils' `strip` comes with the C compiler the suite
     // builds its reproducers with.)
+    // A copy of the running image (/proc/self/exe opens it even once a rebuild replaced the
+    // file), stripped in place.
     let copy = std::env::temp_dir().join(format!("membloat-stripped-{}", std::process::id()));
+    std::fs::copy("/proc/self/exe", &copy).unwrap();
     let out = std::process::Command::new("strip")
         .arg("--strip-all")
-        .arg(std::env::current_exe().unwrap())
-        .arg("-o")
         .arg(&copy)
         .output()
         .expect("binutils' strip");
