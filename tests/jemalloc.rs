@@ -400,3 +400,52 @@ fn each_versions_layout_is_its_dwarfs() {
         );
     }
 }
+
+/// The remedy `explain` prints for an idle jemalloc, applied as printed (its `MALLOC_CONF`
+/// given to the same program): the dirty pages the plain run keeps go back while the
+/// program idles. The truth is jemalloc's own count, as read from outside (exact, as
+/// `kept_pages_equal_jemallocs_own_on_every_version` shows) without touching the process;
+/// the bound on time only stops a run that would never get there.
+#[test]
+fn the_printed_remedy_gives_back_what_an_idle_jemalloc_keeps() {
+    let args = ["11", "4", "192", "10"];
+    let mut plain = Repro::start("jefree", &args, &[]);
+    let (kept, _) = read_between(&mut plain);
+    assert!(kept.dirty_resident_bytes > 16 << 20, "{kept:?}");
+    let f = explained(plain.pid(), "hoarding");
+    let remedy = f["remedy"].as_str().unwrap();
+    let conf = remedy
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("MALLOC_CONF="))
+        .unwrap_or_else(|| panic!("no MALLOC_CONF in {remedy:?}"));
+    let fixed = Repro::start("jefree", &args, &[("MALLOC_CONF", conf)]);
+    let started = std::time::Instant::now();
+    let dirty = loop {
+        // While its background thread purges, a read may find the lists moving.
+        match read(fixed.pid()).jemalloc.expect("jemalloc") {
+            Ok(h) if h.dirty_resident_bytes as f64 <= 0.05 * kept.dirty_resident_bytes as f64 => {
+                break h.dirty_resident_bytes;
+            }
+            Ok(_) | Err(heap::jemalloc::Unmeasured::Moving) => {}
+            Err(e) => panic!("{e:?}"),
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "{conf}: the dirty pages did not go back within a minute"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let gave = rss(plain.pid()).saturating_sub(rss(fixed.pid()));
+    eprintln!(
+        "{conf}: {} MiB kept dirty without it, {} MiB with it after {:.1} s; RSS {} MiB lower",
+        kept.dirty_resident_bytes >> 20,
+        dirty >> 20,
+        started.elapsed().as_secs_f64(),
+        gave >> 20
+    );
+    assert!(
+        gave as f64 >= 0.8 * kept.dirty_resident_bytes as f64,
+        "RSS {gave} lower, {} promised",
+        kept.dirty_resident_bytes
+    );
+}

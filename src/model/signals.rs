@@ -13,7 +13,9 @@ use crate::collect::{ProcessFiles, ProcessSample};
 use crate::parse::smaps::SmapsSummary;
 
 mod hoarding;
+mod holder;
 use hoarding::{from_mappings, go_heap, jemalloc_heap, jvm_heap, measured_heap};
+pub use holder::Holder;
 
 /// Heap memory below this is never suspected of hoarding (no heap walk).
 pub const HOARD_MIN_HEAP_BYTES: u64 = 64 << 20;
@@ -315,29 +317,6 @@ pub fn advance(
         d.untouched_commit_bytes = sig.untouched_commit_bytes;
     }
     (next, sig)
-}
-
-/// Who holds a process's measured held memory apart from glibc's free chunks: a managed
-/// runtime's collector, or a malloc that keeps freed pages (the `runtime` label of the
-/// held series).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Holder {
-    Jvm,
-    Go,
-    Jemalloc,
-}
-
-impl Holder {
-    /// Every holder, in the order of the groups' samples.
-    pub const ALL: [Holder; 3] = [Holder::Jvm, Holder::Go, Holder::Jemalloc];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Holder::Jvm => "jvm",
-            Holder::Go => "go",
-            Holder::Jemalloc => "jemalloc",
-        }
-    }
 }
 
 /// A process's CPU time and whether it is idle.
