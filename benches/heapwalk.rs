@@ -99,7 +99,7 @@ fn bench(c: &mut Criterion) {
         );
         g.throughput(Throughput::Elements(elements));
         // As the exporter reads: what is learnt once per binary is kept across reads.
-        let binaries = heap::binaries::Binaries::default();
+        let binaries = heap::Binaries::default();
         g.bench_function(BenchmarkId::new(group, elements), |b| {
             b.iter(|| {
                 heap::read_with(&source, pid, &v, true, &binaries)

@@ -303,7 +303,7 @@ fn deep_memory(st: &Status) -> DeepMemory {
 /// its mappings.
 fn read_smaps(
     source: &Source,
-    binaries: &heap::binaries::Binaries,
+    binaries: &heap::Binaries,
     buf: &mut Buffer,
     pid: u32,
     walk: bool,

@@ -64,7 +64,7 @@ pub(super) struct Processes {
     pub(super) deep_cpu: Arc<DeepCpu>,
     /// What the heap readers learn once per binary (layouts, the allocator linked in),
     /// bounded, for as long as the exporter runs.
-    pub(super) binaries: Arc<super::heap::binaries::Binaries>,
+    pub(super) binaries: Arc<super::heap::Binaries>,
 }
 
 /// CPU time the deep tier's reads spent and have not been reported yet (nanoseconds).

@@ -4,27 +4,6 @@
 
 use std::sync::{Arc, Mutex};
 
-/// What every reader learns once per binary, owned by the scanner that reads the
-/// processes (its deep tier), each bounded.
-pub struct Binaries {
-    /// The allocator each executable links in (`linked.rs`).
-    pub linked: ByFile<Option<super::runtime::Allocator>>,
-    /// Go binaries' layouts (their symbols and DWARF).
-    pub go: ByFile<Result<super::golang::Layout, super::golang::Unmeasured>>,
-    /// jemalloc binaries' layouts (their symbols and version string).
-    pub jemalloc: ByFile<Result<super::jemalloc::Layout, super::jemalloc::Unmeasured>>,
-}
-
-impl Default for Binaries {
-    fn default() -> Self {
-        Binaries {
-            linked: ByFile::new(256),
-            go: ByFile::new(64),
-            jemalloc: ByFile::new(64),
-        }
-    }
-}
-
 /// A file's identity: device, inode, size, modification time.
 pub type FileId = (u64, u64, u64, i64);
 

@@ -32,6 +32,27 @@ use memory::ProcessMemory;
 pub use process::bounds;
 use runtime::Identity;
 
+/// What every reader learns once per binary, owned by the scanner that reads the
+/// processes (its deep tier), each bounded.
+pub struct Binaries {
+    /// The allocator each executable links in (`linked`).
+    pub linked: binaries::ByFile<Option<runtime::Allocator>>,
+    /// Go binaries' layouts (their symbols and DWARF).
+    pub go: binaries::ByFile<Result<golang::Layout, golang::Unmeasured>>,
+    /// jemalloc binaries' layouts (their symbols and version string).
+    pub jemalloc: binaries::ByFile<Result<jemalloc::Layout, jemalloc::Unmeasured>>,
+}
+
+impl Default for Binaries {
+    fn default() -> Self {
+        Binaries {
+            linked: binaries::ByFile::new(256),
+            go: binaries::ByFile::new(64),
+            jemalloc: binaries::ByFile::new(64),
+        }
+    }
+}
+
 /// What a deep read learned about a process's allocator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeapReading {
@@ -93,7 +114,7 @@ pub fn resident_ceiling(vmas: &[Vma]) -> u64 {
 /// resident pages together may not exceed [`resident_ceiling`]: one that would is
 /// `implausible`, never served.
 pub fn read(source: &Source, pid: u32, vmas: &[Vma], walk: bool) -> HeapReading {
-    read_with(source, pid, vmas, walk, &binaries::Binaries::default())
+    read_with(source, pid, vmas, walk, &Binaries::default())
 }
 
 /// [`read`], with what is learnt once per binary kept in `binaries` (the scanner's).
@@ -102,7 +123,7 @@ pub fn read_with(
     pid: u32,
     vmas: &[Vma],
     walk: bool,
-    binaries: &binaries::Binaries,
+    binaries: &Binaries,
 ) -> HeapReading {
     let mut libs = crate::parse::smaps::Libraries::default();
     for l in vmas.iter().filter_map(|v| v.library) {
@@ -214,7 +235,7 @@ fn read_go(
     target: Option<&mut ProcessMemory>,
     exe: Option<&crate::source::PidFile>,
     vmas: &[Vma],
-    binaries: &binaries::Binaries,
+    binaries: &Binaries,
     ceiling: &mut Ceiling,
 ) -> Result<Box<golang::GoHeap>, golang::Unmeasured> {
     let (Some(target), Some(exe)) = (target, exe) else {
@@ -234,7 +255,7 @@ fn read_jemalloc(
     target: Option<&mut ProcessMemory>,
     binary: Option<&crate::source::PidFile>,
     vmas: &[Vma],
-    binaries: &binaries::Binaries,
+    binaries: &Binaries,
     ceiling: &mut Ceiling,
 ) -> Result<Box<jemalloc::JemallocHeap>, jemalloc::Unmeasured> {
     let (Some(target), Some(binary)) = (target, binary) else {
