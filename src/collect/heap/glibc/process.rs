@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super as glibc;
 use super::arenas::Bounds;
+use crate::collect::heap::glibc;
 use crate::collect::heap::reader::Target;
 use crate::parse::smaps::{Library, Vma};
 
