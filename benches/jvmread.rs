@@ -95,6 +95,17 @@ fn bench(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new(format!("read/{collector}"), shape), |b| {
             b.iter(|| jvm::read(&mut target, &vmas, file).map(|h| h.held_bytes()))
         });
+        // As the scanner reads a JVM once another of its libjvm taught it where the heap's
+        // range is kept (the table of ~2,700 rows is not read again).
+        let learnt = jvm::reserved::Learnt::new(4);
+        let taught = jvm::read_with(&mut target, &vmas, file, &learnt).expect("the JVM is read");
+        assert_eq!(taught.reserved, first.reserved, "{collector} {shape}");
+        g.bench_function(
+            BenchmarkId::new(format!("read_learnt/{collector}"), shape),
+            |b| {
+                b.iter(|| jvm::read_with(&mut target, &vmas, file, &learnt).map(|h| h.held_bytes()))
+            },
+        );
         drop(child);
     }
     let captured = std::fs::read(

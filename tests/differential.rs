@@ -16,6 +16,7 @@
 mod common;
 
 use common::glibc::{self, Glibc};
+use membloat_exporter::collect::heap::reads::Reason;
 use membloat_exporter::collect::heap::{self, HeapMeasure};
 use membloat_exporter::parse::smaps;
 use membloat_exporter::source::Source;
@@ -62,7 +63,7 @@ fn thread_cpu() -> Duration {
 fn one(
     bin: &std::path::Path,
     seed: u64,
-) -> Result<(Truth, Result<HeapMeasure, heap::Outcome>, Duration), String> {
+) -> Result<(Truth, Result<HeapMeasure, heap::Unmeasured>, Duration), String> {
     let mut child = Command::new(bin)
         .arg(seed.to_string())
         .stdin(Stdio::null())
@@ -94,7 +95,7 @@ fn one(
         let cpu = thread_cpu();
         let reading = heap::read(&Source::new("/proc", "/sys"), pid, &vmas, true);
         let used = thread_cpu().saturating_sub(cpu);
-        let walk = reading.walk.ok_or("walk off")?;
+        let walk = reading.get::<heap::Glibc>().cloned().ok_or("walk off")?;
         Ok((truth, walk, used))
     })();
     let _ = child.kill();

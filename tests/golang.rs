@@ -164,7 +164,11 @@ fn read(pid: u32) -> Result<GoHeap, Unmeasured> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
     let vmas = smaps::parse(&text).unwrap().vmas;
     let reading = heap::read(&Source::new("/proc", "/sys"), pid, &vmas, true);
-    reading.go.expect("a Go process").map(|g| *g)
+    reading
+        .get::<heap::golang::Go>()
+        .cloned()
+        .expect("a Go process")
+        .map(|g| *g)
 }
 
 fn metric(v: &serde_json::Value, name: &str) -> u64 {

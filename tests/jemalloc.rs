@@ -11,7 +11,7 @@ use common::jemalloc::{program, VERSIONS};
 use common::repro::Repro;
 use common::*;
 use membloat_exporter::collect::heap::jemalloc::JemallocHeap;
-use membloat_exporter::collect::heap::{self, runtime::Allocator, Outcome};
+use membloat_exporter::collect::heap::{self, runtime::Allocator, Unmeasured as Outcome};
 use membloat_exporter::parse::smaps;
 use membloat_exporter::source::Source;
 use std::io::{BufRead, Write};
@@ -57,7 +57,8 @@ fn read_between(r: &mut Repro) -> (JemallocHeap, (u64, u64, u64)) {
         let after = stats(&ask(r, "stats"));
         if before == after {
             let h = h
-                .jemalloc
+                .get::<heap::jemalloc::Jemalloc>()
+                .cloned()
                 .expect("jemalloc read")
                 .unwrap_or_else(|e| panic!("{e:?}"));
             return (*h, before);
@@ -110,7 +111,7 @@ fn statically_linked_jemalloc_is_jemalloc_on_every_version_stripped_or_not() {
                 "jemalloc {version}, {name}: it maps libc.so.6 and is not glibc's"
             );
             assert_eq!(
-                h.walk,
+                h.get::<heap::Glibc>().cloned(),
                 Some(Err(Outcome::NotGlibc)),
                 "jemalloc {version}, {name}: never glibc's figure"
             );
@@ -137,14 +138,20 @@ fn preloaded_jemalloc_is_never_given_glibcs_figure() {
     );
     let h = read(r.pid());
     assert_eq!(h.identity.allocator, Allocator::Jemalloc);
-    assert_eq!(h.walk, Some(Err(Outcome::NotGlibc)));
+    assert_eq!(
+        h.get::<heap::Glibc>().cloned(),
+        Some(Err(Outcome::NotGlibc))
+    );
     // Debian's libjemalloc2 is stripped: named, with its reason and no figure.
-    assert_eq!(h.jemalloc, Some(Err(heap::jemalloc::Unmeasured::Stripped)));
+    assert_eq!(
+        h.get::<heap::jemalloc::Jemalloc>().cloned(),
+        Some(Err(heap::jemalloc::Unmeasured::Stripped))
+    );
     // The same program without it is glibc's, measured.
     let plain = Repro::start("hoard", &["2", "1", "0"], &[]);
     let h = read(plain.pid());
     assert_eq!(h.identity.allocator, Allocator::Glibc);
-    assert!(h.measured().is_some(), "{:?}", h.walk);
+    assert!(h.measured().is_some(), "{:?}", h.readings);
 }
 
 /// Through the running exporter: jemalloc named, its kept pages served as jemalloc counts
@@ -325,7 +332,10 @@ fn a_static_musl_program_is_musl() {
     let r = Repro::start("idle_musl", &["0"], &[]);
     let h = read(r.pid());
     assert_eq!(h.identity.allocator, Allocator::Musl);
-    assert_eq!(h.walk, Some(Err(Outcome::NotGlibc)));
+    assert_eq!(
+        h.get::<heap::Glibc>().cloned(),
+        Some(Err(Outcome::NotGlibc))
+    );
 }
 
 /// The places each version's layout reads (`jemalloc::layout::VERSIONS`) are the ones
@@ -422,7 +432,11 @@ fn the_printed_remedy_gives_back_what_an_idle_jemalloc_keeps() {
     let started = std::time::Instant::now();
     let dirty = loop {
         // While its background thread purges, a read may find the lists moving.
-        match read(fixed.pid()).jemalloc.expect("jemalloc") {
+        match read(fixed.pid())
+            .get::<heap::jemalloc::Jemalloc>()
+            .cloned()
+            .expect("jemalloc")
+        {
             Ok(h) if h.dirty_resident_bytes as f64 <= 0.05 * kept.dirty_resident_bytes as f64 => {
                 break h.dirty_resident_bytes;
             }

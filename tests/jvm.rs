@@ -16,6 +16,9 @@ use membloat_exporter::source::Source;
 use std::path::Path;
 use std::process::Command;
 
+/// What the suite's reads learn once per binary, as one scanner keeps it.
+static BINARIES: std::sync::LazyLock<heap::Binaries> = std::sync::LazyLock::new(Default::default);
+
 /// One pool as the JVM printed it: (name, committed, used).
 fn pools(ready: &str) -> Vec<(String, u64, u64)> {
     ready
@@ -165,8 +168,15 @@ impl Jvm {
         let once = || {
             let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
             let vmas = smaps::parse(&text).unwrap().vmas;
-            let reading = heap::read(&Source::new("/proc", "/sys"), pid, &vmas, true);
-            reading.java.expect("a JVM read as a JVM")
+            // One scanner's caches for every JVM of the suite: each JVM after the first of
+            // its JDK finds its heap's range through the places learnt from another
+            // (checked against its mappings), and check_held compares it with jcmd's.
+            let reading =
+                heap::read_with(&Source::new("/proc", "/sys"), pid, &vmas, true, &BINARIES);
+            reading
+                .get::<heap::jvm::Jvm>()
+                .cloned()
+                .expect("a JVM read as a JVM")
         };
         if !self.gc.starts_with('z') {
             return once();
@@ -605,7 +615,8 @@ impl Contained {
         let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
         let vmas = smaps::parse(&text).unwrap().vmas;
         heap::read(&Source::new("/proc", "/sys"), pid, &vmas, true)
-            .java
+            .get::<heap::jvm::Jvm>()
+            .cloned()
             .expect("a JVM read as a JVM")
     }
 }

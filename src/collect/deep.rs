@@ -211,40 +211,19 @@ fn reader(
 /// Whether a reader of the process found its heap moving (or, for a JVM, still starting):
 /// read again on the retry schedule, not a deep interval later.
 fn is_transient(h: &HeapReading) -> bool {
-    h.walk
-        .as_ref()
-        .is_some_and(|w| w.as_ref().is_err_and(|o| o.is_transient()))
-        || matches!(h.java, Some(Err(heap::jvm::Unmeasured::NotReady)))
-        || matches!(h.go, Some(Err(heap::golang::Unmeasured::Moving)))
-        || matches!(h.jemalloc, Some(Err(heap::jemalloc::Unmeasured::Moving)))
+    h.readings.iter().any(heap::Reading::is_transient)
 }
 
 /// Whether any of a process's readers stopped at its budget.
 fn is_over_budget(h: &HeapReading) -> bool {
-    h.walk
-        .as_ref()
-        .is_some_and(|w| w.as_ref().is_err_and(|o| o.is_over_budget()))
-        || matches!(h.java, Some(Err(heap::jvm::Unmeasured::Budget)))
-        || matches!(h.go, Some(Err(heap::golang::Unmeasured::Budget)))
-        || matches!(h.jemalloc, Some(Err(heap::jemalloc::Unmeasured::Budget)))
+    h.readings.iter().any(heap::Reading::is_over_budget)
 }
 
 impl DeepRun {
     /// What one process's reading adds to the run's counts.
     fn count(&mut self, heap: &HeapReading) {
-        if let Some(walk) = &heap.walk {
-            let outcome = walk.as_ref().err().copied();
-            self.heap_walks
-                .count(outcome.unwrap_or(heap::Outcome::Measured));
-        }
-        if let Some(java) = &heap.java {
-            self.jvm_reads.count(heap::jvm::Outcome::of(java));
-        }
-        if let Some(go) = &heap.go {
-            self.go_reads.count(go);
-        }
-        if let Some(je) = &heap.jemalloc {
-            self.jemalloc_reads.count(je);
+        for r in &heap.readings {
+            self.reads.count(r);
         }
     }
 }

@@ -35,16 +35,11 @@ pub struct DeepRun {
     pub deferred: u64,
     pub duration_seconds: f64,
     pub cpu_seconds: f64,
-    /// Heap walks by how they ended.
-    pub heap_walks: heap::WalkCounts,
+    /// Each heap reader's reads (glibc's walks, JVMs', Go's, jemalloc's), by how they
+    /// ended.
+    pub reads: heap::ReadCounts,
     /// CPU time the heap walks took (part of `cpu_seconds`).
     pub heap_walk_cpu_seconds: f64,
-    /// JVMs' perf data and heaps read, by how the read ended.
-    pub jvm_reads: heap::jvm::ReadCounts,
-    /// Go programs' heaps read, by how the read ended.
-    pub go_reads: heap::golang::ReadCounts,
-    /// jemalloc processes' kept pages read, by how the read ended.
-    pub jemalloc_reads: heap::jemalloc::ReadCounts,
 }
 
 /// How one collector did in a scan.

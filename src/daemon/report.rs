@@ -5,7 +5,6 @@
 
 use std::collections::BTreeSet;
 
-use crate::collect::heap::Outcome;
 use crate::collect::Sample;
 use crate::family::Collector;
 use crate::log::LogLevel;
@@ -107,9 +106,7 @@ impl Reporter {
                 );
             }
         }
-        let unreadable = sample
-            .deep
-            .map_or(0, |d| d.heap_walks.get(Outcome::Unreadable));
+        let unreadable = sample.deep.map_or(0, |d| d.reads.glibc.get("unreadable"));
         if unreadable > 0 && !self.warned_walk {
             self.warned_walk = true;
             crate::log!(

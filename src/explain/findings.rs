@@ -3,6 +3,10 @@
 
 use super::remedy;
 use super::{available_ratio, frees, size, subject, Finding, Host};
+use crate::collect::heap::golang::Go;
+use crate::collect::heap::jemalloc::Jemalloc;
+use crate::collect::heap::jvm::Jvm;
+use crate::collect::heap::reads::Reader;
 use crate::collect::heap::runtime::Runtime;
 use crate::model::derive::{ProcessReport, Snapshot};
 use crate::model::signals::{self, Method};
@@ -141,9 +145,9 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
     // finding, with the runtime's remedy; the rest of the measured figure is glibc's.
     let java_held = sig
         .runtime_held_bytes
-        .filter(|_| sig.runtime_held_by != Some(signals::Holder::Jemalloc))
+        .filter(|_| sig.runtime_held_by != Some(Jemalloc::NAME))
         .filter(|&b| b >= signals::HOARD_MIN_MEASURED_BYTES && !sig.hoard_pending);
-    if let (Some(held), Some(g)) = (java_held, sig.go.as_deref()) {
+    if let (Some(held), Some(g)) = (java_held, sig.figure::<Go>().map(Box::as_ref)) {
         let limit = g.memory_limit().map_or(String::from("no GOMEMLIMIT"), |l| {
             format!("GOMEMLIMIT {}", size(l))
         });
@@ -164,11 +168,11 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             remedy::go_heap(version),
         );
     }
-    if let Some(why) = sig.go_unmeasured {
+    if let Some(why) = sig.unmeasured::<Go>() {
         let (evidence, fix) = remedy::go_unmeasured(why);
         push("go_heap_unmeasured", 0, "observed", evidence, fix);
     }
-    if let (Some(held), Some(j)) = (java_held, sig.java.as_deref()) {
+    if let (Some(held), Some(j)) = (java_held, sig.figure::<Jvm>().map(Box::as_ref)) {
         let evidence = format!(
             "the Java heap ({} collector) holds {} in RAM it does not use: {} resident, {} used, {} committed (its perf data)",
             j.collector.as_str(),
@@ -185,7 +189,11 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             remedy::java_heap(j.collector),
         );
     }
-    if let Some(why) = sig.jvm_unmeasured {
+    let no_resident = sig
+        .figure::<Jvm>()
+        .is_some_and(|j| j.resident_bytes.is_none());
+    let jvm_unmeasured = sig.unmeasured::<Jvm>().map(Some);
+    if let Some(why) = jvm_unmeasured.or(no_resident.then_some(None)) {
         let (evidence, fix) = remedy::java_unmeasured(why);
         push("java_heap_unmeasured", 0, "observed", evidence, fix);
     }
@@ -196,7 +204,7 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
         let measured = (
             sig.hoard_method,
             sig.heap.as_deref(),
-            sig.jemalloc.as_deref(),
+            sig.figure::<Jemalloc>().map(Box::as_ref),
         );
         let (certainty, evidence) = match measured {
             (Some(Method::Measured), _, Some(j)) => {

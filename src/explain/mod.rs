@@ -237,9 +237,7 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
             ))
             .copied()
             .unwrap_or(0),
-        unreadable_heaps: s
-            .heap_walks_total
-            .get(crate::collect::heap::Outcome::Unreadable),
+        unreadable_heaps: s.reads_total.glibc.get("unreadable"),
         pending_heaps: s.heap_pending_processes,
     };
     Diagnosis {

@@ -2,7 +2,7 @@
 //! where it has one.
 
 use crate::collect::heap::golang::Unmeasured as GoUnmeasured;
-use crate::collect::heap::jvm::{Collector, Outcome, Unmeasured};
+use crate::collect::heap::jvm::{Collector, Unmeasured};
 use crate::collect::heap::runtime::{Allocator, Runtime};
 
 /// What to change, and what the change costs where it costs something.
@@ -95,30 +95,31 @@ pub fn go_unmeasured(why: GoUnmeasured) -> (String, Remedy) {
     (evidence.into(), (fix.into(), None))
 }
 
-/// Why a JVM's Java heap was not measured, and what would let it be.
-pub fn java_unmeasured(why: Outcome) -> (String, Remedy) {
+/// Why a JVM's Java heap was not measured (`None`: its figures were read without its
+/// resident heap), and what would let it be.
+pub fn java_unmeasured(why: Option<Unmeasured>) -> (String, Remedy) {
     let (evidence, fix) = match why {
-        Outcome::Unmeasured(Unmeasured::NotPublished) => (
+        Some(Unmeasured::NotPublished) => (
             "the JVM publishes no perf data, so its Java heap cannot be measured from outside",
             "drop -XX:-UsePerfData and -XX:+PerfDisableSharedMem, and give JVMs that share a /tmp and a namespace pid a /tmp each (the one that loses the perf-data file publishes nothing)",
         ),
-        Outcome::Unmeasured(Unmeasured::Unreadable) => (
+        Some(Unmeasured::Unreadable) => (
             "the JVM's memory could not be read, so its Java heap was not measured",
             "grant the exporter CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (see the README's Privileges)",
         ),
-        Outcome::Unmeasured(Unmeasured::Budget) => (
+        Some(Unmeasured::Budget) => (
             "reading the JVM's heap took more than a reader may spend on one process",
             "nothing to do on the JVM; the exporter tries again after a back-off",
         ),
-        Outcome::Unmeasured(Unmeasured::Implausible) => (
+        Some(Unmeasured::Implausible) => (
             "the JVM's heap figures said it holds more Java heap in RAM than the process has resident, so they were not believed",
             "look at the process: its memory does not hold a HotSpot heap as its perf data describes it",
         ),
-        Outcome::Unmeasured(Unmeasured::RemoteFile) => (
+        Some(Unmeasured::RemoteFile) => (
             "libjvm or the JVM's perf-data file lies on a FUSE or network mount, which the exporter never reads (its server could hold the read)",
             "install the JDK and the JVM's /tmp on a local filesystem",
         ),
-        Outcome::NoResident => (
+        None => (
             "the JVM's counters were read, but not where its heap lies, so its resident heap was not counted",
             "tell the exporter's maintainers the JDK and collector: libjvm's VMStructs did not lead to the heap",
         ),

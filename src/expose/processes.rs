@@ -1,6 +1,5 @@
 //! The families of groups and of the top processes.
 
-use crate::collect::heap::reads::Reason;
 use std::fmt;
 
 use super::catalogue::{
@@ -32,7 +31,9 @@ use super::catalogue::{
     PROCESS_VIRTUAL_BYTES,
 };
 use super::{u, Families, Labels, Num};
-use crate::collect::heap::jvm::Space;
+use crate::collect::heap::golang::Go;
+use crate::collect::heap::jemalloc::Jemalloc;
+use crate::collect::heap::jvm::{Jvm, Space};
 use crate::collect::heap::walk::{HeapKind, HeapTotals};
 use crate::model::derive::ProcessReport;
 use crate::model::groups::GroupStats;
@@ -89,9 +90,9 @@ pub(super) fn encode_groups(
     let held: Vec<(Labels, Num)> = groups
         .iter()
         .flat_map(|g| {
-            crate::model::signals::Holder::ALL
-                .map(|h| h.as_str())
-                .into_iter()
+            crate::collect::heap::readers::NAMES
+                .iter()
+                .copied()
                 .zip(g.runtime_held)
                 .filter(|(_, (n, _))| *n > 0)
                 .map(|(runtime, (_, bytes))| {
@@ -246,71 +247,71 @@ const TOP: &[(&Metric, Get)] = &[
     ),
     (
         &PROCESS_JVM_HEAP_MAX_BYTES,
-        Get::One(|p| u(p.signals.java.as_ref()?.max_bytes())),
+        Get::One(|p| u(p.signals.figure::<Jvm>()?.max_bytes())),
     ),
     (
         &PROCESS_JVM_HEAP_RESIDENT_BYTES,
-        Get::One(|p| u(p.signals.java.as_ref()?.resident_bytes)),
+        Get::One(|p| u(p.signals.figure::<Jvm>()?.resident_bytes)),
     ),
     (
         &PROCESS_JVM_METASPACE_COMMITTED_BYTES,
-        Get::One(|p| Some(Num::U(p.signals.java.as_ref()?.metaspace?.0))),
+        Get::One(|p| Some(Num::U(p.signals.figure::<Jvm>()?.metaspace?.0))),
     ),
     (
         &PROCESS_JVM_METASPACE_USED_BYTES,
-        Get::One(|p| Some(Num::U(p.signals.java.as_ref()?.metaspace?.1))),
+        Get::One(|p| Some(Num::U(p.signals.figure::<Jvm>()?.metaspace?.1))),
     ),
     (
         &PROCESS_JVM_UNMEASURED,
-        Get::Unmeasured(|p| Some(p.signals.jvm_unmeasured?.as_str())),
+        Get::Unmeasured(|p| p.signals.unmeasured_label::<Jvm>()),
     ),
     (
         &PROCESS_GO_HEAP_IN_USE_BYTES,
-        Get::One(|p| u(Some(p.signals.go.as_ref()?.in_use_bytes))),
+        Get::One(|p| u(Some(p.signals.figure::<Go>()?.in_use_bytes))),
     ),
     (
         &PROCESS_GO_HEAP_FREE_BYTES,
-        Get::One(|p| u(Some(p.signals.go.as_ref()?.free_bytes))),
+        Get::One(|p| u(Some(p.signals.figure::<Go>()?.free_bytes))),
     ),
     (
         &PROCESS_GO_HEAP_FREE_RESIDENT_BYTES,
-        Get::One(|p| u(Some(p.signals.go.as_ref()?.free_resident_bytes))),
+        Get::One(|p| u(Some(p.signals.figure::<Go>()?.free_resident_bytes))),
     ),
     (
         &PROCESS_GO_HEAP_RELEASED_BYTES,
-        Get::One(|p| u(Some(p.signals.go.as_ref()?.released_bytes))),
+        Get::One(|p| u(Some(p.signals.figure::<Go>()?.released_bytes))),
     ),
     (
         &PROCESS_GO_GC_GOAL_BYTES,
-        Get::One(|p| u(Some(p.signals.go.as_ref()?.gc_percent_goal_bytes))),
+        Get::One(|p| u(Some(p.signals.figure::<Go>()?.gc_percent_goal_bytes))),
     ),
     (
         &PROCESS_GO_MEMORY_LIMIT_BYTES,
-        Get::One(|p| u(p.signals.go.as_ref()?.memory_limit())),
+        Get::One(|p| u(p.signals.figure::<Go>()?.memory_limit())),
     ),
     (
         &PROCESS_GO_UNMEASURED,
-        Get::Unmeasured(|p| Some(p.signals.go_unmeasured?.as_str())),
+        Get::Unmeasured(|p| p.signals.unmeasured_label::<Go>()),
     ),
     (
         &PROCESS_JEMALLOC_ACTIVE_BYTES,
-        Get::One(|p| u(Some(p.signals.jemalloc.as_ref()?.active_bytes))),
+        Get::One(|p| u(Some(p.signals.figure::<Jemalloc>()?.active_bytes))),
     ),
     (
         &PROCESS_JEMALLOC_DIRTY_BYTES,
-        Get::One(|p| u(Some(p.signals.jemalloc.as_ref()?.dirty_bytes))),
+        Get::One(|p| u(Some(p.signals.figure::<Jemalloc>()?.dirty_bytes))),
     ),
     (
         &PROCESS_JEMALLOC_MUZZY_BYTES,
-        Get::One(|p| u(Some(p.signals.jemalloc.as_ref()?.muzzy_bytes))),
+        Get::One(|p| u(Some(p.signals.figure::<Jemalloc>()?.muzzy_bytes))),
     ),
     (
         &PROCESS_JEMALLOC_KEPT_RESIDENT_BYTES,
-        Get::One(|p| u(Some(p.signals.jemalloc.as_ref()?.held_bytes()))),
+        Get::One(|p| u(Some(p.signals.figure::<Jemalloc>()?.held_bytes()))),
     ),
     (
         &PROCESS_JEMALLOC_UNMEASURED,
-        Get::Unmeasured(|p| Some(p.signals.jemalloc_unmeasured?.as_str())),
+        Get::Unmeasured(|p| p.signals.unmeasured_label::<Jemalloc>()),
     ),
     (&PROCESS_ARENA_HEAPS, Get::One(|p| u(p.signals.arena_heaps))),
     (
@@ -390,14 +391,14 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
                 .enumerate()
                 .filter_map(|(i, p)| {
                     let held = p.signals.runtime_held_bytes?;
-                    let by = p.signals.runtime_held_by?.as_str();
+                    let by = p.signals.runtime_held_by?;
                     Some((with(labels(i), "runtime", by), Num::U(held)))
                 })
                 .collect(),
             Get::PerJvmSpace(get) => top
                 .iter()
                 .enumerate()
-                .filter_map(|(i, p)| p.signals.java.as_deref().map(|j| (i, j)))
+                .filter_map(|(i, p)| p.signals.figure::<Jvm>().map(Box::as_ref).map(|j| (i, j)))
                 .flat_map(|(i, j)| j.spaces.iter().map(move |s| (i, s)))
                 .map(|(i, s)| {
                     let l = with(labels(i), "generation", s.generation.as_str());
@@ -410,10 +411,10 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
                 .filter_map(|(i, p)| Some((with(labels(i), "reason", why(p)?), Num::U(1))))
                 .collect(),
             Get::JvmInfo => {
-                if top.iter().any(|p| p.signals.java.is_some()) {
+                if top.iter().any(|p| p.signals.figure::<Jvm>().is_some()) {
                     let mut family = f.descriptor(metric)?;
                     for (i, p) in top.iter().enumerate() {
-                        if let Some(j) = &p.signals.java {
+                        if let Some(j) = p.signals.figure::<Jvm>() {
                             family
                                 .encode_family(&labels(i))?
                                 .encode_info(&vec![("collector", j.collector.as_str())])?;

@@ -15,34 +15,32 @@ use super::catalogue::{
     SCRAPE_COLLECTOR_DURATION_SECONDS, SCRAPE_COLLECTOR_SUCCESS,
 };
 use super::{u, Families, Labels, Num};
-use crate::collect::heap::{jvm, Outcome};
+use crate::family::Metric;
 use crate::model::derive::Snapshot;
 
-/// The runtime and allocator readers' counts, by outcome.
-fn encode_reads(f: &mut Families, s: &Snapshot) -> fmt::Result {
-    let jvm_reads: Vec<(Labels, Num)> = jvm::Outcome::ALL
+/// Each heap reader's counter of reads by outcome, by the reader's name (`readers.rs`'s):
+/// glibc's walks beside the walks' CPU time, the others after them.
+const READS: [(&str, &Metric); 4] = [
+    ("glibc", &HEAP_WALKS_TOTAL),
+    ("jvm", &JVM_READS_TOTAL),
+    ("go", &GO_READS_TOTAL),
+    ("jemalloc", &JEMALLOC_READS_TOTAL),
+];
+
+/// One heap reader's counts, by outcome.
+fn encode_reads(f: &mut Families, s: &Snapshot, reader: &str) -> fmt::Result {
+    let Some(&(_, family)) = READS.iter().find(|(r, _)| *r == reader) else {
+        return Ok(());
+    };
+    let counts = s.reads_total.each();
+    let Some((_, outcomes)) = counts.iter().find(|(r, _)| *r == reader) else {
+        return Ok(());
+    };
+    let rows = outcomes
         .iter()
-        .map(|o| {
-            (
-                vec![("outcome", o.as_str())],
-                Num::U(s.jvm_reads_total.get(*o)),
-            )
-        })
+        .map(|&(o, n)| (vec![("outcome", o)], Num::U(n)))
         .collect();
-    f.family(&JVM_READS_TOTAL, jvm_reads)?;
-    let go_reads: Vec<(Labels, Num)> = s
-        .go_reads_total
-        .outcomes()
-        .map(|(o, n)| (vec![("outcome", o)], Num::U(n)))
-        .collect();
-    f.family(&GO_READS_TOTAL, go_reads)?;
-    let jemalloc_reads: Vec<(Labels, Num)> = s
-        .jemalloc_reads_total
-        .outcomes()
-        .map(|(o, n)| (vec![("outcome", o)], Num::U(n)))
-        .collect();
-    f.family(&JEMALLOC_READS_TOTAL, jemalloc_reads)?;
-    Ok(())
+    f.family(family, rows)
 }
 
 pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
@@ -93,25 +91,18 @@ pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
             &DEEP_CPU_SECONDS_TOTAL,
             Some(Num::F(s.deep_cpu_seconds_total)),
         )?;
-        let walks: Vec<(Labels, Num)> = Outcome::ALL
-            .iter()
-            .map(|o| {
-                (
-                    vec![("outcome", o.as_str())],
-                    Num::U(s.heap_walks_total.get(*o)),
-                )
-            })
-            .collect();
         f.single(
             &HEAP_WALK_CPU_SECONDS_TOTAL,
             Some(Num::F(s.heap_walk_cpu_seconds_total)),
         )?;
-        f.family(&HEAP_WALKS_TOTAL, walks)?;
+        encode_reads(f, s, "glibc")?;
         f.single(
             &HEAP_PENDING_PROCESSES,
             Some(Num::U(s.heap_pending_processes)),
         )?;
-        encode_reads(f, s)?;
+        for (reader, _) in READS.iter().filter(|(r, _)| *r != "glibc") {
+            encode_reads(f, s, reader)?;
+        }
     }
     let errors: Vec<(Labels, Num)> = s
         .errors
@@ -140,4 +131,15 @@ pub(super) fn encode_own(f: &mut Families, s: &Snapshot) -> fmt::Result {
     f.single(&OWN_OPEN_FDS, u(o.open_fds))?;
     f.single(&OWN_MAX_FDS, u(o.max_fds))?;
     f.single(&OWN_START_TIME_SECONDS, o.start_time_seconds.map(Num::F))
+}
+
+#[cfg(test)]
+mod tests {
+    /// A reader registered without its counter family would count reads nobody sees.
+    #[test]
+    fn every_reader_has_its_reads_family() {
+        let names = crate::collect::heap::readers::NAMES;
+        let families: Vec<&str> = super::READS.iter().map(|(r, _)| *r).collect();
+        assert_eq!(names, &families[..]);
+    }
 }

@@ -76,14 +76,9 @@ pub struct Snapshot {
     pub deep: Option<DeepRun>,
     /// CPU time of the deep tier since start.
     pub deep_cpu_seconds_total: f64,
-    /// Heap walks since start, by how they ended.
-    pub heap_walks_total: crate::collect::heap::WalkCounts,
-    /// JVM reads by outcome since start.
-    pub jvm_reads_total: crate::collect::heap::jvm::ReadCounts,
-    /// Go heap reads since start, by outcome.
-    pub go_reads_total: crate::collect::heap::golang::ReadCounts,
-    /// jemalloc reads since start, by outcome.
-    pub jemalloc_reads_total: crate::collect::heap::jemalloc::ReadCounts,
+    /// Each heap reader's reads since start (glibc's walks, JVMs', Go's, jemalloc's), by
+    /// how they ended.
+    pub reads_total: crate::collect::heap::ReadCounts,
     /// Processes whose heap is walkable but not yet measured (see `Signals::hoard_pending`).
     pub heap_pending_processes: u64,
     /// CPU time of the heap walks since start.
@@ -97,7 +92,7 @@ pub struct Snapshot {
     /// Heap the measured runtimes hold (a JVM's Java heap, a Go program's free heap)
     /// summed by memory cgroup and runtime (part of `cgroup_hoarded_bytes` where it is
     /// 16 MiB or more a process).
-    pub cgroup_runtime_held_bytes: BTreeMap<(String, super::signals::Holder), u64>,
+    pub cgroup_runtime_held_bytes: BTreeMap<(String, &'static str), u64>,
     /// OOM kills from the kernel log since start, and the latest few with their victims;
     /// `None` when the kmsg collector is off.
     pub kills: Option<Kills>,
@@ -235,20 +230,11 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         errors,
         deep_cpu_seconds_total: prev.deep_cpu_seconds_total
             + sample.deep.map_or(0.0, |d| d.cpu_seconds),
-        heap_walks_total: prev
-            .heap_walks_total
-            .plus(&sample.deep.map(|d| d.heap_walks).unwrap_or_default()),
+        reads_total: prev
+            .reads_total
+            .plus(&sample.deep.map(|d| d.reads).unwrap_or_default()),
         heap_walk_cpu_seconds_total: prev.heap_walk_cpu_seconds_total
             + sample.deep.map_or(0.0, |d| d.heap_walk_cpu_seconds),
-        jvm_reads_total: prev
-            .jvm_reads_total
-            .plus(&sample.deep.map(|d| d.jvm_reads).unwrap_or_default()),
-        go_reads_total: prev
-            .go_reads_total
-            .plus(&sample.deep.map(|d| d.go_reads).unwrap_or_default()),
-        jemalloc_reads_total: prev
-            .jemalloc_reads_total
-            .plus(&sample.deep.map(|d| d.jemalloc_reads).unwrap_or_default()),
         pressure,
         oom_kills,
         last_oom_kill_unix_seconds: system.last_oom_kill_unix_seconds,
@@ -267,10 +253,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         top: top_k(&sample.processes, &sigs, &next.processes, opts.top_k),
         processes_scanned,
         deep_cpu_seconds_total: next.deep_cpu_seconds_total,
-        heap_walks_total: next.heap_walks_total,
-        jvm_reads_total: next.jvm_reads_total,
-        go_reads_total: next.go_reads_total,
-        jemalloc_reads_total: next.jemalloc_reads_total,
+        reads_total: next.reads_total,
         heap_pending_processes: sigs.iter().filter(|s| s.hoard_pending).count() as u64,
         heap_walk_cpu_seconds_total: next.heap_walk_cpu_seconds_total,
         deep: sample.deep,

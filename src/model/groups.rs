@@ -40,8 +40,8 @@ pub struct GroupStats {
     pub arena_heaps: u64,
     pub arena_reserved_bytes: u64,
     /// Processes whose runtime's (or jemalloc's) held memory was measured, and its sum
-    /// (part of the measured hoarded bytes), in the order of `Holder::ALL`.
-    pub runtime_held: [(u64, u64); 3],
+    /// (part of the measured hoarded bytes), by reader in the order of `readers::NAMES`.
+    pub runtime_held: [(u64, u64); crate::collect::heap::readers::COUNT],
 }
 
 impl GroupStats {
@@ -53,7 +53,7 @@ impl GroupStats {
         };
         *by_method = by_method.saturating_add(hoarded);
         if let (Some(held), Some(by)) = (sig.runtime_held_bytes, sig.runtime_held_by) {
-            let i = super::signals::Holder::ALL
+            let i = crate::collect::heap::readers::NAMES
                 .iter()
                 .position(|h| *h == by)
                 .unwrap_or(0);

@@ -5,17 +5,14 @@
 
 use std::sync::Arc;
 
-use crate::collect::heap::golang::{self, GoHeap};
-use crate::collect::heap::jvm::{self, JavaHeap};
+use crate::collect::heap::reads::{Reader, Reason};
 use crate::collect::heap::runtime::{Allocator, Runtime};
-use crate::collect::heap::{HeapMeasure, HeapReading};
+use crate::collect::heap::{Glibc, HeapMeasure, HeapReading, Registered};
 use crate::collect::{ProcessFiles, ProcessSample};
 use crate::parse::smaps::SmapsSummary;
 
 mod hoarding;
-mod holder;
-use hoarding::{from_mappings, go_heap, jemalloc_heap, jvm_heap, measured_heap};
-pub use holder::Holder;
+use hoarding::{from_mappings, held_heaps, measured_heap};
 
 /// Heap memory below this is never suspected of hoarding (no heap walk).
 pub const HOARD_MIN_HEAP_BYTES: u64 = 64 << 20;
@@ -186,24 +183,16 @@ pub struct Signals {
     pub hoard_pending: bool,
     /// The latest successful heap walk (boxed: only measured processes have one).
     pub heap: Option<Box<HeapMeasure>>,
-    /// A JVM's own account of its Java heap (boxed: only JVMs have one).
-    pub java: Option<Box<JavaHeap>>,
+    /// What the heap readers read of the process: each one's figure, or why it has none
+    /// (`figure`, `outcome`).
+    pub reading: Option<Arc<HeapReading>>,
     /// Resident heap a managed runtime holds unused (a JVM's collector keeps it until it
     /// uncommits, Go's until its scavenger releases it): part of `hoarded_bytes` when
     /// measured.
     pub runtime_held_bytes: Option<u64>,
-    /// The runtime or allocator that holds `runtime_held_bytes`.
-    pub runtime_held_by: Option<Holder>,
-    /// Why a JVM's held heap has no figure (then neither has its measured hoarding).
-    pub jvm_unmeasured: Option<jvm::Outcome>,
-    /// A Go runtime's own account of its heap (boxed: only Go programs have one).
-    pub go: Option<Box<GoHeap>>,
-    /// Why a Go program's heap has no figure (then neither has its hoarding).
-    pub go_unmeasured: Option<golang::Unmeasured>,
-    /// What jemalloc keeps (boxed: only jemalloc processes have one).
-    pub jemalloc: Option<Box<crate::collect::heap::jemalloc::JemallocHeap>>,
-    /// Why jemalloc's kept pages have no figure (the suspicion from the mappings stands).
-    pub jemalloc_unmeasured: Option<crate::collect::heap::jemalloc::Unmeasured>,
+    /// The reader (a runtime, or an allocator other than glibc) whose figure
+    /// `runtime_held_bytes` is: the `runtime` label of the held series.
+    pub runtime_held_by: Option<&'static str>,
     /// Commit charge: Size of mappings charged to the commit limit (deep tier).
     pub commit_bytes: Option<u64>,
     /// Commit charge not backed by RAM or swap: can still become RSS, oom_score omits it.
@@ -212,6 +201,33 @@ pub struct Signals {
     pub regrown_total_bytes: u64,
     /// AnonHugePages / RssAnon.
     pub thp_anon_ratio: Option<f64>,
+}
+
+impl Signals {
+    /// A reader's figure for the process (`None`: it did not read it, or has no figure).
+    pub fn figure<R: Registered>(&self) -> Option<&R::Figure> {
+        self.reading.as_ref()?.get::<R>()?.as_ref().ok()
+    }
+
+    /// Why a reader has no figure for the process.
+    pub fn unmeasured<R: Registered>(&self) -> Option<R::Reason> {
+        self.reading.as_ref()?.get::<R>()?.as_ref().err().copied()
+    }
+
+    /// The `reason` a reader's figure is not whole: why it has none, or the label of a
+    /// figure without its held bytes (a JVM's `no_resident`).
+    pub fn unmeasured_label<R: Registered>(&self) -> Option<&'static str> {
+        match self.reading.as_ref()?.get::<R>()? {
+            Err(why) => Some(why.as_str()),
+            Ok(f) => {
+                use crate::collect::heap::reads::Figure;
+                f.held_bytes()
+                    .is_none()
+                    .then_some(<R as Reader>::Reason::PARTIAL)
+                    .flatten()
+            }
+        }
+    }
 }
 
 /// Advances a process's state by one scan and computes its signals: idleness, khugepaged
@@ -238,7 +254,7 @@ pub fn advance(
         .or(prev.and_then(ProcState::smaps))
         .copied();
     let heap = p.heap.as_ref().or(prev.and_then(ProcState::heap));
-    let latest = heap.and_then(|h| h.walk.as_ref());
+    let latest = heap.and_then(|h| h.get::<Glibc>());
     let retrying = matches!(latest, Some(Err(o)) if o.is_transient());
     let measured = match latest {
         Some(Ok(m)) => Some(*m),
@@ -301,14 +317,9 @@ pub fn advance(
     if let Some(m) = measured {
         measured_heap(&mut sig, m, online_cpus);
     }
-    if let Some(read) = heap.and_then(|h| h.jemalloc.as_ref()) {
-        jemalloc_heap(&mut sig, read);
-    }
-    if let Some(read) = heap.and_then(|h| h.java.as_ref()) {
-        jvm_heap(&mut sig, read);
-    }
-    if let Some(read) = heap.and_then(|h| h.go.as_ref()) {
-        go_heap(&mut sig, read);
+    if let Some(h) = heap {
+        held_heaps(&mut sig, h);
+        sig.reading = Some(Arc::clone(h));
     }
     if let Some(d) = &mut next.deep {
         d.hoarded_bytes = sig.hoarded_bytes;

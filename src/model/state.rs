@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::collect::heap::WalkCounts;
+use crate::collect::heap::ReadCounts;
 use crate::collect::ErrorCounts;
 use crate::model::kills::Kills;
 use crate::model::signals::ProcState;
@@ -21,11 +21,9 @@ pub struct State {
     /// Running totals since start.
     pub errors: ErrorCounts,
     pub deep_cpu_seconds_total: f64,
-    pub heap_walks_total: WalkCounts,
+    /// Each heap reader's reads, by outcome.
+    pub reads_total: ReadCounts,
     pub heap_walk_cpu_seconds_total: f64,
-    pub jvm_reads_total: crate::collect::heap::jvm::ReadCounts,
-    pub go_reads_total: crate::collect::heap::golang::ReadCounts,
-    pub jemalloc_reads_total: crate::collect::heap::jemalloc::ReadCounts,
     /// The latest PSI totals, for the next interval's stall ratios.
     pub pressure: Option<Pressure>,
     /// The latest `oom_kill` count of /proc/vmstat, and when it was first seen rising.

@@ -25,6 +25,15 @@ pub struct ByFile<V> {
     max: usize,
 }
 
+/// The binaries a reader keeps by default: a node runs a few dozen distinct ones.
+pub const DEFAULT_BINARIES: usize = 64;
+
+impl<V> Default for ByFile<V> {
+    fn default() -> Self {
+        ByFile::new(DEFAULT_BINARIES)
+    }
+}
+
 impl<V> ByFile<V> {
     pub const fn new(max: usize) -> ByFile<V> {
         ByFile {
@@ -33,16 +42,28 @@ impl<V> ByFile<V> {
         }
     }
 
+    /// The value kept for `id`, if any.
+    pub fn get(&self, id: FileId) -> Option<Arc<V>> {
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter()
+            .find(|(k, _)| *k == id)
+            .map(|(_, v)| Arc::clone(v))
+    }
+
+    /// Keeps `v` for `id`, in place of what was kept for it.
+    pub fn put(&self, id: FileId, v: V) {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.retain(|(k, _)| *k != id);
+        if kept.len() >= self.max {
+            kept.remove(0);
+        }
+        kept.push((id, Arc::new(v)));
+    }
+
     /// The value kept for `id`, or `make()`'s, kept. `make` runs outside the lock: a large
     /// binary takes a while to read, and readers of other binaries wait for nothing.
     pub fn get_or(&self, id: FileId, make: impl FnOnce() -> V) -> Arc<V> {
-        let found = {
-            let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-            kept.iter()
-                .find(|(k, _)| *k == id)
-                .map(|(_, v)| Arc::clone(v))
-        };
-        if let Some(v) = found {
+        if let Some(v) = self.get(id) {
             return v;
         }
         let v = Arc::new(make());
@@ -79,5 +100,9 @@ mod tests {
         assert_eq!(reads.get(), 4);
         // A binary replaced in place (another size or time) is read again.
         assert_eq!(*cache.get_or((1, 1, 11, 0), || 7), 7);
+        // A value put replaces the one kept.
+        cache.put((1, 1, 11, 0), 8);
+        assert_eq!(cache.get((1, 1, 11, 0)).as_deref(), Some(&8));
+        assert_eq!(cache.get((1, 9, 11, 0)), None);
     }
 }

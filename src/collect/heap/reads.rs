@@ -1,35 +1,188 @@
-//! Reads of a process's heap counted by how they ended: `measured`, or each reason a
-//! reader gives for having no figure. One counter for every reader whose reasons
-//! implement [`Reason`].
+//! The shape every heap reader has: what it reads a process for ([`Reader`]), the figure
+//! it gives ([`Figure`]), the reasons it gives none ([`Reason`]), and its reads counted by
+//! how they ended ([`Counts`]). `readers.rs` lists the readers; a new one is a
+//! folder beside `glibc/`, `jvm/`, `golang/` and `jemalloc/` that implements these, and
+//! one line there.
 
 use std::marker::PhantomData;
 
+use super::memory::ProcessMemory;
+use super::runtime::Identity;
+use crate::parse::mountinfo::Remote;
+use crate::parse::smaps::Vma;
+use crate::source::{PidFile, Source};
+
 /// Why a reader has no figure: its reasons, in the order they are shown.
-pub trait Reason: Copy + PartialEq + 'static {
+pub trait Reason: Copy + PartialEq + std::fmt::Debug + 'static {
     /// Every reason (at most [`MAX_REASONS`]).
     const ALL: &'static [Self];
+    /// Its memory could not be read (no ptrace access, process gone).
+    const UNREADABLE: Self;
+    /// The read ran out of [`super::READER_BUDGET`].
+    const BUDGET: Self;
+    /// It found more free resident memory than the process has resident: not believed.
+    const IMPLAUSIBLE: Self;
+    /// The `outcome` label of a figure without its held bytes (a JVM whose heap's range
+    /// could not be found: `no_resident`), for readers that can give one.
+    const PARTIAL: Option<&'static str> = None;
     /// The `outcome` label.
     fn as_str(self) -> &'static str;
+    /// Whether a read soon after can succeed where this one did not (what it read moved
+    /// under it, or the process is starting): read again on the retry schedule, not a
+    /// deep interval later.
+    fn is_transient(self) -> bool {
+        false
+    }
+    /// Whether the read stopped at its budget: read again only after a back-off.
+    fn is_over_budget(self) -> bool {
+        self == Self::BUDGET
+    }
+}
+
+/// A reader's figure for a process.
+pub trait Figure {
+    /// Resident memory it holds unused, which it could give back: the process's measured
+    /// hoarding (`None`: figures without it).
+    fn held_bytes(&self) -> Option<u64>;
+    /// The free memory in resident pages it claims, which must fit in what the process
+    /// has resident beside the other readers' ([`super::resident_ceiling`]).
+    fn free_resident_bytes(&self) -> u64 {
+        self.held_bytes().unwrap_or(0)
+    }
+}
+
+impl<F: Figure> Figure for Box<F> {
+    fn held_bytes(&self) -> Option<u64> {
+        (**self).held_bytes()
+    }
+    fn free_resident_bytes(&self) -> u64 {
+        (**self).free_resident_bytes()
+    }
+}
+
+/// What a reader reads a process from: its mappings, executable and what the deep read
+/// told of it, with no memory read yet.
+pub struct Process<'a> {
+    pub source: &'a Source,
+    pub pid: u32,
+    pub vmas: &'a [Vma],
+    pub identity: &'a Identity,
+    /// `/proc/PID/exe`, unless it lies on a FUSE or network mount.
+    pub exe: Option<&'a PidFile>,
+    /// The process's FUSE and network mounts (`None`: unknown, every file taken as one).
+    pub remote: Option<&'a Remote>,
+}
+
+impl Process<'_> {
+    /// Whether a mapping is of a file on a FUSE or network mount, which no reader opens
+    /// or faults in: its server (any user's program) could hold the read forever.
+    pub fn on_remote(&self, v: &Vma) -> bool {
+        v.file_id
+            .is_some_and(|(dev, _)| self.remote.is_none_or(|r| r.has_device(dev)))
+    }
+}
+
+/// What a reader's figure is to the process's measured hoarding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Share {
+    /// The process's allocator (glibc's heaps, jemalloc's arenas): its held bytes are the
+    /// process's measured hoarding; without a figure, the suspicion the mappings give
+    /// stands.
+    Allocator,
+    /// A managed runtime's heap beside the allocator's: its held bytes join the
+    /// allocator's measured figure; without them the process has no measured figure
+    /// (the allocator's alone would leave out the largest holder). `alone`: the mappings
+    /// say nothing of its heap (Go's), so without a figure there is no suspected one
+    /// either.
+    Runtime { alone: bool },
+}
+
+/// One heap reader.
+pub trait Reader {
+    type Figure: Figure + Clone + std::fmt::Debug + PartialEq;
+    type Reason: Reason;
+    /// What it learns once per binary, kept by the scanner (bounded).
+    type Cache: Default;
+    /// Its name: the `runtime` label of the held series.
+    const NAME: &'static str;
+    /// What its figure is to the process's hoarding.
+    const SHARE: Share;
+    /// Whether it reads this process: `Ok(true)` read, `Ok(false)` not its (no outcome),
+    /// or the reason it gives without reading.
+    fn applies(process: &Process) -> Result<bool, Self::Reason>;
+    /// Reads the process's memory, within the budget `memory` carries. `ceiling` is what
+    /// is left of its resident memory for the readers' figures: one that shows resident
+    /// memory the mappings do not (ZGC's heap file) raises it.
+    fn read(
+        process: &Process,
+        memory: &mut ProcessMemory,
+        cache: &Self::Cache,
+        ceiling: &mut Ceiling,
+    ) -> Result<Self::Figure, Self::Reason>;
+}
+
+/// Runs a reader that applies: its memory opened (`None`: it could not be), its budget
+/// set and checked, its figure within the ceiling.
+pub fn run<R: Reader>(
+    process: &Process,
+    memory: Option<&mut ProcessMemory>,
+    cache: &R::Cache,
+    ceiling: &mut Ceiling,
+) -> Result<R::Figure, R::Reason> {
+    let Some(memory) = memory else {
+        return Err(R::Reason::UNREADABLE);
+    };
+    memory.budget(super::READER_BUDGET);
+    match R::read(process, memory, cache, ceiling) {
+        // A read that failed for the budget may have been taken for another fault.
+        _ if memory.exhausted() => Err(R::Reason::BUDGET),
+        Ok(f) if !ceiling.take(f.free_resident_bytes()) => Err(R::Reason::IMPLAUSIBLE),
+        other => other,
+    }
+}
+
+/// What is left of a process's resident memory for its readers' figures.
+#[derive(Debug, Clone, Copy)]
+pub struct Ceiling(pub u64);
+
+impl Ceiling {
+    /// Takes `bytes` from what is left: `false` (and nothing taken) when they do not fit.
+    pub fn take(&mut self, bytes: u64) -> bool {
+        match self.0.checked_sub(bytes) {
+            Some(left) => {
+                self.0 = left;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Adds resident memory the mappings do not show.
+    pub fn raise(&mut self, bytes: u64) {
+        self.0 = self.0.saturating_add(bytes);
+    }
 }
 
 /// The most reasons a reader may have.
-pub const MAX_REASONS: usize = 15;
+pub const MAX_REASONS: usize = 14;
 
-/// Reads counted by outcome.
+/// Reads counted by outcome: `measured`, the partial figure (if the reader has one), and
+/// each reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Counts<R: Reason>([u64; 1 + MAX_REASONS], PhantomData<R>);
+pub struct Counts<R: Reason>([u64; 2 + MAX_REASONS], PhantomData<R>);
 
 impl<R: Reason> Default for Counts<R> {
     fn default() -> Self {
-        Counts([0; 1 + MAX_REASONS], PhantomData)
+        Counts([0; 2 + MAX_REASONS], PhantomData)
     }
 }
 
 impl<R: Reason> Counts<R> {
-    pub fn count<T>(&mut self, read: &Result<T, R>) {
+    pub fn count<F: Figure>(&mut self, read: &Result<F, R>) {
         let i = match read {
-            Ok(_) => 0,
-            Err(e) => 1 + R::ALL.iter().position(|u| u == e).unwrap_or(0),
+            Ok(f) if f.held_bytes().is_some() || R::PARTIAL.is_none() => 0,
+            Ok(_) => 1,
+            Err(e) => 2 + R::ALL.iter().position(|u| u == e).unwrap_or(0),
         };
         if let Some(n) = self.0.get_mut(i) {
             *n += 1;
@@ -38,9 +191,19 @@ impl<R: Reason> Counts<R> {
 
     /// Each outcome's label (`measured` first) and count.
     pub fn outcomes(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        std::iter::once("measured")
-            .chain(R::ALL.iter().map(|r| r.as_str()))
+        let labels = std::iter::once(Some("measured"))
+            .chain(std::iter::once(R::PARTIAL))
+            .chain(R::ALL.iter().map(|r| Some(r.as_str())));
+        labels
             .zip(self.0)
+            .filter_map(|(label, n)| Some((label?, n)))
+    }
+
+    /// The count of one outcome, by its label (0 for one the reader does not have).
+    pub fn get(&self, outcome: &str) -> u64 {
+        self.outcomes()
+            .find(|&(o, _)| o == outcome)
+            .map_or(0, |(_, n)| n)
     }
 
     /// These counts plus `other`'s (running totals across scans).

@@ -6,9 +6,15 @@ use super::Snapshot;
 use crate::family::{Family, Value as Num};
 use crate::units::{cgroup, meminfo, pressure, thp, vmstat};
 
-/// The runtimes (and jemalloc) whose held memory is measured, in the order of their
-/// samples.
-pub(crate) const HELD_BY: [crate::model::signals::Holder; 3] = crate::model::signals::Holder::ALL;
+/// The readers whose held memory is a series of its own (every one but glibc's, whose free
+/// chunks are the rest of the measured figure), in the order of their samples.
+pub(crate) fn held_by() -> impl Iterator<Item = &'static str> {
+    use crate::collect::heap::reads::Reader;
+    crate::collect::heap::readers::NAMES
+        .iter()
+        .copied()
+        .filter(|&r| r != crate::collect::heap::Glibc::NAME)
+}
 
 fn u(v: Option<u64>) -> Option<Num> {
     v.map(Num::U)
@@ -67,12 +73,9 @@ pub(super) fn derived(s: &Snapshot) -> Vec<(&'static str, Family)> {
             if let Some(bytes) = s.cgroup_hoarded_bytes.get(path) {
                 hoarded.push(vec![("cgroup", path.clone())], Num::U(*bytes));
             }
-            for runtime in HELD_BY {
+            for runtime in held_by() {
                 if let Some(bytes) = s.cgroup_runtime_held_bytes.get(&(path.clone(), runtime)) {
-                    let labels = vec![
-                        ("cgroup", path.clone()),
-                        ("runtime", runtime.as_str().to_string()),
-                    ];
+                    let labels = vec![("cgroup", path.clone()), ("runtime", runtime.to_string())];
                     held.push(labels, Num::U(*bytes));
                 }
             }

@@ -1,15 +1,14 @@
 //! Hoarding as the process's memory shows it: suspected from the shape of its mappings,
-//! then measured from its heap readers (glibc's free pages, a JVM's held heap, a Go
-//! program's free resident heap), the runtimes' figures joining glibc's.
+//! then measured from its heap readers (glibc's free pages, jemalloc's kept pages, a JVM's
+//! held heap, a Go program's free resident heap), the runtimes' figures joining the
+//! allocator's.
 
 use super::{
-    Holder, Method, Signals, ARENAS_PER_CPU, HOARD_MIN_HEAP_BYTES, HOARD_MIN_HEAP_DENSITY,
+    Method, Signals, ARENAS_PER_CPU, HOARD_MIN_HEAP_BYTES, HOARD_MIN_HEAP_DENSITY,
     HOARD_MIN_HEAP_SHARE, HOARD_MIN_MEASURED_BYTES, HOARD_MIN_RETAINED,
 };
-use crate::collect::heap::golang::{self, GoHeap};
-use crate::collect::heap::jemalloc::{self, JemallocHeap};
-use crate::collect::heap::jvm::{self, JavaHeap};
-use crate::collect::heap::HeapMeasure;
+use crate::collect::heap::reads::{Reader, Share};
+use crate::collect::heap::{Glibc, HeapMeasure, HeapReading};
 use crate::collect::ProcessSample;
 use crate::parse::smaps::SmapsSummary;
 
@@ -72,66 +71,51 @@ pub(super) fn measured_heap(sig: &mut Signals, m: HeapMeasure, online_cpus: u64)
     sig.hoard_method = Some(Method::Measured);
 }
 
-/// jemalloc's kept pages: measured, the resident dirty and muzzy pages an arena purge
-/// gives back are the process's hoarding (what a runtime holds joins them); not measured,
-/// the suspicion the mappings give stands.
-pub(super) fn jemalloc_heap(
-    sig: &mut Signals,
-    read: &Result<Box<JemallocHeap>, jemalloc::Unmeasured>,
-) {
-    match read {
-        Ok(h) => {
-            let held = h.held_bytes();
-            sig.jemalloc = Some(h.clone());
-            sig.runtime_held_bytes = Some(held);
-            sig.runtime_held_by = Some(Holder::Jemalloc);
-            if !sig.hoard_pending {
-                sig.hoarded_bytes = Some(if held >= HOARD_MIN_MEASURED_BYTES {
-                    held
-                } else {
-                    0
-                });
-                sig.hoard_method = Some(Method::Measured);
-            }
+/// The figures of the readers other than glibc's: an allocator that stands in for glibc's
+/// (jemalloc) first, whose held pages are the process's measured hoarding; then the
+/// managed runtimes, whose held heap joins it.
+pub(super) fn held_heaps(sig: &mut Signals, h: &HeapReading) {
+    let others = || h.readings.iter().filter(|r| r.reader() != Glibc::NAME);
+    for r in others().filter(|r| r.share() == Share::Allocator) {
+        allocator_heap(sig, r.reader(), r.held_bytes());
+    }
+    for r in others() {
+        if let Share::Runtime { alone } = r.share() {
+            runtime_heap(sig, r.reader(), r.held_bytes(), alone);
         }
-        Err(why) => sig.jemalloc_unmeasured = Some(*why),
     }
 }
 
-/// A JVM's held heap, read from its perf data.
-pub(super) fn jvm_heap(sig: &mut Signals, read: &Result<Box<JavaHeap>, jvm::Unmeasured>) {
-    if let Ok(java) = read {
-        sig.java = Some(java.clone());
+/// An allocator's kept pages (jemalloc's resident dirty and muzzy pages, which an arena
+/// purge gives back): measured, the process's hoarding; not measured, the suspicion the
+/// mappings give stands.
+fn allocator_heap(sig: &mut Signals, by: &'static str, held: Option<u64>) {
+    let Some(held) = held else {
+        return;
+    };
+    sig.runtime_held_bytes = Some(held);
+    sig.runtime_held_by = Some(by);
+    if !sig.hoard_pending {
+        sig.hoarded_bytes = Some(if held >= HOARD_MIN_MEASURED_BYTES {
+            held
+        } else {
+            0
+        });
+        sig.hoard_method = Some(Method::Measured);
     }
-    let outcome = jvm::Outcome::of(read);
-    let unmeasured = outcome != jvm::Outcome::Measured;
-    if unmeasured {
-        sig.jvm_unmeasured = Some(outcome);
-    }
-    let held = read.as_ref().ok().and_then(|j| j.held_bytes());
-    runtime_heap(sig, Holder::Jvm, held, unmeasured);
 }
 
-/// A Go program's free heap in resident pages, read from its runtime's variables.
-pub(super) fn go_heap(sig: &mut Signals, read: &Result<Box<GoHeap>, golang::Unmeasured>) {
-    match read {
-        Ok(go) => sig.go = Some(go.clone()),
-        Err(why) => sig.go_unmeasured = Some(*why),
-    }
-    let held = read.as_ref().ok().map(|g| g.free_resident_bytes);
-    runtime_heap(sig, Holder::Go, held, read.is_err());
-}
-
-/// A managed runtime's held heap: measured, it joins glibc's measured free pages (a
-/// suspected native figure gives way to it); not measured, the process has no measured
-/// figure at all, since glibc's alone would leave out the largest holder (and a Go
-/// program has no other: the mappings' shape says nothing of its heap).
-fn runtime_heap(sig: &mut Signals, runtime: Holder, held: Option<u64>, unmeasured: bool) {
+/// A managed runtime's held heap (a JVM's, read from its perf data; a Go program's free
+/// resident heap, from its runtime's variables): measured, it joins glibc's measured free
+/// pages (a suspected native figure gives way to it); not measured, the process has no
+/// measured figure at all, since glibc's alone would leave out the largest holder (and a
+/// runtime `alone`, Go, has no other: the mappings' shape says nothing of its heap).
+fn runtime_heap(sig: &mut Signals, by: &'static str, held: Option<u64>, alone: bool) {
     if let Some(held) = held {
         sig.runtime_held_bytes = Some(held);
-        sig.runtime_held_by = Some(runtime);
+        sig.runtime_held_by = Some(by);
     }
-    if unmeasured && (sig.hoard_method == Some(Method::Measured) || runtime == Holder::Go) {
+    if held.is_none() && (sig.hoard_method == Some(Method::Measured) || alone) {
         sig.hoarded_bytes = None;
         sig.hoard_method = None;
     }

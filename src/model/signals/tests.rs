@@ -1,6 +1,6 @@
 use super::*;
 use crate::collect::heap::runtime::Identity;
-use crate::collect::heap::Outcome;
+use crate::collect::heap::{Reading, Unmeasured as Outcome};
 use crate::model::derive::tests_support::process;
 use crate::parse::smaps_rollup::SmapsRollup;
 
@@ -168,11 +168,8 @@ fn walked(
             runtime,
             version: String::new(),
         },
-        walk: Some(walk),
         memory_cgroup: None,
-        java: None,
-        go: None,
-        jemalloc: None,
+        readings: vec![Reading::Glibc(walk)],
     }));
     p
 }

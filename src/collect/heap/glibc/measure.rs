@@ -7,6 +7,7 @@ use super::process::{is_64_bit, libc_version};
 use super::walk::{self, HeapKind, HeapTotals, Walker};
 use super::{freelist, Layout};
 use crate::collect::heap::reader::{Fault, Target};
+use crate::collect::heap::reads::{Counts, Figure, Reason};
 use crate::parse::smaps::Vma;
 
 /// Free chunks one count may follow; above this the process is "not measured (budget)".
@@ -63,15 +64,16 @@ impl HeapMeasure {
     }
 }
 
-/// How a walk ended: the `outcome` label of `membloat_heap_walks_total`.
+/// Why a glibc heap has no figure: the `outcome` label of `membloat_heap_walks_total`
+/// (beside `measured`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Outcome {
-    Measured,
+pub enum Unmeasured {
     /// The allocator is not glibc's (or cannot be told): nothing to walk.
     NotGlibc,
     /// A header broke a rule twice: the heap changed under both tries, or is not glibc's.
     Inconsistent,
-    /// The heap has more free chunks than [`MAX_FREE_CHUNKS`].
+    /// The heap has more free chunks than [`MAX_FREE_CHUNKS`], or the walk ran out of
+    /// [`super::super::READER_BUDGET`].
     Budget,
     /// `/proc/PID/mem` or `pagemap` could not be read (no CAP_SYS_PTRACE, process gone).
     Unreadable,
@@ -85,74 +87,61 @@ pub enum Outcome {
     RemoteFile,
 }
 
-impl Outcome {
-    pub const ALL: [Outcome; 8] = [
-        Outcome::Measured,
-        Outcome::NotGlibc,
-        Outcome::Inconsistent,
-        Outcome::Budget,
-        Outcome::Unreadable,
-        Outcome::Unsupported,
-        Outcome::Implausible,
-        Outcome::RemoteFile,
+impl Reason for Unmeasured {
+    const ALL: &'static [Unmeasured] = &[
+        Unmeasured::NotGlibc,
+        Unmeasured::Inconsistent,
+        Unmeasured::Budget,
+        Unmeasured::Unreadable,
+        Unmeasured::Unsupported,
+        Unmeasured::Implausible,
+        Unmeasured::RemoteFile,
     ];
+    const UNREADABLE: Unmeasured = Unmeasured::Unreadable;
+    const BUDGET: Unmeasured = Unmeasured::Budget;
+    const IMPLAUSIBLE: Unmeasured = Unmeasured::Implausible;
 
-    pub fn as_str(self) -> &'static str {
+    fn as_str(self) -> &'static str {
         match self {
-            Outcome::Measured => "measured",
-            Outcome::NotGlibc => "not_glibc",
-            Outcome::Inconsistent => "inconsistent",
-            Outcome::Budget => "budget",
-            Outcome::Unreadable => "unreadable",
-            Outcome::Unsupported => "unsupported",
-            Outcome::Implausible => "implausible",
-            Outcome::RemoteFile => "remote_file",
+            Unmeasured::NotGlibc => "not_glibc",
+            Unmeasured::Inconsistent => "inconsistent",
+            Unmeasured::Budget => "budget",
+            Unmeasured::Unreadable => "unreadable",
+            Unmeasured::Unsupported => "unsupported",
+            Unmeasured::Implausible => "implausible",
+            Unmeasured::RemoteFile => "remote_file",
         }
     }
 
-    /// Whether a later walk can succeed where this one did not (the heap moved under
-    /// it), as opposed to one that cannot be walked at all.
-    pub fn is_transient(self) -> bool {
-        self == Outcome::Inconsistent
+    /// The heap moved under the walk: a later one can succeed.
+    fn is_transient(self) -> bool {
+        self == Unmeasured::Inconsistent
     }
+}
 
-    /// Whether the walk stopped at its budget: the process is read again only after a
-    /// back-off, never at once.
-    pub fn is_over_budget(self) -> bool {
-        self == Outcome::Budget
-    }
-
-    fn of(fault: Fault) -> Outcome {
+impl Unmeasured {
+    fn of(fault: Fault) -> Unmeasured {
         match fault {
-            Fault::Inconsistent => Outcome::Inconsistent,
-            Fault::Budget => Outcome::Budget,
-            Fault::Unreadable => Outcome::Unreadable,
-            Fault::NotFound => Outcome::Unsupported,
+            Fault::Inconsistent => Unmeasured::Inconsistent,
+            Fault::Budget => Unmeasured::Budget,
+            Fault::Unreadable => Unmeasured::Unreadable,
+            Fault::NotFound => Unmeasured::Unsupported,
         }
+    }
+}
+
+/// What glibc's heaps hold free is what a `malloc_trim` (or the tunables) could give back.
+impl Figure for HeapMeasure {
+    fn held_bytes(&self) -> Option<u64> {
+        Some(self.reclaimable_bytes())
+    }
+    fn free_resident_bytes(&self) -> u64 {
+        HeapMeasure::free_resident_bytes(self)
     }
 }
 
 /// Heap walks counted by how they ended.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WalkCounts([u64; Outcome::ALL.len()]);
-
-impl WalkCounts {
-    pub fn count(&mut self, outcome: Outcome) {
-        self.0[outcome as usize] += 1;
-    }
-
-    pub fn get(&self, outcome: Outcome) -> u64 {
-        self.0[outcome as usize]
-    }
-
-    /// These counts plus `other`'s (running totals across scans).
-    pub fn plus(mut self, other: &WalkCounts) -> WalkCounts {
-        for (sum, n) in self.0.iter_mut().zip(other.0) {
-            *sum = sum.saturating_add(n);
-        }
-        self
-    }
-}
+pub type WalkCounts = Counts<Unmeasured>;
 
 /// Measures every glibc heap of a target: the arenas found from glibc's own structures,
 /// their free lists counted as `mallinfo2` counts them and, where the heaps are small
@@ -270,18 +259,18 @@ pub(in crate::collect::heap) fn measure_process<T: Target>(
     target: &mut T,
     bounds: &Bounds,
     libc: &[&Vma],
-) -> Result<HeapMeasure, Outcome> {
+) -> Result<HeapMeasure, Unmeasured> {
     // A first read tells a process we may not read from one we cannot measure.
     let mut probe = [0u8; 4];
-    let first = libc.first().ok_or(Outcome::Unsupported)?;
+    let first = libc.first().ok_or(Unmeasured::Unsupported)?;
     target
         .read(first.start, &mut probe)
-        .map_err(|_| Outcome::Unreadable)?;
+        .map_err(|_| Unmeasured::Unreadable)?;
     if !is_64_bit(target, libc) {
-        return Err(Outcome::Unsupported);
+        return Err(Unmeasured::Unsupported);
     }
     let layout = libc_version(target, libc)
         .and_then(Layout::of)
-        .ok_or(Outcome::Unsupported)?;
-    measure(target, &layout, bounds, MAX_FREE_CHUNKS, CROSS_CHECK_CHUNKS).map_err(Outcome::of)
+        .ok_or(Unmeasured::Unsupported)?;
+    measure(target, &layout, bounds, MAX_FREE_CHUNKS, CROSS_CHECK_CHUNKS).map_err(Unmeasured::of)
 }

@@ -233,6 +233,42 @@ pub fn first_chunk(after: u64) -> u64 {
     (after + 2 * SIZE_SZ).next_multiple_of(ALIGN) - 2 * SIZE_SZ
 }
 
+/// The reader of glibc's heaps: every process whose malloc is glibc's.
+pub struct Glibc;
+
+impl super::reads::Reader for Glibc {
+    type Figure = measure::HeapMeasure;
+    type Reason = measure::Unmeasured;
+    type Cache = ();
+    const NAME: &'static str = "glibc";
+    const SHARE: super::reads::Share = super::reads::Share::Allocator;
+
+    fn applies(p: &super::reads::Process) -> Result<bool, measure::Unmeasured> {
+        use crate::parse::smaps::Library;
+        if p.identity.allocator != super::runtime::Allocator::Glibc {
+            return Err(measure::Unmeasured::NotGlibc);
+        }
+        let remote = p
+            .vmas
+            .iter()
+            .any(|v| v.library == Some(Library::Glibc) && p.on_remote(v));
+        if remote {
+            return Err(measure::Unmeasured::RemoteFile);
+        }
+        Ok(true)
+    }
+
+    fn read(
+        p: &super::reads::Process,
+        memory: &mut super::memory::ProcessMemory,
+        _: &(),
+        _: &mut super::reads::Ceiling,
+    ) -> Result<measure::HeapMeasure, measure::Unmeasured> {
+        let (bounds, libc) = process::bounds(p.vmas);
+        measure::measure_process(memory, &bounds, &libc)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,6 +66,9 @@ impl super::reads::Reason for Unmeasured {
         Unmeasured::Budget,
         Unmeasured::Implausible,
     ];
+    const UNREADABLE: Unmeasured = Unmeasured::Unreadable;
+    const BUDGET: Unmeasured = Unmeasured::Budget;
+    const IMPLAUSIBLE: Unmeasured = Unmeasured::Implausible;
 
     fn as_str(self) -> &'static str {
         match self {
@@ -77,6 +80,11 @@ impl super::reads::Reason for Unmeasured {
             Unmeasured::Budget => "budget",
             Unmeasured::Implausible => "implausible",
         }
+    }
+
+    /// Its figures moved under the read: a later one can succeed.
+    fn is_transient(self) -> bool {
+        self == Unmeasured::Moving
     }
 }
 
@@ -107,6 +115,37 @@ impl GoHeap {
     /// `GOMEMLIMIT`, when one is set (the runtime keeps `math.MaxInt64` for none).
     pub fn memory_limit(&self) -> Option<u64> {
         (self.memory_limit_bytes < i64::MAX as u64).then_some(self.memory_limit_bytes)
+    }
+}
+
+impl super::reads::Figure for GoHeap {
+    fn held_bytes(&self) -> Option<u64> {
+        Some(self.free_resident_bytes)
+    }
+}
+
+/// The reader of a Go runtime's heap.
+pub struct Go;
+
+impl super::reads::Reader for Go {
+    type Figure = Box<GoHeap>;
+    type Reason = Unmeasured;
+    type Cache = super::binaries::ByFile<Result<Layout, Unmeasured>>;
+    const NAME: &'static str = "go";
+    const SHARE: super::reads::Share = super::reads::Share::Runtime { alone: true };
+
+    fn applies(p: &super::reads::Process) -> Result<bool, Unmeasured> {
+        Ok(p.identity.runtime == super::runtime::Runtime::Go)
+    }
+
+    fn read(
+        p: &super::reads::Process,
+        memory: &mut super::memory::ProcessMemory,
+        layouts: &Self::Cache,
+        _: &mut super::reads::Ceiling,
+    ) -> Result<Box<GoHeap>, Unmeasured> {
+        let exe = p.exe.ok_or(Unmeasured::Unreadable)?;
+        read_process(memory, exe, p.vmas, layouts).map(Box::new)
     }
 }
 

@@ -59,6 +59,9 @@ impl Reason for Unmeasured {
         Unmeasured::Implausible,
         Unmeasured::RemoteFile,
     ];
+    const UNREADABLE: Unmeasured = Unmeasured::Unreadable;
+    const BUDGET: Unmeasured = Unmeasured::Budget;
+    const IMPLAUSIBLE: Unmeasured = Unmeasured::Implausible;
 
     fn as_str(self) -> &'static str {
         match self {
@@ -71,6 +74,11 @@ impl Reason for Unmeasured {
             Unmeasured::Implausible => "implausible",
             Unmeasured::RemoteFile => "remote_file",
         }
+    }
+
+    /// Its lists moved under the read: a later one can succeed.
+    fn is_transient(self) -> bool {
+        self == Unmeasured::Moving
     }
 }
 
@@ -103,6 +111,49 @@ impl JemallocHeap {
     pub fn held_bytes(&self) -> u64 {
         self.dirty_resident_bytes
             .saturating_add(self.muzzy_resident_bytes)
+    }
+}
+
+impl super::reads::Figure for JemallocHeap {
+    fn held_bytes(&self) -> Option<u64> {
+        Some(JemallocHeap::held_bytes(self))
+    }
+}
+
+/// The reader of jemalloc's arenas, whether it is a library or linked into the executable.
+pub struct Jemalloc;
+
+impl super::reads::Reader for Jemalloc {
+    type Figure = Box<JemallocHeap>;
+    type Reason = Unmeasured;
+    type Cache = super::binaries::ByFile<Result<Layout, Unmeasured>>;
+    const NAME: &'static str = "jemalloc";
+    const SHARE: super::reads::Share = super::reads::Share::Allocator;
+
+    fn applies(p: &super::reads::Process) -> Result<bool, Unmeasured> {
+        use crate::parse::smaps::Library;
+        if p.identity.allocator != super::runtime::Allocator::Jemalloc {
+            return Ok(false);
+        }
+        let remote = p
+            .vmas
+            .iter()
+            .any(|v| v.library == Some(Library::Jemalloc) && p.on_remote(v));
+        if remote {
+            return Err(Unmeasured::RemoteFile);
+        }
+        Ok(true)
+    }
+
+    fn read(
+        p: &super::reads::Process,
+        memory: &mut super::memory::ProcessMemory,
+        layouts: &Self::Cache,
+        _: &mut super::reads::Ceiling,
+    ) -> Result<Box<JemallocHeap>, Unmeasured> {
+        let library = library(p.source, p.pid, p.vmas, p.remote)?;
+        let binary = library.as_ref().or(p.exe).ok_or(Unmeasured::Unreadable)?;
+        read_process(memory, binary, p.vmas, layouts).map(Box::new)
     }
 }
 

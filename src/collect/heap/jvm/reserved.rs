@@ -235,9 +235,34 @@ struct Row {
     address: u64,
 }
 
+/// Where HotSpot keeps the heap's range, in one `libjvm.so`, from its VMStructs:
+/// `Universe::_collectedHeap` (from the library's load address), and the offsets of
+/// `CollectedHeap::_reserved`, `MemRegion::_start` and `MemRegion::_word_size`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Places {
+    heap_static: u64,
+    reserved: u64,
+    start_at: u64,
+    words_at: u64,
+}
+
+/// The places learnt from one JVM of each `libjvm.so` (its device and inode): a hint for
+/// the next one, checked by what it leads to (a range the process's mappings tile, else
+/// the table is read again).
+pub type Learnt = super::super::binaries::ByFile<Places>;
+
 /// The heap's reserved range of the JVM whose mappings are `vmas`, through `t` (its
 /// memory); `None` when `libjvm.so` is not mapped or anything read does not fit.
 pub fn find<T: Target>(t: &mut T, vmas: &[Vma]) -> Option<Reserved> {
+    find_with(t, vmas, &Learnt::new(1))
+}
+
+/// [`find`], through the places `learnt` from a JVM of the same `libjvm.so` when they lead
+/// to a range the process's mappings tile (an address-space reservation the JVM made);
+/// otherwise through its own VMStructs, whose places are learnt when their range passes
+/// the same check. Another process's memory taught the hint: it is never believed
+/// without that check, and a range it gives that fails it costs one full read.
+pub fn find_with<T: Target>(t: &mut T, vmas: &[Vma], learnt: &Learnt) -> Option<Reserved> {
     let lib = vmas
         .iter()
         .find(|v| v.library == Some(Library::JvmLibrary))?
@@ -247,6 +272,45 @@ pub fn find<T: Target>(t: &mut T, vmas: &[Vma]) -> Option<Reserved> {
         .filter(|v| v.file_id == Some(lib))
         .map(|v| v.start)
         .min()?;
+    let id = (lib.0, lib.1, 0, 0);
+    if let Some(p) = learnt.get(id) {
+        if let Some(r) = range(t, base, &p).filter(|r| tiled(vmas, r)) {
+            return Some(r);
+        }
+    }
+    let p = places(t, base)?;
+    let r = range(t, base, &p)?;
+    if tiled(vmas, &r) {
+        learnt.put(id, p);
+    }
+    Some(r)
+}
+
+/// Whether the mappings cover `r` without a gap: the heap is one reservation, committed
+/// or not, so its range is mapped end to end.
+fn tiled(vmas: &[Vma], r: &Reserved) -> bool {
+    let mut at = r.start;
+    for v in vmas.iter().filter(|v| v.end > r.start && v.start < r.end) {
+        if v.start > at {
+            return false;
+        }
+        at = at.max(v.end);
+    }
+    at >= r.end
+}
+
+/// The heap's range, from the places in a `libjvm.so` loaded at `base`.
+fn range<T: Target>(t: &mut T, base: u64, p: &Places) -> Option<Reserved> {
+    let heap = read_u64(t, base.wrapping_add(p.heap_static)).filter(|&h| h != 0)?;
+    let region = heap.checked_add(p.reserved)?;
+    let start = read_u64(t, region.checked_add(p.start_at)?)?;
+    let words = read_u64(t, region.checked_add(p.words_at)?)?;
+    let end = start.checked_add(words.checked_mul(8)?)?;
+    (start != 0 && end > start).then_some(Reserved { start, end })
+}
+
+/// The places, from the VMStructs of the `libjvm.so` loaded at `base`.
+fn places<T: Target>(t: &mut T, base: u64) -> Option<Places> {
     let syms = Symbols::of(t, base)?;
     let mut value = |name: &str| {
         let at = syms.find(t, name)?;
@@ -324,12 +388,12 @@ pub fn find<T: Target>(t: &mut T, vmas: &[Vma]) -> Option<Reserved> {
         .offset;
     let start_at = row("MemRegion", "_start")?.offset;
     let words_at = row("MemRegion", "_word_size")?.offset;
-    let heap = read_u64(t, heap_static).filter(|&h| h != 0)?;
-    let region = heap.checked_add(reserved)?;
-    let start = read_u64(t, region.checked_add(start_at)?)?;
-    let words = read_u64(t, region.checked_add(words_at)?)?;
-    let end = start.checked_add(words.checked_mul(8)?)?;
-    (start != 0 && end > start).then_some(Reserved { start, end })
+    Some(Places {
+        heap_static: heap_static.wrapping_sub(base),
+        reserved,
+        start_at,
+        words_at,
+    })
 }
 
 /// Reads the first `NAME_BYTES` of each name at `ptrs` not read yet, in batches.
@@ -370,7 +434,71 @@ fn is(names: &HashMap<u64, Vec<u8>>, ptr: u64, want: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::gnu_hash;
+    use super::{find_with, gnu_hash, Learnt, Places, Reserved};
+    use crate::collect::heap::image::Image;
+    use crate::parse::smaps::{Library, Vma};
+
+    const LIB: u64 = 0x7f00_0000_0000;
+    const HEAP: u64 = 0x8_0000_0000;
+
+    /// A JVM whose libjvm (no symbols: its table cannot be read) is loaded at `LIB`, whose
+    /// collected heap object at `LIB + 0x1000` says its range starts at `HEAP` and is
+    /// `words` long, and whose mappings reserve `[HEAP, HEAP + mapped)`.
+    fn jvm(words: u64, mapped: u64) -> (Image, Vec<Vma>) {
+        let mut t = Image::default();
+        t.map(LIB, 0x3000);
+        t.put(LIB + 0x1000, LIB + 0x2000); // Universe::_collectedHeap
+        t.put(LIB + 0x2000 + 0x10, HEAP); // _reserved._start
+        t.put(LIB + 0x2000 + 0x18, words); // _reserved._word_size
+        let lib = Vma {
+            start: LIB,
+            end: LIB + 0x3000,
+            file_id: Some((8, 42)),
+            library: Some(Library::JvmLibrary),
+            ..Vma::default()
+        };
+        let half = |start, end| Vma {
+            start,
+            end,
+            anonymous: true,
+            ..Vma::default()
+        };
+        let mid = HEAP + mapped / 2;
+        (t, vec![half(HEAP, mid), half(mid, HEAP + mapped), lib])
+    }
+
+    fn places() -> Places {
+        Places {
+            heap_static: 0x1000,
+            reserved: 0x10,
+            start_at: 0,
+            words_at: 8,
+        }
+    }
+
+    #[test]
+    fn learnt_places_are_believed_only_where_the_mappings_tile_their_range() {
+        let learnt = Learnt::new(4);
+        learnt.put((8, 42, 0, 0), places());
+        // The range the hint leads to is mapped end to end: believed.
+        let (mut t, vmas) = jvm(1 << 20, 8 << 20);
+        let want = Reserved {
+            start: HEAP,
+            end: HEAP + (8 << 20),
+        };
+        assert_eq!(find_with(&mut t, &vmas, &learnt), Some(want));
+        // A hint (taught by another process of the same libjvm) that leads past the
+        // mappings is not believed; the table read in its place finds nothing here.
+        let (mut t, vmas) = jvm(1 << 30, 8 << 20);
+        assert_eq!(find_with(&mut t, &vmas, &learnt), None);
+        // A gap inside the range fails it as well.
+        let (mut t, mut vmas) = jvm(1 << 20, 8 << 20);
+        vmas[1].start += 0x1000;
+        assert_eq!(find_with(&mut t, &vmas, &learnt), None);
+        // Without a hint, nothing is taken on trust either.
+        let (mut t, vmas) = jvm(1 << 20, 8 << 20);
+        assert_eq!(find_with(&mut t, &vmas, &Learnt::new(4)), None);
+    }
 
     #[test]
     fn sysv_hash_is_the_gabis() {

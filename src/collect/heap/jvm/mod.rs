@@ -14,7 +14,9 @@
 
 pub mod reserved;
 
+use super::memory::ProcessMemory;
 use super::reader::Target;
+use super::reads::{Ceiling, Counts, Figure, Process, Reader, Reason};
 use crate::parse::hsperfdata::{self, PerfData};
 use crate::parse::smaps::{Library, Vma};
 use crate::parse::ParseError;
@@ -146,8 +148,23 @@ pub enum Unmeasured {
     RemoteFile,
 }
 
-impl Unmeasured {
-    pub fn as_str(self) -> &'static str {
+impl Reason for Unmeasured {
+    const ALL: &'static [Unmeasured] = &[
+        Unmeasured::NotPublished,
+        Unmeasured::Unreadable,
+        Unmeasured::NotReady,
+        Unmeasured::Malformed,
+        Unmeasured::Budget,
+        Unmeasured::Implausible,
+        Unmeasured::RemoteFile,
+    ];
+    const UNREADABLE: Unmeasured = Unmeasured::Unreadable;
+    const BUDGET: Unmeasured = Unmeasured::Budget;
+    const IMPLAUSIBLE: Unmeasured = Unmeasured::Implausible;
+    /// Its figures without the held heap: its heap's range or file could not be found.
+    const PARTIAL: Option<&'static str> = Some("no_resident");
+
+    fn as_str(self) -> &'static str {
         match self {
             Unmeasured::NotPublished => "not_published",
             Unmeasured::Unreadable => "unreadable",
@@ -158,70 +175,64 @@ impl Unmeasured {
             Unmeasured::RemoteFile => "remote_file",
         }
     }
-}
 
-/// How a JVM's read ended: its figures and held heap, its figures without the held heap
-/// (its heap's range or file could not be found), or why there are none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Measured,
-    NoResident,
-    Unmeasured(Unmeasured),
-}
-
-impl Outcome {
-    pub const ALL: [Outcome; 9] = [
-        Outcome::Measured,
-        Outcome::NoResident,
-        Outcome::Unmeasured(Unmeasured::NotPublished),
-        Outcome::Unmeasured(Unmeasured::Unreadable),
-        Outcome::Unmeasured(Unmeasured::NotReady),
-        Outcome::Unmeasured(Unmeasured::Malformed),
-        Outcome::Unmeasured(Unmeasured::Budget),
-        Outcome::Unmeasured(Unmeasured::Implausible),
-        Outcome::Unmeasured(Unmeasured::RemoteFile),
-    ];
-
-    pub fn of(read: &Result<Box<JavaHeap>, Unmeasured>) -> Outcome {
-        match read {
-            Ok(h) if h.resident_bytes.is_some() => Outcome::Measured,
-            Ok(_) => Outcome::NoResident,
-            Err(u) => Outcome::Unmeasured(*u),
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Measured => "measured",
-            Outcome::NoResident => "no_resident",
-            Outcome::Unmeasured(u) => u.as_str(),
-        }
-    }
-
-    fn index(self) -> usize {
-        Outcome::ALL.iter().position(|&o| o == self).unwrap_or(0)
+    /// The JVM is starting: its file will be ready soon.
+    fn is_transient(self) -> bool {
+        self == Unmeasured::NotReady
     }
 }
 
-/// JVM reads by outcome.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ReadCounts([u64; Outcome::ALL.len()]);
-
-impl ReadCounts {
-    pub fn count(&mut self, outcome: Outcome) {
-        self.0[outcome.index()] += 1;
+impl Figure for JavaHeap {
+    fn held_bytes(&self) -> Option<u64> {
+        JavaHeap::held_bytes(self)
     }
+}
 
-    pub fn get(&self, outcome: Outcome) -> u64 {
-        self.0[outcome.index()]
-    }
+/// JVM reads by outcome: `measured`, `no_resident` (figures without the held heap), or
+/// each [`Unmeasured`] reason.
+pub type ReadCounts = Counts<Unmeasured>;
 
-    /// These counts plus `other`'s (running totals across scans).
-    pub fn plus(mut self, other: &ReadCounts) -> ReadCounts {
-        for (sum, n) in self.0.iter_mut().zip(other.0) {
-            *sum = sum.saturating_add(n);
+/// The reader of a JVM's perf data and heap.
+pub struct Jvm;
+
+impl Reader for Jvm {
+    type Figure = Box<JavaHeap>;
+    type Reason = Unmeasured;
+    type Cache = reserved::Learnt;
+    const NAME: &'static str = "jvm";
+    const SHARE: super::reads::Share = super::reads::Share::Runtime { alone: false };
+
+    fn applies(p: &Process) -> Result<bool, Unmeasured> {
+        if p.identity.runtime != super::runtime::Runtime::Jvm {
+            return Ok(false);
         }
-        self
+        let remote = p.vmas.iter().any(|v| {
+            matches!(v.library, Some(Library::JvmLibrary | Library::JvmPerfData)) && p.on_remote(v)
+        });
+        if remote {
+            return Err(Unmeasured::RemoteFile);
+        }
+        Ok(true)
+    }
+
+    fn read(
+        p: &Process,
+        memory: &mut ProcessMemory,
+        learnt: &reserved::Learnt,
+        ceiling: &mut Ceiling,
+    ) -> Result<Box<JavaHeap>, Unmeasured> {
+        let file = || {
+            p.source
+                .open_file_bytes(p.pid, "/memfd:java_heap (deleted)")
+        };
+        let heap = read_with(memory, p.vmas, file, learnt)?;
+        // ZGC's heap is a memfd whose committed pages are the process's RAM whether or not
+        // a view maps them (fallocate commits without touching): its allocated bytes join
+        // what the process holds.
+        if p.vmas.iter().any(|v| v.library == Some(Library::ZgcHeap)) {
+            ceiling.raise(heap.resident_bytes.unwrap_or(0));
+        }
+        Ok(Box::new(heap))
     }
 }
 
@@ -236,6 +247,17 @@ pub fn read<T: Target>(
     target: &mut T,
     vmas: &[Vma],
     heap_file_bytes: impl FnOnce() -> Option<u64>,
+) -> Result<JavaHeap, Unmeasured> {
+    read_with(target, vmas, heap_file_bytes, &reserved::Learnt::new(1))
+}
+
+/// [`read`], with where HotSpot keeps the heap's range taken from what `learnt` holds for
+/// its `libjvm.so` (checked: see [`reserved::find_with`]).
+pub fn read_with<T: Target>(
+    target: &mut T,
+    vmas: &[Vma],
+    heap_file_bytes: impl FnOnce() -> Option<u64>,
+    learnt: &reserved::Learnt,
 ) -> Result<JavaHeap, Unmeasured> {
     let file = vmas
         .iter()
@@ -259,7 +281,7 @@ pub fn read<T: Target>(
         heap.collector = Collector::Z;
         heap.resident_bytes = heap_file_bytes();
     } else {
-        heap.reserved = reserved::find(target, vmas);
+        heap.reserved = reserved::find_with(target, vmas, learnt);
         heap.resident_bytes = heap.reserved.and_then(|r| resident_in(target, vmas, r));
     }
     Ok(heap)

@@ -1,0 +1,168 @@
+//! The heap readers, one line each: a reader is a folder beside this file implementing
+//! [`Reader`], registered here with the name its field takes. From the list come what
+//! one process's reading holds ([`Reading`]), the reads counted per reader
+//! ([`ReadCounts`]), the per-binary caches ([`Caches`]) and the reading itself
+//! ([`read_all`]), in the order listed (the order of their series).
+
+use super::memory::ProcessMemory;
+use super::reads::{run, Ceiling, Counts, Figure, Process, Reader, Reason, Share};
+
+macro_rules! readers {
+    ($($field:ident: $variant:ident => $reader:ty,)*) => {
+        /// One reader's measurement of a process: its figure, or why there is none.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Reading {
+            $($variant(Result<<$reader as Reader>::Figure, <$reader as Reader>::Reason>),)*
+        }
+
+        /// A registered reader: its measurement, picked out of a [`Reading`].
+        pub trait Registered: Reader {
+            fn pick(
+                reading: &Reading,
+            ) -> Option<&Result<<Self as Reader>::Figure, <Self as Reader>::Reason>>;
+        }
+
+        $(impl Registered for $reader {
+            fn pick(
+                reading: &Reading,
+            ) -> Option<&Result<<Self as Reader>::Figure, <Self as Reader>::Reason>> {
+                #[allow(unreachable_patterns)]
+                match reading {
+                    Reading::$variant(r) => Some(r),
+                    _ => None,
+                }
+            }
+        })*
+
+        impl Reading {
+            /// The reader's name: the `runtime` label of the held series.
+            pub fn reader(&self) -> &'static str {
+                match self {
+                    $(Reading::$variant(_) => <$reader as Reader>::NAME,)*
+                }
+            }
+
+            /// The `outcome` label: `measured`, a partial figure's, or the reason.
+            pub fn outcome(&self) -> &'static str {
+                match self {
+                    $(Reading::$variant(r) => outcome::<$reader>(r),)*
+                }
+            }
+
+            /// Resident memory the reader's allocator or runtime holds unused (`None`:
+            /// no figure, or one without it).
+            pub fn held_bytes(&self) -> Option<u64> {
+                match self {
+                    $(Reading::$variant(r) => r.as_ref().ok().and_then(Figure::held_bytes),)*
+                }
+            }
+
+            /// What its figure is to the process's hoarding.
+            pub fn share(&self) -> Share {
+                match self {
+                    $(Reading::$variant(_) => <$reader as Reader>::SHARE,)*
+                }
+            }
+
+            /// Whether the read found the process moving (or starting): read again on
+            /// the retry schedule.
+            pub fn is_transient(&self) -> bool {
+                match self {
+                    $(Reading::$variant(r) => r.as_ref().is_err_and(|e| e.is_transient()),)*
+                }
+            }
+
+            /// Whether the read stopped at its budget.
+            pub fn is_over_budget(&self) -> bool {
+                match self {
+                    $(Reading::$variant(r) => r.as_ref().is_err_and(|e| e.is_over_budget()),)*
+                }
+            }
+        }
+
+        /// Every reader's name, in the list's order.
+        pub const NAMES: &[&str] = &[$(<$reader as Reader>::NAME,)*];
+
+        /// Reads by reader and outcome.
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct ReadCounts {
+            $(pub $field: Counts<<$reader as Reader>::Reason>,)*
+        }
+
+        impl ReadCounts {
+            pub fn count(&mut self, reading: &Reading) {
+                match reading {
+                    $(Reading::$variant(r) => self.$field.count(r),)*
+                }
+            }
+
+            /// These counts plus `other`'s (running totals across scans).
+            #[must_use]
+            pub fn plus(self, other: &ReadCounts) -> ReadCounts {
+                ReadCounts { $($field: self.$field.plus(&other.$field),)* }
+            }
+
+            /// Each reader's name and its counts by outcome label, in the list's order.
+            pub fn each(&self) -> Vec<(&'static str, Vec<(&'static str, u64)>)> {
+                vec![$((<$reader as Reader>::NAME, self.$field.outcomes().collect()),)*]
+            }
+        }
+
+        /// What every reader learns once per binary, owned by the scanner that reads
+        /// the processes (its deep tier), each bounded.
+        #[derive(Default)]
+        pub struct Caches {
+            $(pub $field: <$reader as Reader>::Cache,)*
+        }
+
+        /// Runs every reader that applies to `process`, on its memory (opened once, when
+        /// one of them reads it), within the ceiling.
+        pub fn read_all(
+            process: &Process,
+            open: impl FnOnce() -> Option<ProcessMemory>,
+            caches: &Caches,
+            ceiling: &mut Ceiling,
+        ) -> Vec<Reading> {
+            #[allow(non_snake_case)]
+            struct Applies {
+                $($field: Result<bool, <$reader as Reader>::Reason>,)*
+            }
+            let applies = Applies { $($field: <$reader as Reader>::applies(process),)* };
+            let mut memory = [$(matches!(applies.$field, Ok(true)),)*]
+                .contains(&true)
+                .then(open)
+                .flatten();
+            let mut readings = Vec::new();
+            $(match applies.$field {
+                Ok(true) => readings.push(Reading::$variant(run::<$reader>(
+                    process,
+                    memory.as_mut(),
+                    &caches.$field,
+                    ceiling,
+                ))),
+                Err(why) => readings.push(Reading::$variant(Err(why))),
+                Ok(false) => {}
+            })*
+            readings
+        }
+    };
+}
+
+/// A read's `outcome` label.
+fn outcome<R: Reader>(read: &Result<R::Figure, R::Reason>) -> &'static str {
+    match read {
+        Ok(f) if f.held_bytes().is_none() => R::Reason::PARTIAL.unwrap_or("measured"),
+        Ok(_) => "measured",
+        Err(e) => e.as_str(),
+    }
+}
+
+readers! {
+    glibc: Glibc => super::glibc::Glibc,
+    jvm: Jvm => super::jvm::Jvm,
+    go: Go => super::golang::Go,
+    jemalloc: Jemalloc => super::jemalloc::Jemalloc,
+}
+
+/// How many readers there are.
+pub const COUNT: usize = NAMES.len();
