@@ -23,6 +23,10 @@ pub struct Vma {
     pub rss_bytes: u64,
     pub anonymous_bytes: u64,
     pub anon_huge_bytes: u64,
+    /// `Private_Clean` and `Private_Dirty`: resident pages no other process maps (the
+    /// zero page, and pages shared copy-on-write after a fork, are not among them).
+    pub private_clean_bytes: u64,
+    pub private_dirty_bytes: u64,
     /// `ac`: the mapping is charged to the commit limit.
     pub accountable: bool,
     /// `nr`: MAP_NORESERVE, not charged (glibc arena heaps carry it).
@@ -34,6 +38,14 @@ pub struct Vma {
     pub file_id: Option<(u64, u64)>,
     /// What the mapped file is, when it tells the allocator or runtime.
     pub library: Option<Library>,
+}
+
+impl Vma {
+    /// Resident pages only this process maps (`Private_Clean` + `Private_Dirty`).
+    pub fn private_bytes(&self) -> u64 {
+        self.private_clean_bytes
+            .saturating_add(self.private_dirty_bytes)
+    }
 }
 
 /// Shared objects that tell a process's allocator or runtime, by file name.
@@ -180,6 +192,8 @@ impl Parser {
             "Rss" => &mut vma.rss_bytes,
             "Anonymous" => &mut vma.anonymous_bytes,
             "AnonHugePages" => &mut vma.anon_huge_bytes,
+            "Private_Clean" => &mut vma.private_clean_bytes,
+            "Private_Dirty" => &mut vma.private_dirty_bytes,
             "VmFlags" => {
                 for flag in value.split_ascii_whitespace() {
                     match flag {

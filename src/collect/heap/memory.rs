@@ -25,7 +25,8 @@ pub struct Budget {
     pub pages: u64,
 }
 
-/// A mapping as smaps gave it: its range and resident bytes.
+/// A mapping as smaps gave it: its range and the resident bytes it holds (see
+/// [`ProcessMemory::resident_bytes`]).
 #[derive(Debug, Clone, Copy)]
 struct Mapped {
     start: u64,
@@ -59,6 +60,18 @@ const PAGEMAP_WINDOW: usize = 8192;
 /// the next one's pages are usually in the same read.
 const PAGEMAP_READ_AHEAD: usize = 512;
 const PRESENT: u64 = 1 << 63;
+/// The page is mapped by this process alone (`PM_MMAP_EXCLUSIVE`).
+const EXCLUSIVE: u64 = 1 << 56;
+/// A file or shared-memory page (`PM_FILE`), not an anonymous one.
+const FILE: u64 = 1 << 61;
+
+/// Whether a pagemap entry is a page the process holds: present, and a file page or an
+/// anonymous page no other process maps. A present anonymous page another process maps
+/// too is the zero page (what a read of never-written memory maps: no RAM) or a page
+/// shared copy-on-write after a fork: giving it back frees no RAM.
+fn held(entry: u64) -> bool {
+    entry & PRESENT != 0 && entry & (EXCLUSIVE | FILE) != 0
+}
 /// `IOV_MAX`: the most remote pieces one `process_vm_readv` takes.
 const IOV_MAX: usize = 1024;
 
@@ -110,7 +123,13 @@ impl ProcessMemory {
             .map(|v| Mapped {
                 start: v.start,
                 end: v.end,
-                rss: v.rss_bytes,
+                // A shared mapping's pages are counted wherever they are mapped; a private
+                // one's only where no other process maps them (pagemap's rule below).
+                rss: if v.perms[3] == b's' {
+                    v.rss_bytes
+                } else {
+                    v.private_bytes()
+                },
             })
             .collect();
         // smaps lists mappings in address order; anything else is not believed.
@@ -143,7 +162,8 @@ impl ProcessMemory {
         Ok(())
     }
 
-    /// Bytes of `[start, end)` in present pages, from pagemap, within the budget.
+    /// Bytes of `[start, end)` in pages the process holds ([`held`]), from pagemap, within
+    /// the budget.
     fn pagemap_resident(&mut self, start: u64, end: u64) -> Result<u64, Fault> {
         let page_size = self.page;
         let mut total = 0u64;
@@ -177,7 +197,7 @@ impl ProcessMemory {
                 return Err(Fault::Budget);
             }
             self.pages_left -= 1;
-            if self.entries[(page - self.first_page) as usize] & PRESENT != 0 {
+            if held(self.entries[(page - self.first_page) as usize]) {
                 let lo = start.max(at);
                 let hi = end.min(at.saturating_add(page_size));
                 total += hi - lo;

@@ -18,7 +18,8 @@ pub trait Target {
         }
         Ok(())
     }
-    /// Bytes of `[start, end)` in pages present in RAM.
+    /// Bytes of `[start, end)` in pages present in RAM that the process holds: not the
+    /// zero page, nor a page it shares copy-on-write with another process.
     fn resident_bytes(&mut self, start: u64, end: u64) -> Result<u64, Fault>;
     /// The target's page size: what `malloc_trim` releases whole, and the unit of
     /// `pagemap` (4 KiB on x86-64, 16 or 64 KiB on some arm64 kernels). No default: each

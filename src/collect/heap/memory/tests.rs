@@ -125,3 +125,33 @@ fn an_untouched_reservation_is_free_to_look_at_and_time_is_checked_on_every_read
     // SAFETY: the reservation made above, unmapped once.
     unsafe { libc::munmap(p, len as usize) };
 }
+
+/// Pages only read map the zero page: pagemap says present, smaps' Rss does not count them,
+/// and they are no RAM of the process's. Only written pages are held, by pagemap and by
+/// the shortcut through smaps alike.
+#[test]
+fn the_zero_page_is_not_resident() {
+    let m = Mapping::new(64, &[0, 1, 2, 3, 10, 11]);
+    for i in 20..40 {
+        // SAFETY: page i lies inside the mapping; a read of never-written memory.
+        let v = unsafe { (m.0 as *const u8).add(i * PAGE as usize).read_volatile() };
+        assert_eq!(v, 0);
+    }
+    let (mut mem, vmas) = own_memory();
+    let end = m.0 + 64 * PAGE;
+    // Through pagemap (no shortcut).
+    assert_eq!(mem.resident_bytes(m.0, end).unwrap(), 6 * PAGE);
+    assert_eq!(
+        mem.resident_bytes(m.0 + 20 * PAGE, m.0 + 40 * PAGE)
+            .unwrap(),
+        0
+    );
+    // Through smaps: the whole mapping, as its private pages say.
+    let mut mem = mem.with_mappings(&vmas);
+    assert_eq!(mem.resident_bytes(m.0, end).unwrap(), 6 * PAGE);
+    assert_eq!(
+        mem.resident_bytes(m.0 + 20 * PAGE, m.0 + 40 * PAGE)
+            .unwrap(),
+        0
+    );
+}
