@@ -423,11 +423,11 @@ fn the_printed_remedy_gives_back_what_an_idle_jemalloc_keeps() {
     let (kept, _) = read_between(&mut plain);
     assert!(kept.dirty_resident_bytes > 16 << 20, "{kept:?}");
     let f = explained(plain.pid(), "hoarding");
-    let remedy = f["remedy"].as_str().unwrap();
-    let conf = remedy
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("MALLOC_CONF="))
-        .unwrap_or_else(|| panic!("no MALLOC_CONF in {remedy:?}"));
+    // The environment for the next start, as printed.
+    let next = f["next_start"].as_str().unwrap_or_else(|| panic!("{f:#}"));
+    let conf = next
+        .strip_prefix("MALLOC_CONF=")
+        .unwrap_or_else(|| panic!("no MALLOC_CONF in {next:?}"));
     let fixed = Repro::start("jefree", &args, &[("MALLOC_CONF", conf)]);
     let started = std::time::Instant::now();
     let dirty = loop {

@@ -1,7 +1,7 @@
 //! The findings: what is worth acting on, read from the signals with the thresholds the
 //! metrics and alerts use (`model::signals`), each with its evidence and remedy.
 
-use super::remedy;
+use super::remedy::{self, Remedy};
 use super::{available_ratio, frees, size, subject, Finding, Host};
 use crate::collect::heap::golang::Go;
 use crate::collect::heap::jemalloc::Jemalloc;
@@ -31,6 +31,9 @@ fn host_finding(kind: &'static str, bytes: u64, evidence: String, remedy: &str) 
         evidence,
         remedy: remedy.into(),
         cost: None,
+        now: None,
+        now_gives_back_bytes: None,
+        next_start: None,
     }
 }
 
@@ -128,19 +131,22 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
     let id = p.identity.as_ref();
     let allocator = id.map(|i| i.allocator);
     let runtime = id.map_or(Runtime::Native, |i| i.runtime);
-    let mut push =
-        |kind, bytes, certainty, evidence: String, (remedy, cost): (String, Option<&str>)| {
-            out.push(Finding {
-                kind,
-                process: Some(subject(p)),
-                bytes,
-                bytes_of: bytes_of(kind, bytes),
-                certainty,
-                evidence,
-                remedy,
-                cost: cost.map(str::to_string),
-            })
-        };
+    let pid = p.sample.pid;
+    let mut push = |kind, bytes, certainty, evidence: String, remedy: Remedy| {
+        out.push(Finding {
+            kind,
+            process: Some(subject(p)),
+            bytes,
+            bytes_of: bytes_of(kind, bytes),
+            certainty,
+            evidence,
+            remedy: remedy.what,
+            cost: remedy.cost.map(str::to_string),
+            now: remedy.now,
+            now_gives_back_bytes: remedy.now_gives_back_bytes,
+            next_start: remedy.next_start,
+        })
+    };
     // A runtime's held heap (a JVM's Java heap, a Go program's free heap) is its own
     // finding, with the runtime's remedy; the rest of the measured figure is glibc's.
     let java_held = sig
@@ -165,12 +171,12 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             held,
             "measured",
             evidence,
-            remedy::go_heap(version),
+            remedy::go_heap(version).into(),
         );
     }
     if let Some(why) = sig.unmeasured::<Go>() {
         let (evidence, fix) = remedy::go_unmeasured(why);
-        push("go_heap_unmeasured", 0, "observed", evidence, fix);
+        push("go_heap_unmeasured", 0, "observed", evidence, fix.into());
     }
     if let (Some(held), Some(j)) = (java_held, sig.figure::<Jvm>().map(Box::as_ref)) {
         let evidence = format!(
@@ -186,7 +192,7 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             held,
             "measured",
             evidence,
-            remedy::java_heap(j.collector),
+            remedy::java_heap(j, pid),
         );
     }
     let no_resident = sig
@@ -195,12 +201,16 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
     let jvm_unmeasured = sig.unmeasured::<Jvm>().map(Some);
     if let Some(why) = jvm_unmeasured.or(no_resident.then_some(None)) {
         let (evidence, fix) = remedy::java_unmeasured(why);
-        push("java_heap_unmeasured", 0, "observed", evidence, fix);
+        push("java_heap_unmeasured", 0, "observed", evidence, fix.into());
     }
     let native = sig
         .hoarded_bytes
         .map(|h| h.saturating_sub(java_held.unwrap_or(0)));
     if let Some(hoarded) = native.filter(|&b| b > 0) {
+        let measured_glibc = sig
+            .heap
+            .as_deref()
+            .filter(|_| sig.hoard_method == Some(Method::Measured));
         let measured = (
             sig.hoard_method,
             sig.heap.as_deref(),
@@ -246,7 +256,7 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             hoarded,
             certainty,
             evidence,
-            remedy::hoarding(allocator, runtime),
+            remedy::hoarding(allocator, runtime, measured_glibc, pid),
         );
     }
     if sig.arena_at_ceiling == Some(true) {
@@ -262,7 +272,7 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             reserved,
             "observed",
             evidence,
-            remedy::arenas(runtime),
+            remedy::arenas(runtime).into(),
         );
     }
     if sig.regrown_since_trough_bytes > 0 {
@@ -275,7 +285,7 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             sig.regrown_since_trough_bytes,
             "observed",
             evidence,
-            remedy::regrowth(runtime),
+            remedy::regrowth(runtime).into(),
         );
     }
     if let Some(untouched) = sig
@@ -291,7 +301,7 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             untouched,
             "observed",
             evidence,
-            remedy::untouched_commit(runtime),
+            remedy::untouched_commit(runtime).into(),
         );
     }
     let score = p.sample.oom_score.unwrap_or(0);
@@ -307,6 +317,6 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             share * 100.0,
             size(frees(p))
         );
-        push("oom_victim", frees(p), "observed", evidence, ("protect it with a lower oom_score_adj (systemd OOMScoreAdjust=) if it must live, or free memory from the findings above".into(), None));
+        push("oom_victim", frees(p), "observed", evidence, ("protect it with a lower oom_score_adj (systemd OOMScoreAdjust=) if it must live, or free memory from the findings above".to_string(), None).into());
     }
 }

@@ -78,7 +78,7 @@ fn report(v: &Victim) -> KillReport {
                 size(hoarded),
                 size(rss)
             ),
-            remedy::hoarding(id.map(|i| i.allocator), runtime).0,
+            remedy::hoarding_after_kill(id.map(|i| i.allocator), runtime),
         )
     } else if large(regrown) {
         (

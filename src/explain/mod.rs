@@ -106,6 +106,14 @@ pub struct Finding {
     pub remedy: String,
     /// What the remedy costs, where it costs something.
     pub cost: Option<String>,
+    /// A command that gives the memory back now, as it runs (the process's pid in it),
+    /// where the facts measured say it works.
+    pub now: Option<String>,
+    /// What `now` gives back, in bytes of RAM, as far as the measurement tells.
+    pub now_gives_back_bytes: Option<u64>,
+    /// Environment or flags to start the program with so that it does not happen again,
+    /// where the facts measured say they work.
+    pub next_start: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -117,6 +125,8 @@ pub struct Subject {
     pub allocator: Option<&'static str>,
     pub runtime: Option<&'static str>,
     pub runtime_version: Option<String>,
+    /// Its resident memory (VmRSS) at the scan.
+    pub rss_bytes: Option<u64>,
 }
 
 /// A process in the OOM killer's order.
@@ -157,9 +167,27 @@ pub fn rank(findings: &mut [Finding]) {
 }
 
 impl Diagnosis {
-    /// The exit code of `explain`: 0 nothing found, 1 findings.
+    /// The exit code of `explain`: 0 nothing to act on, 1 findings. That a small process's
+    /// heap could not be measured (below [`INFORM_BELOW_RSS_BYTES`] of RSS) informs: alone
+    /// it does not set the code.
     pub fn exit_code(&self) -> i32 {
-        i32::from(!self.findings.is_empty())
+        i32::from(self.findings.iter().any(|f| !f.informs()))
+    }
+}
+
+/// A process below this RSS whose heap could not be measured has little to give back:
+/// its `*_unmeasured` finding informs (the size below which hoarding is never suspected).
+pub const INFORM_BELOW_RSS_BYTES: u64 = crate::model::signals::HOARD_MIN_HEAP_BYTES;
+
+impl Finding {
+    /// Whether the finding only informs: a small process's heap that could not be measured.
+    pub fn informs(&self) -> bool {
+        self.kind.ends_with("_unmeasured")
+            && self
+                .process
+                .as_ref()
+                .and_then(|p| p.rss_bytes)
+                .is_some_and(|rss| rss < INFORM_BELOW_RSS_BYTES)
     }
 }
 
@@ -186,6 +214,7 @@ fn subject(p: &ProcessReport) -> Subject {
         allocator: id.map(|i| i.allocator.as_str()),
         runtime: id.map(|i| i.runtime.as_str()),
         runtime_version: id.map(|i| i.version.clone()).filter(|v| !v.is_empty()),
+        rss_bytes: p.sample.status.vm_rss_bytes,
     }
 }
 

@@ -2,48 +2,226 @@
 //! where it has one.
 
 use crate::collect::heap::golang::Unmeasured as GoUnmeasured;
-use crate::collect::heap::jvm::{Collector, Unmeasured};
+use crate::collect::heap::jvm::{Collector, JavaHeap, Unmeasured};
 use crate::collect::heap::runtime::{Allocator, Runtime};
+use crate::collect::heap::HeapMeasure;
 
 /// What to change, and what the change costs where it costs something.
-pub type Remedy = (String, Option<&'static str>);
+pub type Advice = (String, Option<&'static str>);
 
-/// The exact remedy for hoarding by allocator and runtime.
-pub fn hoarding(allocator: Option<Allocator>, runtime: Runtime) -> Remedy {
-    const TUNABLES: &str =
-        "GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072:glibc.malloc.mmap_threshold=131072";
-    const COST: &str = "freed memory goes back at once: more mmap/munmap and page faults on allocation-heavy paths";
-    match (allocator, runtime) {
-        (Some(Allocator::Jemalloc), _) => ("MALLOC_CONF=background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0 (a background thread gives dirty pages back within a second, idle or not: without one they decay only while the program allocates; tikv-jemallocator reads _RJEM_MALLOC_CONF); at once, from inside: mallctl(\"arena.4096.purge\", NULL, NULL, NULL, 0)".into(), Some(COST)),
-        (Some(Allocator::Tcmalloc), _) => ("TCMALLOC_RELEASE_RATE=10, or MallocExtension::ReleaseFreeMemory() after bursts".into(), Some(COST)),
-        (Some(Allocator::Mimalloc), _) => ("MIMALLOC_PURGE_DELAY=0 (mimalloc purges freed pages at once)".into(), Some(COST)),
-        (_, Runtime::Python) => (format!("{TUNABLES} in the environment, or ctypes.CDLL('libc.so.6').malloc_trim(0) after large frees"), Some(COST)),
-        (_, Runtime::Jvm) => (format!("{TUNABLES} and MALLOC_ARENA_MAX=2 in the JVM's environment (native memory, not the Java heap)"), Some(COST)),
-        (_, Runtime::Go) => (format!("{TUNABLES} for the C (cgo) side; the Go heap is not glibc's"), Some(COST)),
-        _ => (format!("call malloc_trim(0) after bursts, or start it with {TUNABLES}"), Some(COST)),
+/// What to change, what it costs, and the exact commands where the facts measured make
+/// them right: none is printed for a case where it would not give the memory back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Remedy {
+    pub what: String,
+    pub cost: Option<&'static str>,
+    /// A command that gives the memory back now, as it runs (the process's pid in it).
+    pub now: Option<String>,
+    /// What `now` gives back, in bytes of RAM, as far as the measurement tells.
+    pub now_gives_back_bytes: Option<u64>,
+    /// The environment or flags to start the program with, so that it does not happen
+    /// again.
+    pub next_start: Option<String>,
+}
+
+impl From<Advice> for Remedy {
+    fn from((what, cost): Advice) -> Remedy {
+        Remedy {
+            what,
+            cost,
+            ..Remedy::default()
+        }
     }
 }
 
-/// The exact remedy for a Java heap the collector keeps committed and resident.
-pub fn java_heap(collector: Collector) -> Remedy {
-    const XMS: &str = "and an -Xms below -Xmx where the container's memory matters (no collector gives back below -Xms)";
-    let what = match collector {
-        Collector::G1 => format!("-XX:G1PeriodicGCInterval=60000 (JDK 12+: G1 gives unused heap back while the program idles), lower -XX:MaxHeapFreeRatio/-XX:MinHeapFreeRatio (at run time too: jcmd PID VM.set_flag MaxHeapFreeRatio 30), {XMS}"),
-        Collector::Parallel | Collector::Serial => format!("lower -XX:MaxHeapFreeRatio/-XX:MinHeapFreeRatio (e.g. 30/10; the heap shrinks at a full GC), {XMS}"),
-        Collector::Z => format!("-XX:+ZUncommit (the default) with a shorter -XX:ZUncommitDelay (default 300 s), {XMS}"),
-        Collector::Shenandoah => format!("a shorter -XX:ShenandoahUncommitDelay (default 5 minutes), {XMS}"),
-        Collector::Other => format!("the collector's uncommit settings, {XMS}"),
+/// glibc's thresholds fixed at their defaults: the dynamic mmap threshold, which a freed
+/// large block raises (and with it the trim threshold, to twice as much), stays off.
+pub const GLIBC_TUNABLES: &str =
+    "GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072:glibc.malloc.mmap_threshold=131072";
+
+/// jemalloc's settings that give its dirty pages back within a second, idle or not.
+pub const JEMALLOC_CONF: &str =
+    "MALLOC_CONF=background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0";
+
+/// `malloc_trim(0)` called in process `pid`: glibc gives back every free page of its
+/// heaps (`MADV_DONTNEED`), below live blocks too. gdb runs the call while the process's
+/// other threads run (its default scheduler locking), so one holding a heap's lock lets
+/// it go.
+pub fn malloc_trim_now(pid: u32) -> String {
+    format!("gdb -p {pid} -batch -ex 'call (int) malloc_trim(0)'")
+}
+
+/// The exact remedy for hoarding by allocator and runtime; for glibc, by where the freed
+/// memory lies (`heap`: the walk's measure, `None` when it was only suspected).
+pub fn hoarding(
+    allocator: Option<Allocator>,
+    runtime: Runtime,
+    heap: Option<&HeapMeasure>,
+    pid: u32,
+) -> Remedy {
+    const COST: &str = "freed memory goes back at once: more mmap/munmap and page faults on allocation-heavy paths";
+    if allocator == Some(Allocator::Jemalloc) {
+        return Remedy {
+            next_start: Some(JEMALLOC_CONF.into()),
+            ..Remedy::from((format!("{JEMALLOC_CONF} (a background thread gives dirty pages back within a second, idle or not: without one they decay only while the program allocates; tikv-jemallocator reads _RJEM_MALLOC_CONF); at once, from inside: mallctl(\"arena.4096.purge\", NULL, NULL, NULL, 0)"), Some(COST)))
+        };
+    }
+    let advice: Advice = match allocator {
+        Some(Allocator::Jemalloc) => ("MALLOC_CONF=background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0 (a background thread gives dirty pages back within a second, idle or not: without one they decay only while the program allocates; tikv-jemallocator reads _RJEM_MALLOC_CONF); at once, from inside: mallctl(\"arena.4096.purge\", NULL, NULL, NULL, 0)".into(), Some(COST)),
+        Some(Allocator::Tcmalloc) => ("TCMALLOC_RELEASE_RATE=10, or MallocExtension::ReleaseFreeMemory() after bursts".into(), Some(COST)),
+        Some(Allocator::Mimalloc) => ("MIMALLOC_PURGE_DELAY=0 (mimalloc purges freed pages at once)".into(), Some(COST)),
+        Some(Allocator::Glibc) | None => return glibc_hoarding(runtime, heap, pid),
+        Some(_) => ("the allocator's own setting for giving freed memory back".into(), None),
     };
-    (
-        what,
-        Some("more frequent collections, and the heap regrows (page faults, zeroing) at the next burst"),
-    )
+    advice.into()
+}
+
+/// What keeps hoarding from building up again in a program that was killed: nothing can
+/// be given back now.
+pub fn hoarding_after_kill(allocator: Option<Allocator>, runtime: Runtime) -> String {
+    match allocator {
+        Some(Allocator::Glibc) | None => {
+            let trim = match runtime {
+                Runtime::Python => "ctypes.CDLL('libc.so.6').malloc_trim(0) after large frees",
+                _ => "malloc_trim(0) in the program after its bursts",
+            };
+            format!("{trim} (no threshold reaches memory freed below blocks still in use), or {GLIBC_TUNABLES} where it was the top of a heap")
+        }
+        _ => hoarding(allocator, runtime, None, 0).what,
+    }
+}
+
+/// glibc's hoarding: `malloc_trim(0)` now wherever it lies; the thresholds at the next
+/// start only where they reach it (the top of a heap); below live blocks nothing but a
+/// trim does, so the program's own call after its bursts, or a restart.
+fn glibc_hoarding(runtime: Runtime, heap: Option<&HeapMeasure>, pid: u32) -> Remedy {
+    let now = malloc_trim_now(pid);
+    let in_program = match runtime {
+        Runtime::Python => "ctypes.CDLL('libc.so.6').malloc_trim(0) after large frees",
+        Runtime::Jvm => {
+            "MALLOC_ARENA_MAX=2 in the JVM's environment (native memory, not the Java heap)"
+        }
+        Runtime::Go => {
+            "malloc_trim(0) from the C (cgo) side after bursts (the Go heap is not glibc's)"
+        }
+        _ => "malloc_trim(0) in the program after its bursts",
+    };
+    let Some(h) = heap else {
+        return Remedy {
+            what: format!("malloc_trim(0) in the process (now) gives back the free pages glibc holds, wherever they lie; measured (grant the exporter ptrace access), the walk says whether a threshold at the next start would keep them from building up; or {in_program}"),
+            cost: Some("gdb stops the process while it attaches (milliseconds)"),
+            now: Some(now),
+            now_gives_back_bytes: None,
+            next_start: None,
+        };
+    };
+    let top = h.top_reclaimable_bytes();
+    let below = h.reclaimable_bytes().saturating_sub(top);
+    if top >= below {
+        Remedy {
+            what: "most of it is the top of a heap, kept because a large block freed earlier raised glibc's trim threshold (the dynamic mmap threshold): started with both thresholds fixed (next start), glibc trims the top at each free; malloc_trim(0) in the process (now) gives it back at once".into(),
+            cost: Some("more mmap/munmap and page faults on allocation-heavy paths; gdb stops the process while it attaches (milliseconds)"),
+            now: Some(now),
+            now_gives_back_bytes: Some(h.reclaimable_bytes()),
+            next_start: Some(GLIBC_TUNABLES.into()),
+        }
+    } else {
+        Remedy {
+            what: format!("it lies below blocks still in use, where no threshold reaches (glibc trims only the top of a heap): malloc_trim(0) in the process (now) gives it back; to keep it from building up, {in_program}, or restart it"),
+            cost: Some("gdb stops the process while it attaches (milliseconds); a trim in the program costs page faults when the memory is used again"),
+            now: Some(now),
+            now_gives_back_bytes: Some(h.reclaimable_bytes()),
+            next_start: None,
+        }
+    }
+}
+
+/// The exact remedy for a Java heap the collector keeps committed and resident, from what
+/// the JVM says of itself: a heap at its floor (`-Xms`) shrinks only when started with a
+/// lower one; a growable one gives back at run time where its collector resizes by the
+/// free ratios at a full collection (G1, Serial), its flags set in an order `jcmd`
+/// accepts (`MaxHeapFreeRatio` may not go below `MinHeapFreeRatio`, 40 by default).
+pub fn java_heap(j: &JavaHeap, pid: u32) -> Remedy {
+    const COST: &str =
+        "more frequent collections, and the heap regrows (page faults, zeroing) at the next burst";
+    let committed = j.committed_bytes();
+    let used = j.used_bytes();
+    let held = j.held_bytes().unwrap_or(0);
+    // What a smaller -Xms should leave room for: what is used, rounded up to 64 MiB.
+    let xms = (used.max(1).div_ceil(64 << 20) * 64).max(64);
+    let periodic = match j.feature {
+        Some(f) if f < 12 => "",
+        _ => " -XX:G1PeriodicGCInterval=60000",
+    };
+    // At its floor when committed is no more than a region above it (JDK 17's G1 pads
+    // each space's figure by 8 bytes; a heap that can shrink is a region or more above).
+    let at_floor = j
+        .floor_bytes
+        .is_some_and(|f| f >= committed.saturating_sub(1 << 20));
+    if at_floor {
+        let floor = j.floor_bytes.unwrap_or(0) >> 20;
+        let next = match j.collector {
+            Collector::G1 => {
+                format!("-Xms{xms}m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30{periodic}")
+            }
+            _ => format!("-Xms{xms}m"),
+        };
+        return Remedy {
+            what: format!("the heap is at its floor (-Xms{floor}m, all of it committed): no collector gives back below -Xms, and nothing at run time lowers it; start it with a lower -Xms (next start){}", if j.collector == Collector::G1 && !periodic.is_empty() { ", and a periodic collection so that G1 shrinks it while the program idles" } else { "" }),
+            cost: Some(COST),
+            now: None,
+            now_gives_back_bytes: None,
+            next_start: Some(next),
+        };
+    }
+    let ratios = format!("jcmd {pid} VM.set_flag MinHeapFreeRatio 10 && jcmd {pid} VM.set_flag MaxHeapFreeRatio 30 && jcmd {pid} GC.run");
+    // Down to the floor at most: no collector goes below it, and G1 gives back its
+    // highest regions first, so what is resident above the floor in its range.
+    let gives_back = j.resident_above_floor_bytes.map(|b| b.min(held));
+    match j.collector {
+        Collector::G1 => Remedy {
+            what: format!("lower the free ratios (in an order jcmd accepts: MaxHeapFreeRatio may not go below MinHeapFreeRatio) and collect: G1 shrinks the heap by them, down to -Xms (now); start it with them{} (next start)", if periodic.is_empty() { "" } else { " and a periodic collection, so that G1 shrinks it while the program idles" }),
+            cost: Some(COST),
+            now: Some(ratios),
+            now_gives_back_bytes: gives_back,
+            next_start: Some(format!("-XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30{periodic}")),
+        },
+        Collector::Parallel | Collector::Serial => Remedy {
+            what: format!("the {} collector keeps the heap it grew (Parallel's adaptive sizing ignores the free ratios; Serial shrinks a little more at each full collection): a lower -Xmx bounds what it can keep, and G1 (-XX:+UseG1GC) gives heap back at run time", j.collector.as_str()),
+            cost: Some(COST),
+            ..Remedy::default()
+        },
+        Collector::Z if j.feature.is_some_and(|f| f < 13) => Remedy {
+            what: format!("this ZGC (JDK {}) never gives heap back: a lower -Xmx, or a JDK of 13 or later, whose ZGC uncommits unused heap after -XX:ZUncommitDelay", j.feature.unwrap_or(11)),
+            cost: Some(COST),
+            ..Remedy::default()
+        },
+        Collector::Z => Remedy {
+            what: "ZGC gives unused heap back by itself after -XX:ZUncommitDelay (300 s by default) while -XX:+ZUncommit is on; start it with a shorter delay".into(),
+            cost: Some(COST),
+            now: None,
+            now_gives_back_bytes: None,
+            next_start: Some("-XX:ZUncommitDelay=30".into()),
+        },
+        Collector::Shenandoah => Remedy {
+            what: "Shenandoah gives unused heap back after -XX:ShenandoahUncommitDelay (5 minutes by default); start it with a shorter delay".into(),
+            cost: Some(COST),
+            now: None,
+            now_gives_back_bytes: None,
+            next_start: Some("-XX:ShenandoahUncommitDelay=30000".into()),
+        },
+        Collector::Other => Remedy {
+            what: "the collector's uncommit settings, and an -Xms below -Xmx".into(),
+            cost: Some(COST),
+            ..Remedy::default()
+        },
+    }
 }
 
 /// What gives a Go program's free heap back: a soft memory limit the scavenger works to,
 /// or a forced return; before Go 1.16 the returned pages stayed in RSS (MADV_FREE) unless
 /// `madvdontneed` was set. `version` is the binary's (`go1.15.7`; empty when unknown).
-pub fn go_heap(version: &str) -> Remedy {
+pub fn go_heap(version: &str) -> Advice {
     let minor = version
         .strip_prefix("go1.")
         .and_then(|v| v.split(['.', 'r', 'b']).next())
@@ -61,7 +239,7 @@ pub fn go_heap(version: &str) -> Remedy {
 }
 
 /// Why a Go program's heap was not read, and what would let it be.
-pub fn go_unmeasured(why: GoUnmeasured) -> (String, Remedy) {
+pub fn go_unmeasured(why: GoUnmeasured) -> (String, Advice) {
     let (evidence, fix) = match why {
         GoUnmeasured::Stripped => (
             "the Go binary has no symbol table (built with -ldflags=-s), so its runtime's figures cannot be found",
@@ -97,7 +275,7 @@ pub fn go_unmeasured(why: GoUnmeasured) -> (String, Remedy) {
 
 /// Why a JVM's Java heap was not measured (`None`: its figures were read without its
 /// resident heap), and what would let it be.
-pub fn java_unmeasured(why: Option<Unmeasured>) -> (String, Remedy) {
+pub fn java_unmeasured(why: Option<Unmeasured>) -> (String, Advice) {
     let (evidence, fix) = match why {
         Some(Unmeasured::NotPublished) => (
             "the JVM publishes no perf data, so its Java heap cannot be measured from outside",
@@ -131,7 +309,7 @@ pub fn java_unmeasured(why: Option<Unmeasured>) -> (String, Remedy) {
     (evidence.into(), (fix.into(), None))
 }
 
-pub fn arenas(runtime: Runtime) -> Remedy {
+pub fn arenas(runtime: Runtime) -> Advice {
     let what = if runtime == Runtime::Jvm {
         "MALLOC_ARENA_MAX=2 in the JVM's environment (native allocations: JNI, NIO, compilers)"
     } else {
@@ -143,7 +321,7 @@ pub fn arenas(runtime: Runtime) -> Remedy {
     )
 }
 
-pub fn regrowth(runtime: Runtime) -> Remedy {
+pub fn regrowth(runtime: Runtime) -> Advice {
     const HOST: &str =
         "the host fix: echo 0 > /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none";
     let what = match runtime {
@@ -156,7 +334,7 @@ pub fn regrowth(runtime: Runtime) -> Remedy {
     )
 }
 
-pub fn untouched_commit(runtime: Runtime) -> Remedy {
+pub fn untouched_commit(runtime: Runtime) -> Advice {
     let what = if runtime == Runtime::Jvm {
         "size -Xmx (and -XX:MaxDirectMemorySize) to what the host can back"
     } else {

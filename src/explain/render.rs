@@ -215,6 +215,12 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
             let _ = writeln!(out, "{}", st.paint(colour, &head));
             wrapped(&mut out, "    evidence: ", &f.evidence);
             wrapped(&mut out, "    remedy:   ", &f.remedy);
+            if let Some(now) = &f.now {
+                wrapped(&mut out, "    now:      ", now);
+            }
+            if let Some(next) = &f.next_start {
+                wrapped(&mut out, "    next:     ", next);
+            }
             if let Some(cost) = &f.cost {
                 wrapped(&mut out, "    cost:     ", cost);
             }

@@ -206,6 +206,9 @@ fn ram_at_stake_ranks_above_a_larger_address_space() {
         evidence: String::new(),
         remedy: String::new(),
         cost: None,
+        now: None,
+        now_gives_back_bytes: None,
+        next_start: None,
     };
     let mut all = vec![
         finding("memory_pressure", 0),
@@ -226,4 +229,34 @@ fn ram_at_stake_ranks_above_a_larger_address_space() {
             "memory_pressure"
         ]
     );
+}
+
+/// A small process whose heap could not be measured informs; alone it exits 0. A large
+/// one, or any other finding, sets the exit code.
+#[test]
+fn a_small_unmeasured_heap_informs_only() {
+    let of = |kind, rss: u64| Finding {
+        kind,
+        process: Some(Subject {
+            pid: 7,
+            comm: "svc".into(),
+            group: None,
+            allocator: Some("go"),
+            runtime: Some("go"),
+            runtime_version: None,
+            rss_bytes: Some(rss),
+        }),
+        bytes: 0,
+        bytes_of: "none",
+        certainty: "observed",
+        evidence: String::new(),
+        remedy: String::new(),
+        cost: None,
+        now: None,
+        now_gives_back_bytes: None,
+        next_start: None,
+    };
+    assert!(of("go_heap_unmeasured", 18 << 20).informs());
+    assert!(!of("go_heap_unmeasured", 640 << 20).informs());
+    assert!(!of("hoarding", 18 << 20).informs());
 }

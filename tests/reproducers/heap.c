@@ -13,7 +13,13 @@
  *           (50,000 allocations a second);
  *   settle: thread, whose worker then churns in its own arena for 8 s (a service
  *           warming up) before it exits, so the heap changes under every walk of its
- *           first seconds and then holds still.
+ *           first seconds and then holds still;
+ *   below:  main, but the FREED MiB freed are the first allocated: one free range below
+ *           LIVE MiB of live blocks (where no trim threshold reaches);
+ *   top:    main after a block of just under 32 MiB (mmapped) is freed, which raises glibc's dynamic
+ *           mmap threshold to 32 MiB and its trim threshold to 64 MiB; the FREED MiB
+ *           freed are the last allocated, so they end the heap (its top chunk) and stay
+ *           while FREED is below 64.
  * BLOCK_BYTES (default 65472) sets the block size; blocks above glibc's mmap threshold
  * (128 KiB) need MALLOC_MMAP_THRESHOLD_ raised to come from the heap.
  * Prints "ready FORDBLKS", then sleeps (or churns). Build with -fno-builtin-malloc
@@ -27,6 +33,8 @@
 #include <unistd.h>
 
 static size_t live_mib, freed_mib, block = 65536 - 64;
+/* Which blocks are freed: spread among the live ones, the first ones, or the last ones. */
+static enum { SPREAD, FIRST, LAST } freed_order = SPREAD;
 
 static void *fill(void *unused) {
     (void)unused;
@@ -38,8 +46,9 @@ static void *fill(void *unused) {
         memset(b[i], 1, block);
     }
     for (size_t i = 0; i < nf; i++) {
-        free(b[i * n / nf]);
-        b[i * n / nf] = 0;
+        size_t k = freed_order == FIRST ? i : freed_order == LAST ? n - 1 - i : i * n / nf;
+        free(b[k]);
+        b[k] = 0;
     }
     return b;
 }
@@ -74,6 +83,11 @@ int main(int argc, char **argv) {
     const char *mode = argv[1];
     live_mib = strtoul(argv[2], 0, 10);
     freed_mib = strtoul(argv[3], 0, 10);
+    if (strcmp(mode, "below") == 0) freed_order = FIRST;
+    if (strcmp(mode, "top") == 0) {
+        freed_order = LAST;
+        free(malloc((32 << 20) - 8192));
+    }
     if (strcmp(mode, "thread") == 0 || strcmp(mode, "settle") == 0) {
         pthread_t t;
         pthread_create(&t, 0, strcmp(mode, "settle") == 0 ? fill_then_settle : fill, 0);

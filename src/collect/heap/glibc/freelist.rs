@@ -275,7 +275,12 @@ pub fn count<T: Target>(
             Role::Bin => totals.free_chunks += 1,
             Role::Top => {}
         }
+        let before = totals.reclaimable_bytes;
         count_free(t, totals, f.addr, f.addr + f.size, true)?;
+        if f.role == Role::Top {
+            let top = totals.reclaimable_bytes.saturating_sub(before);
+            totals.top_reclaimable_bytes = totals.top_reclaimable_bytes.saturating_add(top);
+        }
     }
     Ok(lists)
 }

@@ -59,6 +59,14 @@ impl HeapMeasure {
             .saturating_add(self.arenas.reclaimable_bytes)
     }
 
+    /// Of the reclaimable pages, those in the top chunks (see
+    /// [`HeapTotals::top_reclaimable_bytes`]).
+    pub fn top_reclaimable_bytes(&self) -> u64 {
+        self.main
+            .top_reclaimable_bytes
+            .saturating_add(self.arenas.top_reclaimable_bytes)
+    }
+
     pub fn free_bytes(&self) -> u64 {
         self.main.free_bytes.saturating_add(self.arenas.free_bytes)
     }

@@ -67,6 +67,10 @@ pub struct HeapTotals {
     pub reclaimable_bytes: u64,
     /// The top chunks (the free end of each arena's current heap).
     pub top_bytes: u64,
+    /// The part of `reclaimable_bytes` in the top chunks: what glibc trims by itself at a
+    /// free once the top is above its trim threshold. The rest lies below live chunks,
+    /// where only `malloc_trim` reaches it.
+    pub top_reclaimable_bytes: u64,
     /// The part of `free_bytes` in fastbins (`mallinfo2().fsmblks`): the chunk walk sees
     /// these as in use, as glibc marks them.
     pub fast_bytes: u64,
@@ -82,6 +86,9 @@ impl HeapTotals {
             .saturating_add(o.free_resident_bytes);
         self.reclaimable_bytes = self.reclaimable_bytes.saturating_add(o.reclaimable_bytes);
         self.top_bytes = self.top_bytes.saturating_add(o.top_bytes);
+        self.top_reclaimable_bytes = self
+            .top_reclaimable_bytes
+            .saturating_add(o.top_reclaimable_bytes);
         self.fast_bytes = self.fast_bytes.saturating_add(o.fast_bytes);
     }
 }

@@ -97,6 +97,18 @@ pub struct JavaHeap {
     /// bytes allocated to ZGC's heap file (mapped at several addresses, counted once).
     /// `None` when neither could be read: then there is no held figure.
     pub resident_bytes: Option<u64>,
+    /// The least the heap shrinks to, as the JVM was started (`-XX:MinHeapSize=`, else
+    /// `-Xms` or `-XX:InitialHeapSize=`, the last one given, from its arguments in the perf
+    /// data); `None` when none was given (the JVM's default, 1/64 of RAM, applies).
+    pub floor_bytes: Option<u64>,
+    /// Of `resident_bytes`, the part between the floor and the committed size from the
+    /// start of the reserved range: what a shrink to the floor gives back, as G1 commits
+    /// the lowest regions and uncommits the highest first. `None` without a range or a
+    /// floor, or with nothing committed above the floor.
+    pub resident_above_floor_bytes: Option<u64>,
+    /// The JDK's feature release (`17` for 17.0.15; `8` for 1.8.0), from
+    /// `java.property.java.version`.
+    pub feature: Option<u32>,
 }
 
 impl JavaHeap {
@@ -283,6 +295,16 @@ pub fn read_with<T: Target>(
     } else {
         heap.reserved = reserved::find_with(target, vmas, learnt);
         heap.resident_bytes = heap.reserved.and_then(|r| resident_in(target, vmas, r));
+        // G1 commits its lowest regions and shrinks from the highest: after a full
+        // collection the committed heap is its range's first `committed` bytes. Pages
+        // above them are being uncommitted (on G1's service thread): not the shrink's.
+        let committed = heap.committed_bytes();
+        let above_floor = heap.reserved.zip(heap.floor_bytes).and_then(|(r, f)| {
+            let start = r.start.checked_add(f)?;
+            let end = r.start.checked_add(committed)?.min(r.end);
+            (start < end).then_some(reserved::Reserved { start, end })
+        });
+        heap.resident_above_floor_bytes = above_floor.and_then(|r| resident_in(target, vmas, r));
     }
     Ok(heap)
 }
@@ -362,7 +384,43 @@ pub fn interpret(p: &PerfData) -> Result<JavaHeap, Unmeasured> {
         metaspace,
         reserved: None,
         resident_bytes: None,
+        floor_bytes: p.text("java.rt.vmArgs").and_then(heap_floor),
+        resident_above_floor_bytes: None,
+        feature: p.text("java.property.java.version").and_then(feature),
     })
+}
+
+/// The heap's floor among a JVM's arguments: `-XX:MinHeapSize=` where given (JDK 13+),
+/// else the last `-Xms` or `-XX:InitialHeapSize=`.
+pub fn heap_floor(args: &str) -> Option<u64> {
+    let last = |prefixes: &[&str]| {
+        args.split_ascii_whitespace()
+            .filter_map(|a| prefixes.iter().find_map(|p| a.strip_prefix(p)))
+            .filter_map(size_argument)
+            .next_back()
+    };
+    last(&["-XX:MinHeapSize="]).or_else(|| last(&["-Xms", "-XX:InitialHeapSize="]))
+}
+
+/// The feature release in a `java.version` (`17.0.15`, `21`, `1.8.0_402`).
+fn feature(version: &str) -> Option<u32> {
+    let mut parts = version.split(['.', '_', '-', '+']);
+    match parts.next()?.parse().ok()? {
+        1 => parts.next()?.parse().ok(),
+        n => Some(n),
+    }
+}
+
+/// A size as HotSpot's options take it: digits and an optional k, m, g or t.
+fn size_argument(v: &str) -> Option<u64> {
+    let (digits, unit) = match v.as_bytes().last()?.to_ascii_lowercase() {
+        b'k' => (&v[..v.len() - 1], 1u64 << 10),
+        b'm' => (&v[..v.len() - 1], 1 << 20),
+        b'g' => (&v[..v.len() - 1], 1 << 30),
+        b't' => (&v[..v.len() - 1], 1 << 40),
+        _ => (v, 1),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(unit)
 }
 
 /// A generation's or space's name becomes a label value: HotSpot's are short words

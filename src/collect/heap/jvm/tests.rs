@@ -111,3 +111,24 @@ fn absurd_figures_make_the_file_malformed_not_a_figure() {
         .retain(|(n, _)| !n.starts_with("sun.gc.generation"));
     assert_eq!(interpret(&none), Err(Unmeasured::Malformed));
 }
+
+#[test]
+fn the_heaps_floor_is_its_last_minimum_flag() {
+    assert_eq!(captured("jdk17-g1").floor_bytes, Some(64 << 20));
+    assert_eq!(heap_floor("-Xms1g -Xmx4g"), Some(1 << 30));
+    assert_eq!(
+        heap_floor("-Xms1g -XX:InitialHeapSize=512M"),
+        Some(512 << 20)
+    );
+    assert_eq!(
+        heap_floor("-Xms1g -XX:MinHeapSize=64m -Xms2g"),
+        Some(64 << 20)
+    );
+    assert_eq!(heap_floor("-Xmx4g -Dx=-Xms9"), None);
+    assert_eq!(heap_floor("-Xmsjunk -Xms99999999999999999999t"), None);
+    assert_eq!(captured("jdk17-z").feature, Some(17));
+    assert_eq!(
+        ["21", "11.0.2", "1.8.0_402", "25-ea", "x"].map(feature),
+        [Some(21), Some(11), Some(8), Some(25), None]
+    );
+}
