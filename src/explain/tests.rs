@@ -197,19 +197,7 @@ fn ram_at_stake_ranks_above_a_larger_address_space() {
     assert!(text.contains("most RAM at stake first"), "{text}");
     assert!(text.contains("[observed, address space]"), "{text}");
     // Commit charge between them; settings and events (no bytes) last.
-    let finding = |kind, bytes| Finding {
-        kind,
-        process: None,
-        bytes,
-        bytes_of: findings::bytes_of(kind, bytes),
-        certainty: "observed",
-        evidence: String::new(),
-        remedy: String::new(),
-        cost: None,
-        now: None,
-        now_gives_back_bytes: None,
-        next_start: None,
-    };
+    let finding = |kind, bytes| bare(kind, bytes, None);
     let mut all = vec![
         finding("memory_pressure", 0),
         finding("arenas", 4 * GIB),
@@ -235,9 +223,8 @@ fn ram_at_stake_ranks_above_a_larger_address_space() {
 /// one, or any other finding, sets the exit code.
 #[test]
 fn a_small_unmeasured_heap_informs_only() {
-    let of = |kind, rss: u64| Finding {
-        kind,
-        process: Some(Subject {
+    let of = |kind, rss: u64| {
+        let process = Subject {
             pid: 7,
             comm: "svc".into(),
             group: None,
@@ -245,9 +232,21 @@ fn a_small_unmeasured_heap_informs_only() {
             runtime: Some("go"),
             runtime_version: None,
             rss_bytes: Some(rss),
-        }),
-        bytes: 0,
-        bytes_of: "none",
+        };
+        bare(kind, 0, Some(process))
+    };
+    assert!(of("go_heap_unmeasured", 18 << 20).informs());
+    assert!(!of("go_heap_unmeasured", 640 << 20).informs());
+    assert!(!of("hoarding", 18 << 20).informs());
+}
+
+/// A finding of `kind` with only its bytes (and process) set.
+fn bare(kind: &'static str, bytes: u64, process: Option<Subject>) -> Finding {
+    Finding {
+        kind,
+        process,
+        bytes,
+        bytes_of: findings::bytes_of(kind, bytes),
         certainty: "observed",
         evidence: String::new(),
         remedy: String::new(),
@@ -255,8 +254,5 @@ fn a_small_unmeasured_heap_informs_only() {
         now: None,
         now_gives_back_bytes: None,
         next_start: None,
-    };
-    assert!(of("go_heap_unmeasured", 18 << 20).informs());
-    assert!(!of("go_heap_unmeasured", 640 << 20).informs());
-    assert!(!of("hoarding", 18 << 20).informs());
+    }
 }

@@ -39,6 +39,34 @@ pub trait Reason: Copy + PartialEq + std::fmt::Debug + 'static {
     }
 }
 
+/// Implements [`Reason`] for a reader's enum of reasons from one list of its variants and
+/// their `outcome` labels, in the order they are shown. Every reader has `Unreadable`,
+/// `Budget` and `Implausible`; `transient:` names the one read again soon, `partial:` the
+/// label of a figure without its held bytes.
+macro_rules! reasons {
+    ($ty:ty { $($variant:ident => $label:literal,)+ }
+        $(transient: $transient:ident,)? $(partial: $partial:literal,)?) => {
+        impl $crate::collect::heap::reads::Reason for $ty {
+            const ALL: &'static [Self] = &[$(Self::$variant),+];
+            const UNREADABLE: Self = Self::Unreadable;
+            const BUDGET: Self = Self::Budget;
+            const IMPLAUSIBLE: Self = Self::Implausible;
+            $(const PARTIAL: Option<&'static str> = Some($partial);)?
+
+            fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $label,)+
+                }
+            }
+
+            $(fn is_transient(self) -> bool {
+                self == Self::$transient
+            })?
+        }
+    };
+}
+pub(crate) use reasons;
+
 /// A reader's figure for a process.
 pub trait Figure {
     /// Resident memory it holds unused, which it could give back: the process's measured

@@ -7,7 +7,7 @@ use super::process::{is_64_bit, libc_version};
 use super::walk::{self, HeapKind, HeapTotals, Walker};
 use super::{freelist, Layout};
 use crate::collect::heap::reader::{Fault, Target};
-use crate::collect::heap::reads::{Counts, Figure, Reason};
+use crate::collect::heap::reads::{Counts, Figure};
 use crate::parse::smaps::Vma;
 
 /// Free chunks one count may follow; above this the process is "not measured (budget)".
@@ -95,36 +95,18 @@ pub enum Unmeasured {
     RemoteFile,
 }
 
-impl Reason for Unmeasured {
-    const ALL: &'static [Unmeasured] = &[
-        Unmeasured::NotGlibc,
-        Unmeasured::Inconsistent,
-        Unmeasured::Budget,
-        Unmeasured::Unreadable,
-        Unmeasured::Unsupported,
-        Unmeasured::Implausible,
-        Unmeasured::RemoteFile,
-    ];
-    const UNREADABLE: Unmeasured = Unmeasured::Unreadable;
-    const BUDGET: Unmeasured = Unmeasured::Budget;
-    const IMPLAUSIBLE: Unmeasured = Unmeasured::Implausible;
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Unmeasured::NotGlibc => "not_glibc",
-            Unmeasured::Inconsistent => "inconsistent",
-            Unmeasured::Budget => "budget",
-            Unmeasured::Unreadable => "unreadable",
-            Unmeasured::Unsupported => "unsupported",
-            Unmeasured::Implausible => "implausible",
-            Unmeasured::RemoteFile => "remote_file",
-        }
+crate::collect::heap::reads::reasons! {
+    Unmeasured {
+        NotGlibc => "not_glibc",
+        Inconsistent => "inconsistent",
+        Budget => "budget",
+        Unreadable => "unreadable",
+        Unsupported => "unsupported",
+        Implausible => "implausible",
+        RemoteFile => "remote_file",
     }
-
-    /// The heap moved under the walk: a later one can succeed.
-    fn is_transient(self) -> bool {
-        self == Unmeasured::Inconsistent
-    }
+    // The heap moved under the walk: a later one can succeed.
+    transient: Inconsistent,
 }
 
 impl Unmeasured {

@@ -56,36 +56,18 @@ impl From<super::elf::Fault> for Unmeasured {
     }
 }
 
-impl super::reads::Reason for Unmeasured {
-    const ALL: &'static [Unmeasured] = &[
-        Unmeasured::Stripped,
-        Unmeasured::NoDwarf,
-        Unmeasured::UnknownLayout,
-        Unmeasured::Unreadable,
-        Unmeasured::Moving,
-        Unmeasured::Budget,
-        Unmeasured::Implausible,
-    ];
-    const UNREADABLE: Unmeasured = Unmeasured::Unreadable;
-    const BUDGET: Unmeasured = Unmeasured::Budget;
-    const IMPLAUSIBLE: Unmeasured = Unmeasured::Implausible;
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Unmeasured::Stripped => "stripped",
-            Unmeasured::NoDwarf => "no_dwarf",
-            Unmeasured::UnknownLayout => "unknown_layout",
-            Unmeasured::Unreadable => "unreadable",
-            Unmeasured::Moving => "moving",
-            Unmeasured::Budget => "budget",
-            Unmeasured::Implausible => "implausible",
-        }
+super::reads::reasons! {
+    Unmeasured {
+        Stripped => "stripped",
+        NoDwarf => "no_dwarf",
+        UnknownLayout => "unknown_layout",
+        Unreadable => "unreadable",
+        Moving => "moving",
+        Budget => "budget",
+        Implausible => "implausible",
     }
-
-    /// Its figures moved under the read: a later one can succeed.
-    fn is_transient(self) -> bool {
-        self == Unmeasured::Moving
-    }
+    // Its figures moved under the read: a later one can succeed.
+    transient: Moving,
 }
 
 /// Go heap reads by how they ended: `measured`, or each [`Unmeasured`] reason.

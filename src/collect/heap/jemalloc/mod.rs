@@ -19,7 +19,6 @@ pub mod layout;
 mod read;
 
 use super::reader::Target;
-use super::reads::Reason;
 use crate::parse::smaps::Vma;
 pub use layout::Layout;
 pub use read::read;
@@ -48,38 +47,19 @@ pub enum Unmeasured {
     RemoteFile,
 }
 
-impl Reason for Unmeasured {
-    const ALL: &'static [Unmeasured] = &[
-        Unmeasured::Stripped,
-        Unmeasured::UnknownVersion,
-        Unmeasured::UnknownLayout,
-        Unmeasured::Unreadable,
-        Unmeasured::Moving,
-        Unmeasured::Budget,
-        Unmeasured::Implausible,
-        Unmeasured::RemoteFile,
-    ];
-    const UNREADABLE: Unmeasured = Unmeasured::Unreadable;
-    const BUDGET: Unmeasured = Unmeasured::Budget;
-    const IMPLAUSIBLE: Unmeasured = Unmeasured::Implausible;
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Unmeasured::Stripped => "stripped",
-            Unmeasured::UnknownVersion => "unknown_version",
-            Unmeasured::UnknownLayout => "unknown_layout",
-            Unmeasured::Unreadable => "unreadable",
-            Unmeasured::Moving => "moving",
-            Unmeasured::Budget => "budget",
-            Unmeasured::Implausible => "implausible",
-            Unmeasured::RemoteFile => "remote_file",
-        }
+super::reads::reasons! {
+    Unmeasured {
+        Stripped => "stripped",
+        UnknownVersion => "unknown_version",
+        UnknownLayout => "unknown_layout",
+        Unreadable => "unreadable",
+        Moving => "moving",
+        Budget => "budget",
+        Implausible => "implausible",
+        RemoteFile => "remote_file",
     }
-
-    /// Its lists moved under the read: a later one can succeed.
-    fn is_transient(self) -> bool {
-        self == Unmeasured::Moving
-    }
+    // Its lists moved under the read: a later one can succeed.
+    transient: Moving,
 }
 
 /// jemalloc reads counted by how they ended.

@@ -16,7 +16,7 @@ pub mod reserved;
 
 use super::memory::ProcessMemory;
 use super::reader::Target;
-use super::reads::{Ceiling, Counts, Figure, Process, Reader, Reason};
+use super::reads::{Ceiling, Counts, Figure, Process, Reader};
 use crate::parse::hsperfdata::{self, PerfData};
 use crate::parse::smaps::{Library, Vma};
 use crate::parse::ParseError;
@@ -160,38 +160,20 @@ pub enum Unmeasured {
     RemoteFile,
 }
 
-impl Reason for Unmeasured {
-    const ALL: &'static [Unmeasured] = &[
-        Unmeasured::NotPublished,
-        Unmeasured::Unreadable,
-        Unmeasured::NotReady,
-        Unmeasured::Malformed,
-        Unmeasured::Budget,
-        Unmeasured::Implausible,
-        Unmeasured::RemoteFile,
-    ];
-    const UNREADABLE: Unmeasured = Unmeasured::Unreadable;
-    const BUDGET: Unmeasured = Unmeasured::Budget;
-    const IMPLAUSIBLE: Unmeasured = Unmeasured::Implausible;
-    /// Its figures without the held heap: its heap's range or file could not be found.
-    const PARTIAL: Option<&'static str> = Some("no_resident");
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Unmeasured::NotPublished => "not_published",
-            Unmeasured::Unreadable => "unreadable",
-            Unmeasured::NotReady => "not_ready",
-            Unmeasured::Malformed => "malformed",
-            Unmeasured::Budget => "budget",
-            Unmeasured::Implausible => "implausible",
-            Unmeasured::RemoteFile => "remote_file",
-        }
+super::reads::reasons! {
+    Unmeasured {
+        NotPublished => "not_published",
+        Unreadable => "unreadable",
+        NotReady => "not_ready",
+        Malformed => "malformed",
+        Budget => "budget",
+        Implausible => "implausible",
+        RemoteFile => "remote_file",
     }
-
-    /// The JVM is starting: its file will be ready soon.
-    fn is_transient(self) -> bool {
-        self == Unmeasured::NotReady
-    }
+    // The JVM is starting: its file will be ready soon.
+    transient: NotReady,
+    // Its figures without the held heap: its heap's range or file could not be found.
+    partial: "no_resident",
 }
 
 impl Figure for JavaHeap {
