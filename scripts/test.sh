@@ -56,6 +56,8 @@ command -v xz >/dev/null || missing+=(xz-utils)
 # program (musl-tools).
 command -v gdb >/dev/null || missing+=(gdb)
 command -v musl-gcc >/dev/null || missing+=(musl-tools)
+# ... and runs Debian's Redis (redis-tools' server binary: no service is installed).
+[ -x /usr/bin/redis-check-rdb ] || missing+=(redis-tools)
 # tests/hostile.rs serves a program from a FUSE mount of its own (Debian's python3).
 /usr/bin/python3 -c 'import fusepy' 2>/dev/null || missing+=(python3-fusepy)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -75,6 +75,66 @@ fn hoarding_is_named_measured_with_the_glibc_remedy() {
     assert!(now.contains(&format!("gdb -p {} ", r.pid())), "{now}");
 }
 
+/// `--pid` in depth: each figure of `/proc/PID/status` it names equals the file's (the
+/// process idles, so the file holds still), its OOM score is the kernel's, its heap's
+/// readers say how they ended; the OOM order holds it alone, and the text shows it.
+#[test]
+fn pid_shows_the_process_in_depth_as_its_status_file_says() {
+    let r = Repro::start("heap", &["below", "8", "100"], &[]);
+    let _other = Repro::start("heap", &["below", "8", "50"], &[]);
+    let pid = r.pid();
+    let (_, doc) = explain_json(pid);
+    let all = doc["processes"].as_array().unwrap();
+    assert_eq!(all.len(), 1, "{doc:#}");
+    let p = &all[0];
+    assert_eq!(p["pid"], pid);
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib = |key: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("{key} in {status}"))
+    };
+    for (field, key) in [
+        ("rss_bytes", "VmRSS"),
+        ("rss_anon_bytes", "RssAnon"),
+        ("rss_file_bytes", "RssFile"),
+        ("rss_shmem_bytes", "RssShmem"),
+        ("swap_bytes", "VmSwap"),
+        ("peak_rss_bytes", "VmHWM"),
+        ("virtual_bytes", "VmSize"),
+    ] {
+        assert_eq!(p[field].as_u64(), Some(kib(key) * 1024), "{field} ({key})");
+    }
+    let file = |name: &str| std::fs::read_to_string(format!("/proc/{pid}/{name}")).unwrap();
+    assert_eq!(
+        p["oom_score"].as_u64(),
+        file("oom_score").trim().parse().ok()
+    );
+    assert_eq!(
+        p["oom_score_adj"].as_i64(),
+        file("oom_score_adj").trim().parse().ok()
+    );
+    assert_eq!(p["hoard_method"], "measured");
+    let glibc = p["heap_readers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["reader"] == "glibc")
+        .unwrap_or_else(|| panic!("{p:#}"));
+    assert_eq!(glibc["outcome"], "measured");
+    assert!(p["heap_read_at_unix_seconds"].as_f64().unwrap() > 0.0);
+    let order = doc["oom_order"].as_array().unwrap();
+    assert!(order.iter().all(|v| v["pid"] == pid), "{order:#?}");
+    let text = explain(&["--pid", &pid.to_string()]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!("PROCESS heap (pid {pid})")),
+        "{text}"
+    );
+}
+
 /// Runs a `now` command as `explain` printed it, with `path` first on PATH (a JDK's bin).
 fn run_now(now: &str, path: Option<&Path>) {
     let mut sh = Command::new("sh");

@@ -74,12 +74,15 @@ fn fordblks_of(r: &Repro) -> f64 {
 /// `VmHWM`, `RssAnon` and `RssShmem` of a process, in bytes.
 fn status_bytes(pid: u32, field: &str) -> f64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = text
-        .lines()
-        .find(|l| l.starts_with(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("no {field} for {pid}"));
-    let kib: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kib * 1024.0
+    field_bytes(&text, field).unwrap_or_else(|| panic!("no {field} for {pid}"))
+}
+
+/// A `field: N kB` line of a status file's `text`, in bytes (`None` when it has none: a
+/// process that is exiting has no memory lines).
+fn field_bytes(text: &str, field: &str) -> Option<f64> {
+    let line = text.lines().find(|l| l.starts_with(&format!("{field}:")))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024.0)
 }
 
 /// User and system CPU seconds of a process.
@@ -168,6 +171,7 @@ fn watch(d: &Daemon, seconds: u64, fordblks: f64) -> Watched {
 }
 
 /// No process's measured hoarding is more than it has resident (anonymous and shared).
+/// A process of the host's that exited since the scrape has nothing left to compare.
 fn no_measured_figure_over_resident(t: &str) {
     for line in t.lines().filter(|l| {
         l.starts_with("membloat_process_hoarded_bytes{") && l.contains("method=\"measured\"")
@@ -179,7 +183,15 @@ fn no_measured_figure_over_resident(t: &str) {
             .and_then(|p| p.parse().ok())
             .unwrap();
         let served: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-        let resident = status_bytes(pid, "RssAnon") + status_bytes(pid, "RssShmem");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let (Some(anon), Some(shmem)) = (
+            field_bytes(&status, "RssAnon"),
+            field_bytes(&status, "RssShmem"),
+        ) else {
+            eprintln!("pid {pid} exited since the scrape: not compared");
+            continue;
+        };
+        let resident = anon + shmem;
         assert!(served <= resident, "{line}: {resident} resident");
     }
 }

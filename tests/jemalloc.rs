@@ -2,8 +2,8 @@
 //! Valkey's images), stripped, or preloaded: told apart from glibc by what the binary
 //! holds, and never given glibc's measured figure. The programs are real: jemalloc 5.2.1,
 //! 5.3.0 and 5.3.1 as `tikv-jemallocator` links them (`tests/common/jemalloc.rs`), and
-//! Debian's `libjemalloc2` preloaded into a C program. Reading another process's memory
-//! needs ptrace access: CI runs as root.
+//! Debian's `libjemalloc2` preloaded into a C program and linked by Debian's Redis. Reading
+//! another process's memory needs ptrace access: CI runs as root.
 
 mod common;
 
@@ -15,6 +15,7 @@ use membloat_exporter::collect::heap::{self, runtime::Allocator, Unmeasured as O
 use membloat_exporter::parse::smaps;
 use membloat_exporter::source::Source;
 use std::io::{BufRead, Write};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 
 /// What the exporter's heap readers make of process `pid`.
@@ -152,6 +153,64 @@ fn preloaded_jemalloc_is_never_given_glibcs_figure() {
     let h = read(plain.pid());
     assert_eq!(h.identity.allocator, Allocator::Glibc);
     assert!(h.measured().is_some(), "{:?}", h.readings);
+}
+
+/// Debian's Redis, whose server links Debian's stripped `libjemalloc2` (Redis's own
+/// allocator choice): told jemalloc by the library it maps, named `stripped` with no
+/// figure, and never given glibc's.
+#[test]
+fn debians_redis_server_is_jemalloc_stripped() {
+    // redis-tools ships the server as redis-check-rdb, which serves when its name is
+    // redis-server (the redis-server package only adds the link and a service).
+    let server = Path::new("/usr/bin/redis-check-rdb");
+    assert!(
+        server.exists(),
+        "{}: run ./scripts/test.sh, which installs redis-tools",
+        server.display()
+    );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("redis-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let socket = dir.join("redis.sock");
+    let args = [
+        "--port",
+        "0",
+        "--unixsocket",
+        socket.to_str().unwrap(),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        dir.to_str().unwrap(),
+    ];
+    let mut cmd = std::process::Command::new(server);
+    cmd.arg0("redis-server")
+        .args(args)
+        .stdout(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    // Ready once its socket is there: it listens on it when it has started.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !socket.exists() {
+        assert!(child.try_wait().unwrap().is_none(), "redis-server exited");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no socket from redis-server in 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let h = read(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(h.identity.allocator, Allocator::Jemalloc);
+    assert_eq!(
+        h.get::<heap::jemalloc::Jemalloc>().cloned(),
+        Some(Err(heap::jemalloc::Unmeasured::Stripped))
+    );
+    assert_eq!(
+        h.get::<heap::Glibc>().cloned(),
+        Some(Err(Outcome::NotGlibc))
+    );
 }
 
 /// Through the running exporter: jemalloc named, its kept pages served as jemalloc counts

@@ -116,6 +116,15 @@ fn landing_page_health_and_unknown_paths() {
     assert_eq!(landing.status, 200);
     assert!(landing.body.contains("href=\"/metrics\""));
     assert!(landing.body.contains("href=\"/explain\""));
+    // Daemon::start returns once a scan completed: its age and health are on the page,
+    // as /healthz judges them (200 below).
+    assert!(
+        landing.body.contains("latest scan completed") && landing.body.contains("; healthy."),
+        "{}",
+        landing.body
+    );
+    let explained = d.get("/explain");
+    assert!(explained.body.contains("scanned at "), "{}", explained.body);
     assert_eq!(d.get("/healthz").status, 200);
     assert_eq!(d.get("/nope").status, 404);
     assert_eq!(request(d.port, "POST", "/metrics", &[]).status, 405);

@@ -5,6 +5,7 @@
 //! [`diagnose`] is pure; `render` prints it for a terminal or as JSON (schema
 //! `membloat.explain/v1`, documented in docs/explain.md).
 
+pub mod detail;
 mod findings;
 pub mod kills;
 pub mod remedy;
@@ -44,8 +45,10 @@ pub struct Diagnosis {
     /// The processes the OOM killer would take, in order.
     pub oom_order: Vec<Victim>,
     /// The latest OOM kills the kernel logged, newest first, with what was measured of
-    /// each victim before (empty without the kmsg collector).
+    /// each victim before (empty without the kmsg collector). With `--pid`, only theirs.
     pub oom_kills: Vec<kills::KillReport>,
+    /// The processes `--pid` names, in depth (empty without `--pid`).
+    pub processes: Vec<detail::ProcessDetail>,
 }
 
 /// The host's state, whether or not anything is wrong with it.
@@ -80,6 +83,9 @@ pub struct Coverage {
     /// Processes whose walkable heap changed under every walk so far: no hoarding figure
     /// for them, measured or suspected, until one succeeds.
     pub pending_heaps: u64,
+    /// Collectors that failed in the scan (`membloat_scrape_collector_success` 0): what
+    /// they serve is missing from the diagnosis.
+    pub failed_collectors: Vec<String>,
 }
 
 /// One thing worth acting on.
@@ -242,7 +248,7 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
         process_findings(p, low_memory, &mut findings);
     }
     rank(&mut findings);
-    let mut order: Vec<&ProcessReport> = s.top.iter().collect();
+    let mut order: Vec<&ProcessReport> = s.top.iter().filter(chosen).collect();
     order.sort_by_key(|p| p.oom_rank);
     let oom_order = order
         .into_iter()
@@ -268,6 +274,12 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
             .unwrap_or(0),
         unreadable_heaps: s.reads_total.glibc.get("unreadable"),
         pending_heaps: s.heap_pending_processes,
+        failed_collectors: s
+            .collectors
+            .iter()
+            .filter(|c| !c.success)
+            .map(|c| c.name.as_str().to_string())
+            .collect(),
     };
     Diagnosis {
         schema: SCHEMA,
@@ -276,7 +288,19 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
         coverage,
         findings,
         oom_order,
-        oom_kills: kills::reports(s),
+        oom_kills: kills::reports(s)
+            .into_iter()
+            .filter(|k| opts.pids.is_empty() || opts.pids.contains(&k.pid))
+            .collect(),
+        processes: if opts.pids.is_empty() {
+            Vec::new()
+        } else {
+            s.top
+                .iter()
+                .filter(chosen)
+                .map(|p| detail::of(p, s))
+                .collect()
+        },
     }
 }
 

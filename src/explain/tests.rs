@@ -165,8 +165,15 @@ fn findings_are_ranked_by_bytes_and_filtered_by_pid() {
     assert!(d.findings[1].evidence.contains("not walked"));
     let d = diagnose(&s, &Options { pids: vec![7] });
     assert_eq!(kinds(&d), ["hoarding"]);
-    // The OOM order is the host's, whatever the filter.
-    assert_eq!(d.oom_order[0].pid, 8);
+    // The OOM order holds the process asked about alone, at its place in the host's.
+    assert_eq!(d.oom_order.len(), 1);
+    assert_eq!((d.oom_order[0].pid, d.oom_order[0].rank), (7, 2));
+    assert_eq!(d.processes.len(), 1);
+    assert_eq!((d.processes[0].pid, d.processes[0].oom_rank), (7, 2));
+    assert_eq!(
+        d.processes[0].rss_bytes,
+        s.top[0].sample.status.vm_rss_bytes
+    );
 }
 
 #[test]

@@ -226,9 +226,25 @@ async fn healthz(State(app): State<AppState>) -> Response {
 
 async fn landing(State(app): State<AppState>) -> Html<String> {
     let path = &app.telemetry_path;
+    let latest = app.shared.latest();
+    // The scan's age and health, as /healthz judges them (its text is the exporter's own).
+    let scan = match latest.completed_at.map(|t| t.elapsed()) {
+        None => "no scan completed yet".to_string(),
+        Some(age) => {
+            let health = latest.trouble.as_deref().map_or("healthy".into(), |t| {
+                let t = t.trim().replace('&', "&amp;").replace('<', "&lt;");
+                format!("unhealthy: {t}")
+            });
+            format!(
+                "latest scan completed {:.1} s ago; {health}",
+                age.as_secs_f64()
+            )
+        }
+    };
     Html(format!(
         "<!DOCTYPE html>\n<html><head><title>membloat_exporter</title></head><body>\n\
          <h1>membloat_exporter {}</h1>\n<p>Finds memory bloat on Linux hosts and warns before the OOM killer strikes.</p>\n\
+         <p>{scan}.</p>\n\
          <ul><li><a href=\"{path}\">{path}</a>: metrics</li><li><a href=\"/explain\">/explain</a>: what to act on, from the latest scan (JSON with Accept: application/json)</li><li><a href=\"/healthz\">/healthz</a>: 200 while scans complete</li></ul>\n\
          </body></html>\n",
         env!("CARGO_PKG_VERSION")

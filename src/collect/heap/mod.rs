@@ -65,6 +65,8 @@ pub struct HeapReading {
     /// Each reader's measurement, or why it has none, for the readers that read the
     /// process ([`readers`]'s order); empty when reading process memory is switched off.
     pub readings: Vec<Reading>,
+    /// When the readers read it (Unix seconds): a deep read is kept until the next one.
+    pub read_at_unix_seconds: f64,
 }
 
 impl HeapReading {
@@ -163,6 +165,9 @@ pub fn read_with(
         identity,
         memory_cgroup: None,
         readings,
+        read_at_unix_seconds: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64()),
     }
 }
 

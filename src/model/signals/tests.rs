@@ -170,6 +170,7 @@ fn walked(
         },
         memory_cgroup: None,
         readings: vec![Reading::Glibc(walk)],
+        read_at_unix_seconds: 0.0,
     }));
     p
 }
