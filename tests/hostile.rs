@@ -71,20 +71,6 @@ fn fordblks_of(r: &Repro) -> f64 {
     r.ready.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-/// `VmHWM`, `RssAnon` and `RssShmem` of a process, in bytes.
-fn status_bytes(pid: u32, field: &str) -> f64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    field_bytes(&text, field).unwrap_or_else(|| panic!("no {field} for {pid}"))
-}
-
-/// A `field: N kB` line of a status file's `text`, in bytes (`None` when it has none: a
-/// process that is exiting has no memory lines).
-fn field_bytes(text: &str, field: &str) -> Option<f64> {
-    let line = text.lines().find(|l| l.starts_with(&format!("{field}:")))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024.0)
-}
-
 /// User and system CPU seconds of a process.
 fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();

@@ -331,13 +331,7 @@ fn kept_pages_equal_jemallocs_own_on_every_version() {
 
 /// `VmRSS` of `pid`, in bytes.
 fn rss(pid: u32) -> u64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kb * 1024
+    common::status_bytes(pid, "VmRSS") as u64
 }
 
 /// What is measured as kept is what a purge gives back: after `arena.<all>.purge`, RSS

@@ -56,6 +56,11 @@ fn once_as_with(caps: Option<&str>, extra: &[&str]) -> Output {
         "--collector.processes.deep-min-size=0",
     ];
     args.extend(extra);
+    run_as(caps, &args)
+}
+
+/// The exporter with `args`, as nobody holding only `caps` (`None`: as this user).
+fn run_as(caps: Option<&str>, args: &[&str]) -> Output {
     match caps {
         None => Command::new(bin()).args(args).output().unwrap(),
         Some(caps) => {
@@ -223,6 +228,60 @@ fn without_cap_sys_ptrace_coverage_is_partial_counted_and_warned_once() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let warnings = stderr.matches("CAP_SYS_PTRACE").count();
     assert_eq!(warnings, 1, "two scans, warnings:\n{stderr}");
+}
+
+/// Without CAP_SYS_PTRACE, `explain` names the processes it was refused (the lowest 16
+/// pids): each one named is another user's process (or one that has since exited), named
+/// by its own `comm` where the exporter could read its `status`; the text says the same on
+/// its `denied` line.
+#[test]
+fn without_cap_sys_ptrace_explain_names_the_processes_it_could_not_read() {
+    let _serial = one_at_a_time();
+    if !is_root() {
+        skipped("naming denied processes needs root (to run the exporter as nobody)");
+        return;
+    }
+    let _sleeper = Sleeper::start();
+    let args = ["explain", "--explain.interval=200ms", "--format", "json"];
+    let out = run_as(Some(""), &args);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let denied = doc["coverage"]["denied_processes"].as_array().unwrap();
+    assert!(!denied.is_empty(), "{:#}", doc["coverage"]);
+    assert!(denied.len() <= 16);
+    let pids: Vec<u64> = denied.iter().map(|d| d["pid"].as_u64().unwrap()).collect();
+    assert!(pids.windows(2).all(|w| w[0] < w[1]), "{pids:?}");
+    let mut named = 0;
+    for d in denied {
+        let pid = d["pid"].as_u64().unwrap();
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            continue; // exited since
+        };
+        let uid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|u| u.split_whitespace().next())
+            .unwrap();
+        assert_ne!(uid, "65534", "pid {pid} is nobody's own: {d}");
+        if let Some(comm) = d["comm"].as_str() {
+            let own = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+            assert_eq!(comm, own.trim_end(), "pid {pid}");
+            named += 1;
+        }
+    }
+    assert!(named > 0, "no denied process named: {denied:?}");
+    let text = run_as(Some(""), &["explain", "--explain.interval=200ms"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("denied"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains(&pids[0].to_string()), "{line}");
 }
 
 /// Runs `--once` over every process under strace and returns each `/proc` open: the path

@@ -144,9 +144,17 @@ impl Grouping {
     }
 }
 
+/// How many processes whose files were denied a scan names (`ReadStats::denied`): enough
+/// to act on, bounded on a host where every process is another user's.
+pub const DENIED_NAMED: usize = 16;
+
 /// What the processes collector did in one scan beyond reading each process.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReadStats {
+    /// Processes whose files this scan was refused (no `CAP_SYS_PTRACE`, or a process the
+    /// kernel refuses even so): the lowest [`DENIED_NAMED`] pids, for the diagnosis to
+    /// name what it could not see; the counters count them all.
+    pub denied: Vec<u32>,
     /// Processes whose `smaps_rollup` this scan read; the others were unchanged.
     pub rollups_read: u64,
     /// Processes left behind because their read outlasted the read timeout.

@@ -52,6 +52,9 @@ pub(super) struct Processes {
     listings: u64,
     /// The last scan's processes without memory, and their start ticks, by pid.
     memoryless: Arc<Vec<(u32, u64)>>,
+    /// Processes whose files were refused when last read (a scan that reuses an
+    /// unchanged process's figures does not ask again), by pid.
+    denied: Vec<u32>,
     buf: Buffer,
     scans: u64,
     pub(super) pool: Pool,
@@ -92,6 +95,7 @@ impl Processes {
             listing: None,
             listings: 0,
             memoryless: Arc::new(Vec::new()),
+            denied: Vec::new(),
             buf: Buffer::default(),
             source,
             grouping: Arc::new(grouping),
@@ -165,6 +169,7 @@ impl Processes {
         // What the next scan reads if no process is created meanwhile.
         let mut listed = Vec::with_capacity(pids.len() + left_out.len());
         let mut memoryless = Vec::new();
+        let (mut denied, mut cleared) = (Vec::new(), Vec::new());
         // A chunk at a time: what a reader returns for a process is about a kilobyte, and
         // only one chunk's worth is held at once, not the whole population's.
         for chunk in pids.chunks(READ_CHUNK) {
@@ -180,6 +185,14 @@ impl Processes {
                 );
                 if let Some(reason) = read.rollup_error {
                     count(errs, Collector::Processes, reason, 1);
+                }
+                if read.rollup_error == Some(Reason::Denied)
+                    || matches!(read.outcome, Err(Reason::Denied))
+                {
+                    denied.push(read.pid);
+                } else if read.rollup_read || read.outcome.is_err() {
+                    // Read this time, or gone: no longer refused.
+                    cleared.push(read.pid);
                 }
                 stats.rollups_read += read.rollup_read as u64;
                 stats.unkept += read.unkept as u64;
@@ -210,6 +223,8 @@ impl Processes {
         kept.extend(&left_out);
         kept.sort_unstable();
         kept.dedup();
+        self.still_denied(denied, cleared, &listed);
+        stats.denied = self.denied[..self.denied.len().min(super::DENIED_NAMED)].to_vec();
         self.remember(listed, &kept, unread);
         memoryless.sort_unstable();
         self.memoryless = Arc::new(memoryless);
@@ -223,6 +238,20 @@ impl Processes {
         stats.threads = self.pool.threads() as u64;
         self.count_descriptors(stats);
         Ok(out)
+    }
+
+    /// The processes refused when last read: those refused now, and those refused before
+    /// that this scan did not read again and still lists.
+    fn still_denied(&mut self, mut now: Vec<u32>, mut cleared: Vec<u32>, listed: &[u32]) {
+        let mut listed = listed.to_vec();
+        listed.sort_unstable();
+        cleared.sort_unstable();
+        now.extend(self.denied.iter().filter(|pid| {
+            cleared.binary_search(pid).is_err() && listed.binary_search(pid).is_ok()
+        }));
+        now.sort_unstable();
+        now.dedup();
+        self.denied = now;
     }
 
     /// The kept descriptors, and one warning when a process could not keep one.

@@ -272,7 +272,7 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             reserved,
             "observed",
             evidence,
-            remedy::arenas(runtime).into(),
+            remedy::arenas(runtime),
         );
     }
     if sig.regrown_since_trough_bytes > 0 {
@@ -285,7 +285,7 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             sig.regrown_since_trough_bytes,
             "observed",
             evidence,
-            remedy::regrowth(runtime).into(),
+            remedy::regrowth(runtime),
         );
     }
     if let Some(untouched) = sig

@@ -87,7 +87,7 @@ fn report(v: &Victim) -> KillReport {
                 size(regrown),
                 size(rss)
             ),
-            remedy::regrowth(runtime).0,
+            remedy::regrowth(runtime).what,
         )
     } else {
         (

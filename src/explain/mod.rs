@@ -86,6 +86,16 @@ pub struct Coverage {
     /// Collectors that failed in the scan (`membloat_scrape_collector_success` 0): what
     /// they serve is missing from the diagnosis.
     pub failed_collectors: Vec<String>,
+    /// The processes whose files the latest scan was refused, by pid (the lowest 16),
+    /// with their name where their `status` could still be read.
+    pub denied_processes: Vec<Denied>,
+}
+
+/// A process the exporter was refused: its pid, and its name when known.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Denied {
+    pub pid: u32,
+    pub comm: Option<String>,
 }
 
 /// One thing worth acting on.
@@ -279,6 +289,21 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
             .iter()
             .filter(|c| !c.success)
             .map(|c| c.name.as_str().to_string())
+            .collect(),
+        denied_processes: s
+            .reads
+            .as_ref()
+            .map(|r| r.denied.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .map(|&pid| Denied {
+                pid,
+                comm: s
+                    .top
+                    .iter()
+                    .find(|p| p.sample.pid == pid)
+                    .map(|p| p.sample.comm.clone()),
+            })
             .collect(),
     };
     Diagnosis {

@@ -197,18 +197,18 @@ pub fn java_heap(j: &JavaHeap, pid: u32) -> Remedy {
             ..Remedy::default()
         },
         Collector::Z => Remedy {
-            what: "ZGC gives unused heap back by itself after -XX:ZUncommitDelay (300 s by default) while -XX:+ZUncommit is on; start it with a shorter delay".into(),
+            what: format!("ZGC gives unused heap back by itself after -XX:ZUncommitDelay (300 s by default) while -XX:+ZUncommit is on{}; start it with a shorter delay", if j.feature.is_some_and(|f| f >= 25) { ", gradually over several delays from JDK 25 on" } else { "" }),
             cost: Some(COST),
             now: None,
             now_gives_back_bytes: None,
             next_start: Some("-XX:ZUncommitDelay=30".into()),
         },
         Collector::Shenandoah => Remedy {
-            what: "Shenandoah gives unused heap back after -XX:ShenandoahUncommitDelay (5 minutes by default); start it with a shorter delay".into(),
+            what: "Shenandoah gives unused heap back after -XX:ShenandoahUncommitDelay (5 minutes by default; an experimental flag, so unlocked first); start it with a shorter delay".into(),
             cost: Some(COST),
             now: None,
             now_gives_back_bytes: None,
-            next_start: Some("-XX:ShenandoahUncommitDelay=30000".into()),
+            next_start: Some("-XX:+UnlockExperimentalVMOptions -XX:ShenandoahUncommitDelay=30000".into()),
         },
         Collector::Other => Remedy {
             what: "the collector's uncommit settings, and an -Xms below -Xmx".into(),
@@ -309,29 +309,50 @@ pub fn java_unmeasured(why: Option<Unmeasured>) -> (String, Advice) {
     (evidence.into(), (fix.into(), None))
 }
 
-pub fn arenas(runtime: Runtime) -> Advice {
+/// glibc's arena cap: two arenas, whatever the CPUs. Started with it, the program's
+/// threads share the main arena and one other, so the arena heaps reserve one 64 MiB heap
+/// (or a few, where one arena outgrows its heap) instead of up to 8 per CPU.
+pub const ARENA_MAX: &str = "MALLOC_ARENA_MAX=2";
+
+pub fn arenas(runtime: Runtime) -> Remedy {
     let what = if runtime == Runtime::Jvm {
-        "MALLOC_ARENA_MAX=2 in the JVM's environment (native allocations: JNI, NIO, compilers)"
+        format!("{ARENA_MAX} in the JVM's environment at the next start (native allocations: JNI, NIO, compilers)")
     } else {
-        "MALLOC_ARENA_MAX=2 in the environment (or GLIBC_TUNABLES=glibc.malloc.arena_max=2)"
+        format!("{ARENA_MAX} in the environment at the next start (or GLIBC_TUNABLES=glibc.malloc.arena_max=2)")
     };
-    (
-        what.into(),
-        Some("threads share arenas: more lock contention where many threads allocate at once"),
-    )
+    Remedy {
+        what,
+        cost: Some(
+            "threads share arenas: more lock contention where many threads allocate at once",
+        ),
+        next_start: Some(ARENA_MAX.into()),
+        ..Remedy::default()
+    }
 }
 
-pub fn regrowth(runtime: Runtime) -> Advice {
+/// A launcher that starts the program with `PR_SET_THP_DISABLE` set (prctl option 41;
+/// inherited across fork and exec): khugepaged leaves its memory alone, even ranges it
+/// advised with `MADV_HUGEPAGE`. Put before the program's command, it runs as printed
+/// wherever `python3` is.
+pub const THP_DISABLED_LAUNCHER: &str = "python3 -c 'import ctypes,os,sys; ctypes.CDLL(None).prctl(41, 1, 0, 0, 0) == 0 or sys.exit(\"PR_SET_THP_DISABLE failed\"); os.execvp(sys.argv[1], sys.argv[1:])'";
+
+/// khugepaged's regrowth: the program started with THP off for it (the launcher, or in
+/// its own launcher `prctl(PR_SET_THP_DISABLE, 1)`), or the host's `max_ptes_none` at 0.
+/// Neither gives back what has regrown: that takes a restart.
+pub fn regrowth(runtime: Runtime) -> Remedy {
     const HOST: &str =
-        "the host fix: echo 0 > /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none";
-    let what = match runtime {
-        Runtime::Go => format!("GODEBUG=disablethp=1 (Go 1.21.6+), or {HOST}"),
-        _ => format!("prctl(PR_SET_THP_DISABLE, 1) before the program starts (a launcher's; it is inherited), or {HOST}"),
+        "the host fix, for every process: echo 0 > /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none";
+    let go = if runtime == Runtime::Go {
+        " (Go 1.21.6+: GODEBUG=disablethp=1)"
+    } else {
+        ""
     };
-    (
-        what,
-        Some("fewer huge pages: more TLB misses for memory that is really in use"),
-    )
+    Remedy {
+        what: format!("restart it with THP off for it: the launcher (next start) sets prctl(PR_SET_THP_DISABLE, 1), which its children inherit{go}; or {HOST}; what has regrown stays until the restart"),
+        cost: Some("fewer huge pages: more TLB misses for memory that is really in use"),
+        next_start: Some(THP_DISABLED_LAUNCHER.into()),
+        ..Remedy::default()
+    }
 }
 
 pub fn untouched_commit(runtime: Runtime) -> Advice {

@@ -173,6 +173,24 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
             ),
         );
     }
+    if !c.denied_processes.is_empty() {
+        let named: Vec<String> = c
+            .denied_processes
+            .iter()
+            .map(|p| match &p.comm {
+                Some(comm) => format!("{} ({comm})", p.pid),
+                None => p.pid.to_string(),
+            })
+            .collect();
+        wrapped(
+            &mut out,
+            "  denied    ",
+            &format!(
+                "the latest scan could not read these processes' files: {}",
+                named.join(", ")
+            ),
+        );
+    }
     if c.pending_heaps > 0 {
         wrapped(
             &mut out,

@@ -541,3 +541,22 @@ pub fn explained(pid: u32, kind: &str) -> serde_json::Value {
         .cloned();
     found.unwrap_or_else(|| panic!("no {kind} finding: {doc:#}"))
 }
+
+/// A `field: N kB` figure of `/proc/PID/status` (`field` without its colon), in bytes.
+pub fn status_bytes(pid: u32, field: &str) -> f64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    field_bytes(&text, field).unwrap_or_else(|| panic!("no {field} for {pid}"))
+}
+
+/// A `field: N kB` line of a status file's `text`, in bytes (`None` when it has none: a
+/// process that is exiting has no memory lines).
+pub fn field_bytes(text: &str, field: &str) -> Option<f64> {
+    let line = text.lines().find(|l| l.starts_with(&format!("{field}:")))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024.0)
+}
+
+/// `RssAnon` of a process, in bytes.
+pub fn rss_anon(pid: u32) -> f64 {
+    status_bytes(pid, "RssAnon")
+}
