@@ -69,7 +69,7 @@ fn report(v: &Victim) -> KillReport {
     let (evidence, remedy) = if v.seen.is_none() {
         (
             "no scan saw the process (it started and died between two scans, or the exporter was not running)".to_string(),
-            limit_remedy(v),
+            limit_remedy(v, false),
         )
     } else if large(hoarded) && hoarded >= regrown {
         (
@@ -95,7 +95,7 @@ fn report(v: &Victim) -> KillReport {
                 "{} RSS at its last scan, with no measured waste: the memory was in use",
                 size(rss)
             ),
-            limit_remedy(v),
+            limit_remedy(v, true),
         )
     };
     KillReport {
@@ -116,10 +116,17 @@ fn report(v: &Victim) -> KillReport {
     }
 }
 
-fn limit_remedy(v: &Victim) -> String {
+/// The limit's remedy; `measured`: a scan saw the process with no waste in it, so its
+/// working set reached the limit (unmeasured, nothing is said of what the memory was).
+fn limit_remedy(v: &Victim, measured: bool) -> String {
+    let why = if measured {
+        "its working set, not waste, reached the limit"
+    } else {
+        "unmeasured: whether it was waste is unknown"
+    };
     match v.kill.constraint {
         Some(crate::parse::kmsg::Constraint::MemoryCgroup) => format!(
-            "raise the memory limit of {} to what the workload uses, or find what grew (its working set, not waste, reached the limit)",
+            "raise the memory limit of {} to what the workload uses, or find what grew ({why})",
             v.kill.oom_memcg.as_deref().unwrap_or("its cgroup")
         ),
         _ => "the host ran out: free memory from the findings above, add swap or RAM, or protect what must live with oom_score_adj".to_string(),
