@@ -719,9 +719,7 @@ fn regrowth_is_explained_by_the_running_exporter() {
     let truth = rss_anon(r.pid()) - trough;
     assert!(truth > 200.0 * MIB, "khugepaged regrew only {truth} bytes");
     // The exporter's diagnosis of a moment after the truth: two scans later.
-    let scans = || value(&d.metrics(), "membloat_scans_total").unwrap_or(0.0);
-    let seen = scans();
-    d.wait_until(Duration::from_secs(30), || scans() >= seen + 2.0);
+    d.wait_for_scans(2);
     let out = request(d.port, "GET", "/explain", &[("Accept", "application/json")]);
     let doc: Value = serde_json::from_str(&out.body).unwrap();
     let f = finding(&doc, "regrowth", r.pid());

@@ -148,16 +148,25 @@ impl Jvm {
             counted: std::cell::Cell::new(None),
         };
         // G1 on JDK 25 gives back what it uncommitted a moment after the JVM counts it
-        // gone: wait until the heap's pages hold still for half a second.
-        if let Some((start, end)) = range {
-            let mut last = present_bytes(jvm.r.pid(), start, end);
-            for _ in 0..20 {
-                std::thread::sleep(std::time::Duration::from_millis(500));
-                let now = present_bytes(jvm.r.pid(), start, end);
-                if now == last {
+        // gone: wait until the pages present in the heap's range are no more than the JVM
+        // said it had committed (its heap pools, as it printed them), the event that the
+        // uncommit is done.
+        // (G1 commits whole regions inside its range; Parallel's range spans its
+        // generations, whose ends are aligned past what they count committed.)
+        if let Some((start, end)) = range.filter(|_| gc == "g1") {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            let committed: u64 = jvm.pools.iter().map(|p| p.1).sum();
+            loop {
+                let present = present_bytes(jvm.r.pid(), start, end);
+                if present <= committed {
                     break;
                 }
-                last = now;
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{}: {present} bytes present in the heap's range 30 s after it counted {committed} committed",
+                    jvm.java
+                );
+                std::thread::sleep(std::time::Duration::from_millis(100));
             }
         }
         jvm

@@ -509,6 +509,14 @@ fn forty_password_guessers_do_not_lock_out_prometheus() {
     );
     let d = start(&config, &[]);
     let right = basic("prometheus", "pw");
+    // The baseline, in the same sitting: one bcrypt check (a wrong guess alone), and the
+    // scrapes' p99 with nobody guessing, once the scraper's credentials are in memory.
+    let started = Instant::now();
+    assert_eq!(scrape(d.port, &basic("prometheus", "alone")).0, 401);
+    let check = started.elapsed();
+    assert_eq!(scrape(d.port, &right).0, 200);
+    let quiet: Vec<_> = (0..20).map(|_| scrape(d.port, &right)).collect();
+    let (_, quiet_p99) = summary(&quiet);
     let stop = std::sync::atomic::AtomicBool::new(false);
     let guesses = std::sync::atomic::AtomicU64::new(0);
     let (cold, warm) = std::thread::scope(|s| {
@@ -547,7 +555,13 @@ fn forty_password_guessers_do_not_lock_out_prometheus() {
     assert_eq!(cold.0, 200, "the first scrape under attack");
     assert!(cold.1 < Duration::from_secs(10), "{:?}", cold.1);
     assert!(ok >= 0.95, "{:.0}% of scrapes succeeded", ok * 100.0);
-    assert!(p99 < Duration::from_secs(1), "p99 {p99:?}");
+    // A scrape that waited behind the guesses' queue would wait for tens of checks; one
+    // that passes from memory waits for a few at most (the CPUs are shared).
+    eprintln!("baseline: a bcrypt check {check:?}, quiet p99 {quiet_p99:?}");
+    assert!(
+        p99 < quiet_p99 + 5 * check,
+        "p99 {p99:?} under attack; quiet {quiet_p99:?}, one check {check:?}"
+    );
     assert!(guessed >= 100, "the guessers were answered ({guessed})");
     // A changed password misses the memory: the old one no longer passes after a reload.
     std::fs::write(

@@ -147,7 +147,8 @@ impl Daemon {
     /// the first scan completed (`/healthz` is 200).
     pub fn start_with(cmd: Command, args: &[&str]) -> Daemon {
         let d = Self::spawn(cmd, args);
-        d.wait_until(Duration::from_secs(10), || d.get("/healthz").status == 200);
+        // A deadline for the event, not a budget: a first scan on a busy machine is slow.
+        d.wait_until(Duration::from_secs(60), || d.get("/healthz").status == 200);
         d
     }
 
@@ -156,7 +157,7 @@ impl Daemon {
         let mut cmd = Command::new(bin());
         cmd.stderr(std::fs::File::create(log).unwrap());
         let d = Self::spawn_with_stderr(cmd, args);
-        d.wait_until(Duration::from_secs(10), || d.get("/healthz").status == 200);
+        d.wait_until(Duration::from_secs(60), || d.get("/healthz").status == 200);
         d
     }
 
@@ -173,7 +174,7 @@ impl Daemon {
             .stdout(Stdio::null());
         let child = cmd.spawn().expect("start membloat_exporter");
         let d = Daemon { child, port };
-        d.wait_until(Duration::from_secs(10), || d.get("/").status == 200);
+        d.wait_until(Duration::from_secs(60), || d.get("/").status == 200);
         d
     }
 
@@ -200,6 +201,14 @@ impl Daemon {
 
     pub fn pid(&self) -> i32 {
         self.child.id() as i32
+    }
+
+    /// Returns once `n` more scans have completed (`membloat_scans_total` stepped): what
+    /// it serves then is of a moment after the call.
+    pub fn wait_for_scans(&self, n: u32) {
+        let scans = || value(&self.metrics(), "membloat_scans_total").unwrap_or(0.0);
+        let seen = scans();
+        self.wait_until(Duration::from_secs(60), || scans() >= seen + f64::from(n));
     }
 }
 
