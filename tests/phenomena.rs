@@ -45,19 +45,30 @@ fn hoarded_series(r: &Repro) -> String {
 }
 
 /// Waits until the exporter has seen the process idle with deep data, then keeps watching
-/// for two seconds (10 scans) and returns the largest value `series` took meanwhile.
+/// for ten more scans (its scan counter, not the clock) and returns the largest value
+/// `series` took meanwhile.
 fn settled_max(d: &Daemon, r: &Repro, comm: &str, series: &str) -> f64 {
     let idle = r.series("membloat_process_idle", comm);
     let heap = r.series("membloat_process_heap_resident_bytes", comm);
     wait_for(d, Duration::from_secs(10), "idle with deep data", |t| {
         (value(t, &idle) == Some(1.0) && value(t, &heap).is_some()).then_some(())
     });
+    let scans = |t: &str| value(t, "membloat_scans_total").unwrap_or(0.0);
+    let end = scans(&d.metrics()) + 10.0;
     let mut max: f64 = 0.0;
-    for _ in 0..10 {
-        max = max.max(value(&d.metrics(), series).expect(series));
-        std::thread::sleep(Duration::from_millis(200));
+    let started = std::time::Instant::now();
+    loop {
+        let t = d.metrics();
+        max = max.max(value(&t, series).expect(series));
+        if scans(&t) >= end {
+            return max;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "ten scans took over 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
     }
-    max
 }
 
 #[test]
