@@ -243,26 +243,154 @@ fn tree(text: &str) -> Vec<Vec<String>> {
 
 /// Which module uses which, among modules of one parent: an edge from each module to each
 /// sibling a path in it names (its own submodules' paths count as its own), with the file
-/// and line of the first such path. A child naming its parent or a parent its child is
-/// the tree itself, not an edge. A `tests` module is left out: built only for `cargo
-/// test`, it uses its module from outside, as an integration test does, and may take
-/// fixtures from a sibling that uses the module it tests.
+/// and line of the first such path. A path is followed through the names modules import
+/// (`use`, public or not: a module's children reach what it imports as `super::Name`), so
+/// a sibling reached through a parent's re-export is an edge to that sibling; a glob import
+/// (`use super::*`) makes every bare name and module of the globbed module that the file
+/// mentions an edge too. A child naming its parent or a parent its child is the tree
+/// itself, not an edge. A `tests` module, and a file's inline `#[cfg(test)] mod`, are left
+/// out: built only for `cargo test`, they use their module from outside, as an
+/// integration test does, and may take fixtures from a sibling that uses the module.
 type Graph =
     std::collections::BTreeMap<Vec<String>, std::collections::BTreeMap<Vec<String>, String>>;
+
+/// What each module brings into its scope by name: `(name, full path)`, with the name `*`
+/// for a glob import (its path the globbed module's).
+type Imports = std::collections::BTreeMap<Vec<String>, Vec<(String, Vec<String>)>>;
+
+type Modules = std::collections::BTreeSet<Vec<String>>;
+
+/// A file's text without its inline test module (`#[cfg(test)]` before a `mod NAME {` at
+/// the start of a line; in this tree it is the last item of a file).
+fn without_inline_tests(text: &str) -> &str {
+    let mut at = 0;
+    while let Some(i) = text[at..].find("#[cfg(test)]\nmod ") {
+        let start = at + i;
+        let line_end = text[start + 13..]
+            .find('\n')
+            .map_or(text.len(), |e| start + 13 + e);
+        if text[start + 13..line_end].trim_end().ends_with('{') {
+            return &text[..start];
+        }
+        at = start + 1;
+    }
+    text
+}
+
+/// The module path a path written in `here` starts from, and the rest of it: `crate::`
+/// and `membloat_exporter::` from the root, `super::` climbing, `self::` here; `None` for
+/// any other start (a local name, a crate from outside).
+fn based<'a>(rest: &'a str, here: &[String]) -> Option<(Vec<String>, &'a str)> {
+    if let Some(r) = rest.strip_prefix("crate::") {
+        Some((Vec::new(), r))
+    } else if let Some(r) = rest.strip_prefix("membloat_exporter::") {
+        Some((Vec::new(), r))
+    } else if rest.starts_with("super::") {
+        let mut r = rest;
+        let mut base = here.to_vec();
+        while let Some(next) = r.strip_prefix("super::") {
+            base.pop();
+            r = next;
+        }
+        Some((base, r))
+    } else {
+        rest.strip_prefix("self::").map(|r| (here.to_vec(), r))
+    }
+}
+
+/// Each `use` of a file's `text` (module `here`): the names it brings in, with their full
+/// paths. A path may also start at a child module (`use child::Item`).
+fn imports_of(text: &str, here: &[String], modules: &Modules) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = text[at..].find("use ") {
+        let start = at + i;
+        at = start + 4;
+        let before = text[..start].chars().last();
+        if before.is_some_and(|c| !(c.is_whitespace() || c == ')')) {
+            continue;
+        }
+        let Some(len) = text[at..].find(';') else {
+            break;
+        };
+        let stmt = text[at..at + len].trim();
+        let glob = stmt.ends_with("::*") && !stmt.contains('{');
+        let (base, rest) = match based(stmt, here) {
+            Some(b) => b,
+            None => {
+                let first = ident(stmt);
+                let child: Vec<String> = here.iter().cloned().chain([first.to_string()]).collect();
+                if first.is_empty() || !modules.contains(&child) {
+                    continue;
+                }
+                (here.to_vec(), stmt)
+            }
+        };
+        for path in tree(rest) {
+            let full: Vec<String> = base.iter().cloned().chain(path).collect();
+            if glob {
+                out.push(("*".to_string(), full));
+            } else if let Some(name) = full.last() {
+                out.push((name.clone(), full.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// The module a full path names: its longest prefix that is a module, followed through
+/// the names that module imports (a re-export leads to where the item is).
+fn resolve(full: &[String], modules: &Modules, imports: &Imports) -> Vec<String> {
+    let mut full = full.to_vec();
+    for _ in 0..8 {
+        let m = (0..=full.len())
+            .rev()
+            .map(|n| full[..n].to_vec())
+            .find(|m| modules.contains(m))
+            .unwrap_or_default();
+        let Some(name) = full.get(m.len()) else {
+            return m;
+        };
+        let via = imports
+            .get(&m)
+            .and_then(|names| names.iter().find(|(n, _)| n == name));
+        match via {
+            Some((_, target)) if target[..] != full[..=m.len()] => {
+                let mut next = target.clone();
+                next.extend_from_slice(&full[m.len() + 1..]);
+                full = next;
+            }
+            _ => return m,
+        }
+    }
+    Vec::new()
+}
 
 fn module_graph(src: &Path) -> Graph {
     let mut files = Vec::new();
     sources(src, &mut files);
     files.sort();
-    let modules: std::collections::BTreeSet<Vec<String>> =
-        files.iter().map(|f| module(f, src)).collect();
+    let modules: Modules = files.iter().map(|f| module(f, src)).collect();
+    let texts: Vec<(PathBuf, Vec<String>, String)> = files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            (
+                f.clone(),
+                module(f, src),
+                without_inline_tests(&text).to_string(),
+            )
+        })
+        .collect();
+    let imports: Imports = texts
+        .iter()
+        .map(|(_, here, text)| (here.clone(), imports_of(text, here, &modules)))
+        .collect();
     let mut graph = Graph::new();
-    for file in &files {
-        let here = module(file, src);
+    for (file, here, text) in &texts {
         if here.iter().any(|m| m == "tests") {
             continue;
         }
-        let text = std::fs::read_to_string(file).unwrap();
         let line_of = |at: usize| text[..at].matches('\n').count() + 1;
         let mut found: Vec<(usize, Vec<String>)> = Vec::new();
         let mut at = 0;
@@ -273,33 +401,38 @@ fn module_graph(src: &Path) -> Graph {
             if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
                 continue;
             }
-            let rest = &text[start..];
-            let (base, after) = if let Some(r) = rest.strip_prefix("crate::") {
-                (Vec::new(), r)
-            } else if let Some(r) = rest.strip_prefix("membloat_exporter::") {
-                (Vec::new(), r)
-            } else if rest.starts_with("super::") {
-                let mut r = rest;
-                let mut base = here.clone();
-                while let Some(next) = r.strip_prefix("super::") {
-                    base.pop();
-                    r = next;
-                }
-                (base, r)
-            } else if let Some(r) = rest.strip_prefix("self::") {
-                (here.clone(), r)
-            } else {
+            let Some((base, after)) = based(&text[start..], here) else {
                 continue;
             };
             for path in tree(after) {
                 let full: Vec<String> = base.iter().cloned().chain(path).collect();
-                // The module it names: the longest prefix that is a module file.
-                let target = (0..=full.len())
-                    .rev()
-                    .map(|n| full[..n].to_vec())
-                    .find(|m| modules.contains(m))
-                    .unwrap_or_default();
-                found.push((line_of(start), target));
+                found.push((line_of(start), resolve(&full, &modules, &imports)));
+            }
+        }
+        // A glob import: every word of the file that is a module or a name of the globbed
+        // module names what it leads to.
+        let globbed: Vec<Vec<String>> = imports[here]
+            .iter()
+            .filter(|(n, _)| n == "*")
+            .map(|(_, g)| resolve(g, &modules, &imports))
+            .collect();
+        for g in &globbed {
+            let mut at = 0;
+            while at < text.len() {
+                let word = ident(&text[at..]);
+                if word.is_empty() {
+                    at += text[at..].chars().next().map_or(1, char::len_utf8);
+                    continue;
+                }
+                let after_colons = text[..at].ends_with("::");
+                if !after_colons {
+                    let full: Vec<String> = g.iter().cloned().chain([word.to_string()]).collect();
+                    let target = resolve(&full, &modules, &imports);
+                    if target != *g {
+                        found.push((line_of(at), target));
+                    }
+                }
+                at += word.len();
             }
         }
         for (line, target) in found {
@@ -472,6 +605,78 @@ fn planted_cycles_are_found() {
             vec!["a", "b", "d"]
         ]
     );
+}
+
+/// The cycles of a copy of the real tree with each `(file, line)` planted at its file's
+/// top (at its end when the line starts with a newline).
+fn planted_cycles(plants: &[(&str, &str)]) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(std::process::Command::new("cp")
+        .arg("-a")
+        .arg(src())
+        .arg(dir.path())
+        .status()
+        .unwrap()
+        .success());
+    let copy = dir.path().join("src");
+    for (file, line) in plants {
+        let path = copy.join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let planted = if line.starts_with('\n') {
+            format!("{text}{line}\n")
+        } else {
+            format!("{line}\n{text}")
+        };
+        std::fs::write(&path, planted).unwrap();
+    }
+    cycles(&module_graph(&copy))
+}
+
+/// The ways around a path-by-path reading, planted, are found: a sibling reached through
+/// the parent's import of it (`super::Name`, where the parent has `use child::Name`), and
+/// through a glob import of the parent (`use super::*`, then a bare sibling path or a bare
+/// name the parent imports). An inline test module's `use super::*` is not the file's.
+#[test]
+fn cycles_through_reexports_and_glob_imports_are_found() {
+    let found = planted_cycles(&[("collect/processes/known.rs", "use super::ReadContext;")]);
+    for want in [
+        "collect::processes::known -> collect::processes::context (collect/processes/known.rs:1)",
+        "collect::processes::context -> collect::processes::known (",
+    ] {
+        assert!(
+            found.iter().any(|f| f.starts_with(want)),
+            "not found: {want}\nfound:\n{}",
+            found.join("\n")
+        );
+    }
+    assert_eq!(found.len(), 2, "{}", found.join("\n"));
+    // A bare sibling path after a glob of the parent.
+    let found = planted_cycles(&[("model/signals.rs", "use super::*; fn g(_: kills::Z) {}")]);
+    assert!(
+        found
+            .iter()
+            .any(|f| f.starts_with("model::signals -> model::kills (model/signals.rs:1)")),
+        "{}",
+        found.join("\n")
+    );
+    // A bare name the parent imports from a sibling, after a glob of the parent.
+    let found = planted_cycles(&[
+        ("collect/processes/known.rs", "use super::*;"),
+        ("collect/processes/known.rs", "fn h(_: &ReadContext) {}"),
+    ]);
+    assert!(
+        found.iter().any(|f| f.starts_with(
+            "collect::processes::known -> collect::processes::context (collect/processes/known.rs:1)"
+        )),
+        "{}",
+        found.join("\n")
+    );
+    // The same glob inside an inline test module is the test's, not the file's.
+    let found = planted_cycles(&[(
+        "collect/processes/known.rs",
+        "\n#[cfg(test)]\nmod tests {\n    use super::*;\n    fn h(_: &ReadContext) {}\n}",
+    )]);
+    assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
 /// A copy of the real tree with `line` planted at the top of `file`, and what the checker

@@ -85,14 +85,14 @@ fn read_process_files(
         let prior = Prior::of(k, &k.reading.comm);
         if plan(Some(prior), *m, due, stuck).standing == Standing::Unchanged {
             if !k.cpu_moving {
-                return Ok(Some(still(ctx, k, fd.clone(), None)));
+                return Ok(Some(still(ctx.clk_tck, k, fd.clone(), None)));
             }
             // Its CPU time moved at the last read: `stat` alone is read again until it
             // stops, so a process that has just gone to sleep is seen idle at once.
             progress::at(at, progress::File::Stat);
             let stat = source.parse_pid(pid, "stat", &mut bufs.main, Stat::parse)?;
             if stat.start_ticks == k.start_ticks {
-                return Ok(Some(still(ctx, k, fd.clone(), Some(stat))));
+                return Ok(Some(still(ctx.clk_tck, k, fd.clone(), Some(stat))));
             }
         }
     }

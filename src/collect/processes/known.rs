@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::ReadContext;
 use crate::collect::{ProcessFiles, ProcessSample};
 use crate::parse::stat::Stat;
 use crate::source::Kept;
@@ -80,7 +79,7 @@ pub(super) fn cpu_ticks(s: &Stat) -> u64 {
 /// its CPU time is this scan's; without, there is none, and the signals keep their last
 /// verdict on idleness until CPU time is read again.
 pub(super) fn still(
-    ctx: &ReadContext,
+    clk_tck: f64,
     k: &Known,
     fd: Arc<Kept>,
     stat: Option<Stat>,
@@ -96,7 +95,7 @@ pub(super) fn still(
         known.cpu_moving = cpu_ticks(&stat) != k.cpu_ticks;
         known.cpu_ticks = cpu_ticks(&stat);
         known.state = stat.state;
-        cpu_seconds = Some(stat.cpu_seconds(ctx.clk_tck));
+        cpu_seconds = Some(stat.cpu_seconds(clk_tck));
     }
     let sample = ProcessSample::new(Arc::clone(&known.reading), known.state, cpu_seconds);
     (sample, known)
