@@ -160,18 +160,33 @@ pub fn java_heap(j: &JavaHeap, pid: u32) -> Remedy {
         .is_some_and(|f| f >= committed.saturating_sub(1 << 20));
     if at_floor {
         let floor = j.floor_bytes.unwrap_or(0) >> 20;
-        let next = match j.collector {
-            Collector::G1 => {
-                format!("-Xms{xms}m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30{periodic}")
-            }
-            _ => format!("-Xms{xms}m"),
+        // What lets each collector give back above the lower floor once started with it.
+        let (next, and) = match j.collector {
+            Collector::G1 => (
+                Some(g1_next(xms, periodic)),
+                if periodic.is_empty() { "" } else { ", and a periodic collection so that G1 shrinks it while the program idles" },
+            ),
+            Collector::Z if j.feature.is_some_and(|f| f < 13) => (None, ", on a JDK of 13 or later: this ZGC never gives heap back"),
+            Collector::Z => (
+                Some(format!("-Xms{xms}m -XX:ZUncommitDelay=30")),
+                ", and a shorter uncommit delay, after which ZGC gives back what it does not use",
+            ),
+            Collector::Shenandoah => (
+                Some(format!("-Xms{xms}m -XX:+UnlockExperimentalVMOptions -XX:ShenandoahUncommitDelay=30000")),
+                ", and a shorter uncommit delay (an experimental flag, so unlocked first)",
+            ),
+            Collector::Parallel | Collector::Serial => (
+                Some(format!("-XX:+UseG1GC {}", g1_next(xms, periodic))),
+                ", with G1 in place of its collector, which keeps the heap it grew even above a lower -Xms",
+            ),
+            Collector::Other => (Some(format!("-Xms{xms}m")), ""),
         };
         return Remedy {
-            what: format!("the heap is at its floor (-Xms{floor}m, all of it committed): no collector gives back below -Xms, and nothing at run time lowers it; start it with a lower -Xms (next start){}", if j.collector == Collector::G1 && !periodic.is_empty() { ", and a periodic collection so that G1 shrinks it while the program idles" } else { "" }),
+            what: format!("the heap is at its floor (-Xms{floor}m, all of it committed): no collector gives back below -Xms, and nothing at run time lowers it; start it with a lower -Xms (next start){and}"),
             cost: Some(COST),
             now: None,
             now_gives_back_bytes: None,
-            next_start: Some(next),
+            next_start: next,
         };
     }
     let ratios = format!("jcmd {pid} VM.set_flag MinHeapFreeRatio 10 && jcmd {pid} VM.set_flag MaxHeapFreeRatio 30 && jcmd {pid} GC.run");
@@ -187,8 +202,9 @@ pub fn java_heap(j: &JavaHeap, pid: u32) -> Remedy {
             next_start: Some(format!("-XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30{periodic}")),
         },
         Collector::Parallel | Collector::Serial => Remedy {
-            what: format!("the {} collector keeps the heap it grew (Parallel's adaptive sizing ignores the free ratios; Serial shrinks a little more at each full collection): a lower -Xmx bounds what it can keep, and G1 (-XX:+UseG1GC) gives heap back at run time", j.collector.as_str()),
+            what: format!("the {} collector keeps the heap it grew, even started with a lower -Xms (Parallel's adaptive sizing ignores the free ratios; Serial's shrink at a full collection gives little back): G1 gives heap back at run time, so start it with G1 in place of its collector, with the free ratios (next start); a lower -Xmx bounds what it can keep", j.collector.as_str()),
             cost: Some(COST),
+            next_start: Some(format!("-XX:+UseG1GC {}", g1_next(xms, periodic))),
             ..Remedy::default()
         },
         Collector::Z if j.feature.is_some_and(|f| f < 13) => Remedy {
@@ -236,6 +252,12 @@ pub fn go_heap(version: &str) -> Advice {
         what,
         Some("more frequent collections near the limit, and the heap regrows (page faults, zeroing) at the next burst"),
     )
+}
+
+/// G1's next start: a floor of `xms` MiB, the free ratios it shrinks by at a full
+/// collection, and (`periodic`, JDK 12+) a periodic collection while it idles.
+fn g1_next(xms: u64, periodic: &str) -> String {
+    format!("-Xms{xms}m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30{periodic}")
 }
 
 /// Why a Go program's heap was not read, and what would let it be.
