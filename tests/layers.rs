@@ -495,20 +495,8 @@ fn every_room_imports_only_its_layer_and_below() {
 /// form: every one is caught, at its line.
 #[test]
 fn planted_upward_imports_are_caught_in_every_form() {
-    let dir = tempfile::tempdir().unwrap();
-    assert!(std::process::Command::new("cp")
-        .arg("-a")
-        .arg(src())
-        .arg(dir.path())
-        .status()
-        .unwrap()
-        .success());
-    let copy = dir.path().join("src");
-    let plant = |file: &str, line: &str| {
-        let path = copy.join(file);
-        let text = std::fs::read_to_string(&path).unwrap();
-        std::fs::write(&path, format!("{line}\n{text}")).unwrap();
-    };
+    let (_dir, copy) = copy_of_tree();
+    let plant = |file: &str, line: &str| plant(&copy, file, line);
     plant("model/state.rs", "use crate::{serve::shared::Shared};");
     plant(
         "model/groups.rs",
@@ -555,20 +543,8 @@ fn no_module_is_part_of_an_import_cycle() {
 /// The cycle finder itself: the cycles this tree once had, planted again, are found.
 #[test]
 fn planted_cycles_are_found() {
-    let dir = tempfile::tempdir().unwrap();
-    assert!(std::process::Command::new("cp")
-        .arg("-a")
-        .arg(src())
-        .arg(dir.path())
-        .status()
-        .unwrap()
-        .success());
-    let copy = dir.path().join("src");
-    let plant = |file: &str, line: &str| {
-        let path = copy.join(file);
-        let text = std::fs::read_to_string(&path).unwrap();
-        std::fs::write(&path, format!("{line}\n{text}")).unwrap();
-    };
+    let (_dir, copy) = copy_of_tree();
+    let plant = |file: &str, line: &str| plant(&copy, file, line);
     // collect: deep -> processes (already), processes::known -> deep (planted).
     plant("collect/processes/known.rs", "use crate::collect::deep::X;");
     // heap: arenas -> walk (already), walk -> arenas (planted, in a group).
@@ -607,9 +583,8 @@ fn planted_cycles_are_found() {
     );
 }
 
-/// The cycles of a copy of the real tree with each `(file, line)` planted at its file's
-/// top (at its end when the line starts with a newline).
-fn planted_cycles(plants: &[(&str, &str)]) -> Vec<String> {
+/// A copy of the real tree (kept while the directory lives) and the path of its `src`.
+fn copy_of_tree() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     assert!(std::process::Command::new("cp")
         .arg("-a")
@@ -619,15 +594,27 @@ fn planted_cycles(plants: &[(&str, &str)]) -> Vec<String> {
         .unwrap()
         .success());
     let copy = dir.path().join("src");
+    (dir, copy)
+}
+
+/// `line` planted in `file` of the tree at `copy`: at its top, or at its end when the line
+/// starts with a newline.
+fn plant(copy: &Path, file: &str, line: &str) {
+    let path = copy.join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let planted = if line.starts_with('\n') {
+        format!("{text}{line}\n")
+    } else {
+        format!("{line}\n{text}")
+    };
+    std::fs::write(&path, planted).unwrap();
+}
+
+/// The cycles of a copy of the real tree with each `(file, line)` planted.
+fn planted_cycles(plants: &[(&str, &str)]) -> Vec<String> {
+    let (_dir, copy) = copy_of_tree();
     for (file, line) in plants {
-        let path = copy.join(file);
-        let text = std::fs::read_to_string(&path).unwrap();
-        let planted = if line.starts_with('\n') {
-            format!("{text}{line}\n")
-        } else {
-            format!("{line}\n{text}")
-        };
-        std::fs::write(&path, planted).unwrap();
+        plant(&copy, file, line);
     }
     cycles(&module_graph(&copy))
 }
@@ -682,18 +669,9 @@ fn cycles_through_reexports_and_glob_imports_are_found() {
 /// A copy of the real tree with `line` planted at the top of `file`, and what the checker
 /// says of it.
 fn planted(file: &str, line: &str) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    assert!(std::process::Command::new("cp")
-        .arg("-a")
-        .arg(src())
-        .arg(dir.path())
-        .status()
-        .unwrap()
-        .success());
-    let path = dir.path().join("src").join(file);
-    let text = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, format!("{line}\n{text}")).unwrap();
-    violations(&dir.path().join("src")).0
+    let (_dir, copy) = copy_of_tree();
+    plant(&copy, file, line);
+    violations(&copy).0
 }
 
 /// The foundations hold each other to their order too: between any two of them, an
