@@ -20,7 +20,12 @@ const NOT_SERVED_HERE: [(&str, &str); 1] = [(
 /// Rows only the live host can show: the fixture's SwapFree is absurd (dropped) and a
 /// fixture has no process memory for the heap walk to read, nor a JVM (the live run has
 /// one of its own).
-const LIVE_ONLY: [&str; 30] = [
+const LIVE_ONLY: [&str; 35] = [
+    "membloat_process_python_arenas",
+    "membloat_process_python_allocated_bytes",
+    "membloat_process_python_unused_bytes",
+    "membloat_process_python_unused_resident_bytes",
+    "membloat_process_python_unmeasured",
     "membloat_process_jemalloc_active_bytes",
     "membloat_process_jemalloc_dirty_bytes",
     "membloat_process_jemalloc_muzzy_bytes",
@@ -130,6 +135,19 @@ fn every_family_served_has_its_row_and_every_row_is_served() {
         &["2", "1", "0"],
         &[("LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")],
     );
+    // CPython with its symbols (measured), and Debian's stripped one (unmeasured).
+    let stats = tempfile::tempdir().unwrap();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/pyarenas.py");
+    let python = |interpreter: &str, name: &str| {
+        let mut cmd = std::process::Command::new(which(interpreter));
+        cmd.arg(&script)
+            .args(["1", "50000", "50"])
+            .arg(stats.path().join(name));
+        common::repro::Repro::spawn("pyarenas", cmd)
+    };
+    let _python = python("python3", "measured");
+    let _stripped_python = python("/usr/bin/python3.11", "stripped");
     let live = run(&[
         "--once",
         "--once.interval=1s",

@@ -23,17 +23,19 @@ use super::catalogue::{
     PROCESS_JVM_HEAP_RESIDENT_BYTES, PROCESS_JVM_HEAP_USED_BYTES, PROCESS_JVM_INFO,
     PROCESS_JVM_METASPACE_COMMITTED_BYTES, PROCESS_JVM_METASPACE_USED_BYTES,
     PROCESS_JVM_UNMEASURED, PROCESS_OOM_RANK, PROCESS_OOM_SCORE, PROCESS_OOM_SCORE_ADJ,
-    PROCESS_PSS_BYTES, PROCESS_REGROWN_BYTES_TOTAL, PROCESS_REGROWN_SINCE_TROUGH_BYTES,
-    PROCESS_RESIDENT_ANON_BYTES, PROCESS_RESIDENT_BYTES, PROCESS_RESIDENT_FILE_BYTES,
-    PROCESS_RESIDENT_PEAK_BYTES, PROCESS_RESIDENT_SHMEM_BYTES, PROCESS_RETAINED_PEAK_RATIO,
-    PROCESS_RUNTIME_HELD_BYTES, PROCESS_START_TIME_SECONDS, PROCESS_SWAP_BYTES,
-    PROCESS_THP_ANON_RATIO, PROCESS_THP_ENABLED, PROCESS_THREADS, PROCESS_UNTOUCHED_COMMIT_BYTES,
-    PROCESS_VIRTUAL_BYTES,
+    PROCESS_PSS_BYTES, PROCESS_PYTHON_ALLOCATED_BYTES, PROCESS_PYTHON_ARENAS,
+    PROCESS_PYTHON_UNMEASURED, PROCESS_PYTHON_UNUSED_BYTES, PROCESS_PYTHON_UNUSED_RESIDENT_BYTES,
+    PROCESS_REGROWN_BYTES_TOTAL, PROCESS_REGROWN_SINCE_TROUGH_BYTES, PROCESS_RESIDENT_ANON_BYTES,
+    PROCESS_RESIDENT_BYTES, PROCESS_RESIDENT_FILE_BYTES, PROCESS_RESIDENT_PEAK_BYTES,
+    PROCESS_RESIDENT_SHMEM_BYTES, PROCESS_RETAINED_PEAK_RATIO, PROCESS_RUNTIME_HELD_BYTES,
+    PROCESS_START_TIME_SECONDS, PROCESS_SWAP_BYTES, PROCESS_THP_ANON_RATIO, PROCESS_THP_ENABLED,
+    PROCESS_THREADS, PROCESS_UNTOUCHED_COMMIT_BYTES, PROCESS_VIRTUAL_BYTES,
 };
 use super::{u, Families, Labels, Num};
 use crate::collect::heap::golang::Go;
 use crate::collect::heap::jemalloc::Jemalloc;
 use crate::collect::heap::jvm::{Jvm, Space};
+use crate::collect::heap::python::Python;
 use crate::collect::heap::walk::{HeapKind, HeapTotals};
 use crate::model::derive::ProcessReport;
 use crate::model::groups::GroupStats;
@@ -312,6 +314,26 @@ const TOP: &[(&Metric, Get)] = &[
     (
         &PROCESS_JEMALLOC_UNMEASURED,
         Get::Unmeasured(|p| p.signals.unmeasured_label::<Jemalloc>()),
+    ),
+    (
+        &PROCESS_PYTHON_ARENAS,
+        Get::One(|p| u(Some(p.signals.figure::<Python>()?.arenas))),
+    ),
+    (
+        &PROCESS_PYTHON_ALLOCATED_BYTES,
+        Get::One(|p| u(Some(p.signals.figure::<Python>()?.allocated_bytes))),
+    ),
+    (
+        &PROCESS_PYTHON_UNUSED_BYTES,
+        Get::One(|p| u(Some(p.signals.figure::<Python>()?.unused_bytes()))),
+    ),
+    (
+        &PROCESS_PYTHON_UNUSED_RESIDENT_BYTES,
+        Get::One(|p| u(Some(p.signals.figure::<Python>()?.unused_resident_bytes))),
+    ),
+    (
+        &PROCESS_PYTHON_UNMEASURED,
+        Get::Unmeasured(|p| p.signals.unmeasured_label::<Python>()),
     ),
     (&PROCESS_ARENA_HEAPS, Get::One(|p| u(p.signals.arena_heaps))),
     (

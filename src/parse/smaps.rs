@@ -64,8 +64,13 @@ pub enum Library {
     JvmLibrary,
     /// `/memfd:java_heap`: ZGC's Java heap, one file mapped at several addresses.
     ZgcHeap,
-    /// `libpython3.*.so` or a `python3.*` executable (often linked statically).
+    /// A `python3.*` executable (often the interpreter itself, linked statically).
     Python,
+    /// `libpython3.*.so`: the interpreter, loaded by a small executable.
+    PythonLibrary,
+    /// A free-threaded interpreter (`python3.13t`, `libpython3.13t.so`): mimalloc's
+    /// objects, no pymalloc arenas.
+    PythonFreeThreaded,
     /// `libnode.so.*` or the `node` executable.
     Node,
     /// `/tmp/hsperfdata_<user>/<pid>`: a HotSpot JVM's perf data, mapped by the JVM
@@ -93,8 +98,23 @@ impl Library {
             Some(Library::JvmLibrary)
         } else if base == "java" {
             Some(Library::Jvm)
-        } else if (base.starts_with("libpython3") && base.contains(".so")) || is_python(base) {
-            Some(Library::Python)
+        } else if let Some(version) = base
+            .strip_prefix("libpython")
+            .and_then(|rest| rest.split_once(".so"))
+            .map(|(version, _)| version)
+            .filter(|v| v.starts_with('3'))
+        {
+            Some(if version.ends_with('t') {
+                Library::PythonFreeThreaded
+            } else {
+                Library::PythonLibrary
+            })
+        } else if let Some(free_threaded) = python_executable(base) {
+            Some(if free_threaded {
+                Library::PythonFreeThreaded
+            } else {
+                Library::Python
+            })
         } else if base.starts_with("libnode.so") || base == "node" || base == "nodejs" {
             Some(Library::Node)
         } else if base == "memfd:java_heap" {
@@ -117,10 +137,18 @@ fn is_perf_data(name: &str) -> bool {
     !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) && dir.starts_with("hsperfdata_")
 }
 
-/// `python`, `python3`, `python3.11`: an interpreter executable.
-fn is_python(base: &str) -> bool {
-    base.strip_prefix("python")
-        .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+/// `python`, `python3`, `python3.11`: an interpreter executable (`Some(false)`), or a
+/// free-threaded one, `python3.13t` (`Some(true)`).
+fn python_executable(base: &str) -> Option<bool> {
+    let rest = base.strip_prefix("python")?;
+    let (version, free_threaded) = match rest.strip_suffix('t') {
+        Some(v) if !v.is_empty() => (v, true),
+        _ => (rest, false),
+    };
+    version
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b == b'.')
+        .then_some(free_threaded)
 }
 
 /// A set of [`Library`].

@@ -281,8 +281,8 @@ pub const CGROUP_RUNTIME_HELD_BYTES: Metric = crate::family::metric!(
     Bytes,
     ["cgroup", "runtime"],
     SECTION,
-    "/proc/PID/mem (hsperfdata, libjvm, Go's runtime, jemalloc's arenas), pagemap, cgroup",
-    "Resident memory a managed runtime or jemalloc holds unused, summed by memory cgroup (runtime=\"jvm\", \"go\" or \"jemalloc\"): its share of membloat_cgroup_hoarded_bytes. Only cgroups with such a process.",
+    "/proc/PID/mem (hsperfdata, libjvm, Go's runtime, jemalloc's and pymalloc's arenas), pagemap, cgroup",
+    "Resident memory a managed runtime or jemalloc holds unused, summed by memory cgroup (runtime=\"jvm\", \"go\", \"jemalloc\" or \"python\"): its share of membloat_cgroup_hoarded_bytes. Only cgroups with such a process.",
 );
 
 pub const CGROUP_OOM_KILLS_TOTAL: Metric = crate::family::metric!(

@@ -19,6 +19,39 @@ pub fn first_mapping(vmas: &[crate::parse::smaps::Vma], id: FileId) -> Option<u6
         .min()
 }
 
+/// Why the library a reader reads could not be opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotOpened {
+    /// It lies on a FUSE or network mount, which no reader opens.
+    Remote,
+    /// It could not be opened (no ptrace access, process gone).
+    Unreadable,
+}
+
+/// The lowest mapping of `library` in the process, opened as the process maps it
+/// (`/proc/PID/map_files`), never on a FUSE or network mount; `None` when it maps none.
+pub fn open_library(
+    source: &crate::source::Source,
+    pid: u32,
+    vmas: &[crate::parse::smaps::Vma],
+    remote: Option<&crate::parse::mountinfo::Remote>,
+    library: crate::parse::smaps::Library,
+) -> Result<Option<crate::source::PidFile>, NotOpened> {
+    let Some(v) = vmas
+        .iter()
+        .filter(|v| v.library == Some(library))
+        .min_by_key(|v| v.start)
+    else {
+        return Ok(None);
+    };
+    let link = format!("map_files/{:x}-{:x}", v.start, v.end);
+    match source.open_pid_local(pid, &link, remote) {
+        Ok(Some(f)) => Ok(Some(f)),
+        Ok(None) => Err(NotOpened::Remote),
+        Err(_) => Err(NotOpened::Unreadable),
+    }
+}
+
 /// Up to `max` values, one per binary; the oldest goes first.
 pub struct ByFile<V> {
     kept: Mutex<Vec<(FileId, Arc<V>)>>,

@@ -1,7 +1,7 @@
 //! The heap readers: what a process's allocator and runtime hold free, measured from
 //! outside through `/proc/PID/mem` and `/proc/PID/pagemap` for deep-tier candidates:
-//! glibc's heaps (`glibc/`), jemalloc's arenas (`jemalloc/`), a JVM's heap (`jvm/`) and
-//! a Go runtime's (`golang/`), each in the shape `reads.rs` gives and listed in
+//! glibc's heaps (`glibc/`), jemalloc's arenas (`jemalloc/`), a JVM's heap (`jvm/`), a
+//! Go runtime's (`golang/`) and CPython's arenas (`python/`), each in the shape `reads.rs` gives and listed in
 //! `readers.rs`.
 //!
 //! Each reader is pure over a `Target`; this module tells the process's allocator and
@@ -19,6 +19,7 @@ pub mod jemalloc;
 pub mod jvm;
 pub mod linked;
 pub mod memory;
+pub mod python;
 pub mod reader;
 pub mod readers;
 pub mod reads;

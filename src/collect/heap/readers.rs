@@ -162,6 +162,7 @@ readers! {
     jvm: Jvm => super::jvm::Jvm,
     go: Go => super::golang::Go,
     jemalloc: Jemalloc => super::jemalloc::Jemalloc,
+    python: Python => super::python::Python,
 }
 
 /// How many readers there are.

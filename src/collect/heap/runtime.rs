@@ -92,7 +92,10 @@ pub fn identify(libs: Libraries, go: Option<String>, linked: Option<Allocator>) 
         Runtime::Go
     } else if libs.has(Library::Jvm) || libs.has(Library::JvmLibrary) {
         Runtime::Jvm
-    } else if libs.has(Library::Python) {
+    } else if libs.has(Library::Python)
+        || libs.has(Library::PythonLibrary)
+        || libs.has(Library::PythonFreeThreaded)
+    {
         Runtime::Python
     } else if libs.has(Library::Node) {
         Runtime::Node

@@ -190,3 +190,30 @@ fn a_jvms_perf_data_file_is_told_by_its_directory_and_pid_name() {
         assert_eq!(Library::of(name), None, "{name}");
     }
 }
+
+#[test]
+fn a_python_interpreter_is_told_as_executable_library_or_free_threaded() {
+    for (name, want) in [
+        ("/usr/bin/python3.11", Some(Library::Python)),
+        ("/usr/local/bin/python3", Some(Library::Python)),
+        ("/opt/py/bin/python", Some(Library::Python)),
+        (
+            "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0",
+            Some(Library::PythonLibrary),
+        ),
+        (
+            "/root/.pyenv/versions/3.9.18/lib/libpython3.9.so.1.0",
+            Some(Library::PythonLibrary),
+        ),
+        (
+            "/usr/lib/libpython3.13t.so.1.0",
+            Some(Library::PythonFreeThreaded),
+        ),
+        ("/usr/bin/python3.13t", Some(Library::PythonFreeThreaded)),
+        ("/usr/lib/libpython2.7.so.1.0", None),
+        ("/usr/bin/pythonista", None),
+        ("/usr/bin/pythont", None),
+    ] {
+        assert_eq!(Library::of(name), want, "{name}");
+    }
+}

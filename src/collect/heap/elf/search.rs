@@ -23,6 +23,29 @@ impl Elf {
         bin: &B,
         wanted: impl Fn(&[u8]) -> Option<T>,
     ) -> Result<Option<(T, u64)>, Fault> {
+        self.find_symbol_in(bin, |n| wanted(n).is_some(), &wanted)
+    }
+
+    /// The address of the symbol named exactly `name`, also when the linker kept its name
+    /// only as the tail of a longer one (`arenas` in `usable_arenas`).
+    pub fn find_named<B: Binary + ?Sized>(
+        &self,
+        bin: &B,
+        name: &[u8],
+    ) -> Result<Option<u64>, Fault> {
+        let found =
+            self.find_symbol_in(bin, |n| n.ends_with(name), |n| (n == name).then_some(()))?;
+        Ok(found.map(|(_, at)| at))
+    }
+
+    /// [`Elf::find_symbol`], with the strings that may hold a wanted name (whole or as
+    /// their tail) told by `candidate`.
+    fn find_symbol_in<B: Binary + ?Sized, T: Copy>(
+        &self,
+        bin: &B,
+        candidate: impl Fn(&[u8]) -> bool,
+        wanted: impl Fn(&[u8]) -> Option<T>,
+    ) -> Result<Option<(T, u64)>, Fault> {
         let tables = self
             .sections
             .iter()
@@ -50,7 +73,7 @@ impl Elf {
                         }
                         continue;
                     }
-                    if wanted(&name).is_some() && candidates.len() < MAX_CANDIDATES {
+                    if candidate(&name) && candidates.len() < MAX_CANDIDATES {
                         candidates.push((start, name.clone()));
                     }
                     name.clear();

@@ -153,28 +153,27 @@ pub fn read_process<T: Target>(
     read(target, layout, layout.bias(base))
 }
 
-/// The library mapped for jemalloc (`libjemalloc.so*`), opened as the process maps it
-/// (`/proc/PID/map_files`), never on a FUSE or network mount; `None` when there is none:
-/// then the executable links it in.
+/// The library mapped for jemalloc (`libjemalloc.so*`), opened as the process maps it,
+/// never on a FUSE or network mount; `None` when there is none: then the executable links
+/// it in.
 pub fn library(
     source: &crate::source::Source,
     pid: u32,
     vmas: &[Vma],
     remote: Option<&crate::parse::mountinfo::Remote>,
 ) -> Result<Option<crate::source::PidFile>, Unmeasured> {
-    let library = vmas
-        .iter()
-        .filter(|v| v.library == Some(crate::parse::smaps::Library::Jemalloc))
-        .min_by_key(|v| v.start);
-    let Some(v) = library else {
-        return Ok(None);
-    };
-    let link = format!("map_files/{:x}-{:x}", v.start, v.end);
-    match source.open_pid_local(pid, &link, remote) {
-        Ok(Some(f)) => Ok(Some(f)),
-        Ok(None) => Err(Unmeasured::RemoteFile),
-        Err(_) => Err(Unmeasured::Unreadable),
-    }
+    use super::binaries::{open_library, NotOpened};
+    open_library(
+        source,
+        pid,
+        vmas,
+        remote,
+        crate::parse::smaps::Library::Jemalloc,
+    )
+    .map_err(|e| match e {
+        NotOpened::Remote => Unmeasured::RemoteFile,
+        NotOpened::Unreadable => Unmeasured::Unreadable,
+    })
 }
 
 #[cfg(test)]

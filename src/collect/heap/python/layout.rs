@@ -1,0 +1,163 @@
+//! Where CPython keeps its small-object allocator's state, per version, and the binary's
+//! own facts that find it: the interpreter's version (`Py_Version`, exported from 3.11),
+//! and the addresses of the state's parts in its symbol tables.
+//!
+//! - 3.8 to 3.11: static variables of `Objects/obmalloc.c` (`arenas`, `maxarenas`,
+//!   `narenas_currently_allocated`), in `.symtab` only: a stripped build loses them.
+//! - 3.12: the main interpreter's `obmalloc` state, inside `_PyRuntime` (exported in
+//!   `.dynsym`, so it survives `--strip-all`).
+//! - 3.13: a pointer to that state, inside `_PyRuntime`.
+//!
+//! The places inside `_PyRuntime` are those of the release builds' DWARF (`gdb`'s offsets,
+//! checked by `tests/python.rs` against each build here); what is read there is checked
+//! against itself before it is believed (see `read.rs`).
+
+use super::Unmeasured;
+use crate::collect::heap::elf::{Binary, Elf, Fault};
+
+/// The sizes of one version's arenas and pools (x86-64, 64-bit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizes {
+    /// `ARENA_SIZE`: 256 KiB to 3.9, 1 MiB from 3.10.
+    pub arena: u64,
+    /// `POOL_SIZE`: 4 KiB to 3.9, 16 KiB from 3.10 (with the radix tree, the default).
+    pub pool: u64,
+}
+
+impl Sizes {
+    /// Pools an arena holds when its address is pool-aligned (one fewer when not).
+    pub fn pools(self) -> u64 {
+        self.arena / self.pool
+    }
+}
+
+/// Sizes before 3.10.
+pub const SMALL: Sizes = Sizes {
+    arena: 256 << 10,
+    pool: 4 << 10,
+};
+/// Sizes from 3.10 (`USE_LARGE_ARENAS`, `USE_LARGE_POOLS`).
+pub const LARGE: Sizes = Sizes {
+    arena: 1 << 20,
+    pool: 16 << 10,
+};
+
+/// `sizeof(struct pool_header)` rounded up to `ALIGNMENT`: `POOL_OVERHEAD`.
+pub const POOL_OVERHEAD: u64 = 48;
+/// `ALIGNMENT` on 64-bit: a size class's blocks are `(index + 1) * 16` bytes.
+pub const ALIGNMENT: u64 = 16;
+/// `NB_SMALL_SIZE_CLASSES`: 512 / 16.
+pub const SIZE_CLASSES: u64 = 32;
+/// `sizeof(struct arena_object)`.
+pub const ARENA_OBJECT: u64 = 48;
+
+/// Where the fields of `struct _obmalloc_mgmt` are (3.12 and 3.13, the same), from its
+/// start; the state's `mgmt` follows its `pools` (512 bytes).
+pub const MGMT_IN_STATE: u64 = 512;
+pub const MGMT_ARENAS: u64 = 0;
+pub const MGMT_MAXARENAS: u64 = 8;
+pub const MGMT_NARENAS: u64 = 552;
+
+/// Where the main interpreter's allocator state is, per minor version from 3.12:
+/// `_PyRuntime._main_interpreter` plus `PyInterpreterState.obmalloc`, and whether that
+/// field is the state (3.12) or a pointer to it (3.13).
+pub const IN_RUNTIME: [(u32, u64, bool); 2] =
+    [(12, 0x12a68 + 0xf78, false), (13, 0x15920 + 0x2a30, true)];
+
+/// How the state is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// 3.8-3.11's static variables, at their link-time addresses.
+    Statics {
+        arenas: u64,
+        maxarenas: u64,
+        narenas: u64,
+    },
+    /// 3.12 and later: inside `_PyRuntime`, at its link-time address.
+    Runtime { runtime: u64 },
+}
+
+/// What is read of one binary (the executable, or `libpython3.*.so`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// `Py_Version`'s link-time address (3.11 and later).
+    pub py_version: Option<u64>,
+    pub state: State,
+    /// The radix tree's root is there (`arena_map_root`, 3.10 and 3.11): large pools.
+    pub radix: bool,
+    /// The lowest address a loadable segment asks for, and whether the binary is loaded
+    /// wherever the loader puts it.
+    first_vaddr: u64,
+    pie: bool,
+}
+
+impl Layout {
+    /// A layout whose state is `state`, in a binary loaded where it was linked (tests, the
+    /// fuzzer).
+    #[doc(hidden)]
+    pub fn at(py_version: Option<u64>, state: State, radix: bool) -> Layout {
+        Layout {
+            py_version,
+            state,
+            radix,
+            first_vaddr: 0,
+            pie: false,
+        }
+    }
+
+    /// The amount to add to link-time addresses, given where the binary's first mapping
+    /// (file offset 0) starts.
+    pub fn bias(&self, first_mapping: u64) -> u64 {
+        if self.pie {
+            first_mapping.wrapping_sub(self.first_vaddr & !0xfff)
+        } else {
+            0
+        }
+    }
+}
+
+/// The layout of the CPython in `bin`: where its allocator's state is.
+pub fn of<B: Binary + ?Sized>(bin: &B) -> Result<Layout, Unmeasured> {
+    let fault = |f: Fault| match f {
+        Fault::Stripped => Unmeasured::Stripped,
+        Fault::TooLarge => Unmeasured::Budget,
+        Fault::Malformed => Unmeasured::UnknownLayout,
+    };
+    let elf = Elf::parse(bin).map_err(fault)?;
+    let find = |name: &'static [u8]| elf.find_named(bin, name).map_err(fault);
+    let runtime = find(b"_PyRuntime")?.ok_or(Unmeasured::UnknownVersion)?;
+    let py_version = find(b"Py_Version")?;
+    let statics = if elf.has_symtab() {
+        let arenas = find(b"arenas")?;
+        let maxarenas = find(b"maxarenas")?;
+        let narenas = find(b"narenas_currently_allocated")?;
+        // 3.8 brought `nfp2lasta`; before it, other size classes (8-byte alignment).
+        let modern = find(b"nfp2lasta")?.is_some();
+        match (arenas, maxarenas, narenas) {
+            (Some(arenas), Some(maxarenas), Some(narenas)) if modern => Some(State::Statics {
+                arenas,
+                maxarenas,
+                narenas,
+            }),
+            (Some(_), Some(_), _) => return Err(Unmeasured::UnknownVersion),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    let radix = elf.has_symtab() && find(b"arena_map_root")?.is_some();
+    let state = match (statics, py_version) {
+        (Some(s), _) => s,
+        // Without the statics and without `Py_Version`: 3.10 or older, stripped.
+        (None, None) => return Err(Unmeasured::Stripped),
+        // 3.11 stripped is told from 3.12 and later once its version is read.
+        (None, Some(_)) => State::Runtime { runtime },
+    };
+    Ok(Layout {
+        py_version,
+        state,
+        radix,
+        first_vaddr: elf.first_vaddr,
+        pie: elf.pie,
+    })
+}
