@@ -137,14 +137,9 @@ fn every_family_served_has_its_row_and_every_row_is_served() {
     );
     // CPython with its symbols (measured), and Debian's stripped one (unmeasured).
     let stats = tempfile::tempdir().unwrap();
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/pyarenas.py");
     let python = |interpreter: &str, name: &str| {
-        let mut cmd = std::process::Command::new(which(interpreter));
-        cmd.arg(&script)
-            .args(["1", "50000", "50"])
-            .arg(stats.path().join(name));
-        common::repro::Repro::spawn("pyarenas", cmd)
+        let path = which(interpreter);
+        common::python::pyarenas(&path, &[], (1, 50_000, 50), &stats.path().join(name))
     };
     let _python = python("python3", "measured");
     let _stripped_python = python("/usr/bin/python3.11", "stripped");

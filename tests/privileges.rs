@@ -529,3 +529,56 @@ fn the_kernel_log_needs_cap_syslog_and_says_so_once_without_it() {
     assert_eq!(kmsg(&with, "scrape_collector_success"), Some(1.0));
     assert_eq!(kmsg(&with, "scan_errors_total"), None, "{with}");
 }
+
+/// CPython's arenas, read as nobody with the two capabilities: libpython's file is out of
+/// reach (`/proc/PID/map_files` needs CAP_CHECKPOINT_RESTORE), so from 3.12 the state is
+/// found through the symbols the loaded library exports, read from the process's memory:
+/// the same figures as root's. 3.11's state is in static variables only the file names:
+/// `unreadable` for nobody, measured for root.
+#[test]
+#[ignore = "needs root"]
+fn nobody_reads_cpythons_arenas_through_the_loaded_librarys_symbols() {
+    let _serial = one_at_a_time();
+    needs_root("dropping to nobody with capabilities");
+    let dir = tempfile::tempdir().unwrap();
+    let start = |minor: &str| {
+        let python = common::python::pyenv(minor).unwrap_or_else(|| panic!("CPython {minor}"));
+        common::python::pyarenas(&python, &[], (3, 200_000, 70), &dir.path().join(minor))
+    };
+    let (new, old) = (start("3.12"), start("3.11"));
+    let series = |text: &str, name: &str, pid: u32| {
+        value(
+            text,
+            &format!("membloat_process_python_{name}{{pid=\"{pid}\",comm=\"python3\"}}"),
+        )
+    };
+    let unmeasured = |text: &str, pid: u32| {
+        value(
+            text,
+            &format!(
+                "membloat_process_python_unmeasured{{pid=\"{pid}\",comm=\"python3\",reason=\"unreadable\"}}"
+            ),
+        )
+    };
+    let root = text(&once_as(None));
+    let nobody = text(&once_as(Some("+sys_ptrace,+dac_read_search")));
+    let unused = series(&root, "unused_bytes", new.pid());
+    assert!(
+        unused.is_some_and(|u| u > 0.0),
+        "root read 3.12: {unused:?}"
+    );
+    assert_eq!(
+        series(&nobody, "unused_bytes", new.pid()),
+        unused,
+        "3.12 as nobody"
+    );
+    assert_eq!(
+        series(&nobody, "arenas", new.pid()),
+        series(&root, "arenas", new.pid())
+    );
+    assert!(
+        series(&root, "unused_bytes", old.pid()).is_some(),
+        "root read 3.11"
+    );
+    assert_eq!(unmeasured(&nobody, old.pid()), Some(1.0), "3.11 as nobody");
+}

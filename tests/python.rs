@@ -27,32 +27,16 @@ fn read(pid: u32) -> HeapReading {
 
 /// The CPythons pyenv built here, by minor version (`3.12` -> its `bin/python3`).
 fn pythons() -> Vec<(String, PathBuf)> {
-    let root = std::env::var_os("PYENV_ROOT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/root/.pyenv"));
     let mut found = Vec::new();
     for minor in ["3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"] {
-        let dir = std::fs::read_dir(root.join("versions"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                let name = p.file_name().unwrap().to_string_lossy().into_owned();
-                name.strip_prefix(minor)
-                    .and_then(|rest| rest.strip_prefix('.'))
-                    .is_some_and(|patch| patch.bytes().all(|b| b.is_ascii_digit()))
-            })
-            .max();
-        match dir {
-            Some(dir) => found.push((minor.to_string(), dir.join("bin/python3"))),
-            None => skipped(&format!("no CPython {minor} under {}", root.display())),
+        match common::python::pyenv(minor) {
+            Some(python) => found.push((minor.to_string(), python)),
+            None => skipped(&format!("no pyenv build of CPython {minor}")),
         }
     }
     assert!(
         found.iter().any(|(m, _)| m == "3.12") && found.iter().any(|(m, _)| m == "3.10"),
-        "pyenv's CPythons are part of this machine's image: none of 3.10 or 3.12 under {}",
-        root.display()
+        "pyenv's CPythons are part of this machine's image: neither 3.10 nor 3.12 found"
     );
     found
 }
@@ -103,13 +87,7 @@ impl Program {
     fn start(python: &Path, env: &[(&str, &str)], seed: u64, objects: u64, drop: u64) -> Program {
         let dir = tempfile::tempdir().unwrap();
         let stats = dir.path().join("stats");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/pyarenas.py");
-        let mut cmd = Command::new(python);
-        cmd.arg(script)
-            .args([seed, objects, drop].map(|n| n.to_string()))
-            .arg(&stats)
-            .envs(env.iter().copied());
-        let r = Repro::spawn("pyarenas", cmd);
+        let r = common::python::pyarenas(python, env, (seed, objects, drop), &stats);
         Program {
             r,
             stats,
@@ -388,4 +366,92 @@ fn the_tables_places_are_each_builds_dwarfs() {
         IN_RUNTIME.len(),
         "every version in the table checked"
     );
+}
+
+/// A worker that built 1.5 M small objects and dropped 85 % of them: the exporter serves
+/// the arenas' unused resident memory as the process's measured hoarding (beside glibc's),
+/// and `explain` names it with CPython's own figures and the remedies that apply; Debian's
+/// stripped interpreter is named as unmeasured, with why.
+#[test]
+#[ignore = "runs CPython programs of 1.5 M objects (the runtimes tier; ./scripts/test.sh runs it)"]
+fn the_exporter_serves_and_explains_what_cpythons_arenas_keep() {
+    let (_, python) = pythons()
+        .into_iter()
+        .find(|(m, _)| m == "3.12")
+        .expect("CPython 3.12");
+    let mut p = Program::start(&python, &[], 5, 1_500_000, 85);
+    let (h, own) = p.read_between();
+    let h = h.unwrap();
+    assert!(h.unused_resident_bytes >= 64 << 20, "{h:?} {own:?}");
+    let pid = p.r.pid();
+    let d = Daemon::start(&[
+        "--scan.interval=1s",
+        "--collector.processes.top-k=100000",
+        "--collector.processes.deep-min-size=0",
+    ]);
+    let labels = format!("{{pid=\"{pid}\",comm=\"python3\"}}");
+    let unused = format!("membloat_process_python_unused_resident_bytes{labels}");
+    let mut t = String::new();
+    d.wait_until(std::time::Duration::from_secs(60), || {
+        t = d.metrics();
+        value(&t, &unused).is_some()
+    });
+    // The program is parked in a read: what was read before is what the exporter read.
+    assert_eq!(value(&t, &unused), Some(h.unused_resident_bytes as f64));
+    let series = |name: &str| value(&t, &format!("membloat_process_python_{name}{labels}"));
+    assert_eq!(series("arenas"), Some(own.arenas as f64));
+    assert_eq!(
+        series("unused_bytes"),
+        Some((own.available + own.unused_pools * own.pool) as f64)
+    );
+    let held = format!(
+        "membloat_process_runtime_held_bytes{{pid=\"{pid}\",comm=\"python3\",runtime=\"python\"}}"
+    );
+    assert_eq!(value(&t, &held), Some(h.unused_resident_bytes as f64));
+    let measured = value(
+        &t,
+        &format!(
+            "membloat_process_hoarded_bytes{{pid=\"{pid}\",comm=\"python3\",method=\"measured\"}}"
+        ),
+    )
+    .expect("measured hoarding");
+    assert!(measured >= h.unused_resident_bytes as f64, "{measured}");
+    eprintln!(
+        "CPython 3.12, 1.5 M objects, 85 % dropped: {} arenas, {:.1} MiB unused ({:.1} MiB resident) beside {:.1} MiB in use; measured hoarding {:.1} MiB",
+        h.arenas,
+        h.unused_bytes() as f64 / 1048576.0,
+        h.unused_resident_bytes as f64 / 1048576.0,
+        h.allocated_bytes as f64 / 1048576.0,
+        measured / 1048576.0
+    );
+    drop(d);
+    let f = explained(pid, "python_arenas");
+    assert_eq!(f["certainty"], "measured", "{f}");
+    assert_eq!(
+        f["bytes"].as_f64(),
+        Some(h.unused_resident_bytes as f64),
+        "{f}"
+    );
+    let evidence = f["evidence"].as_str().unwrap();
+    assert!(
+        evidence.contains("CPython 3.12") && evidence.contains(&format!("{} arenas", own.arenas)),
+        "{f}"
+    );
+    assert!(
+        f["remedy"].as_str().unwrap().contains("--max-requests"),
+        "{f}"
+    );
+    // Debian's interpreter: no symbols, so no figure; said, with the way to one.
+    let debian = Path::new("/usr/bin/python3.11");
+    if debian.exists() {
+        let q = Program::start(debian, &[], 1, 50_000, 50);
+        let f = explained(q.r.pid(), "python_arenas_unmeasured");
+        assert!(
+            f["evidence"].as_str().unwrap().contains("no symbol table"),
+            "{f}"
+        );
+        assert!(f["remedy"].as_str().unwrap().contains("3.12"), "{f}");
+    } else {
+        skipped("Debian's python3.11 is not installed");
+    }
 }

@@ -169,6 +169,13 @@ fn seeds_of(root: &Path, name: &str, patterns: &[&str]) -> Vec<Vec<u8>> {
             p.extend((3u64 * 4096).to_le_bytes());
             v.push(p);
         }
+        // A patch that writes the first arena's address again: the process as built.
+        "python_read" => {
+            let mut p = vec![1u8];
+            p.extend(0u16.to_le_bytes());
+            p.extend(membloat_exporter::collect::heap::python::image::arena_at(0).to_le_bytes());
+            v.push(p);
+        }
         // A patch that writes the free heap's own figure again: the process as built.
         "go_heap" => {
             let mut p = vec![0u8, 1, 0];

@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use membloat_exporter::collect::heap::glibc::Layout;
 use membloat_exporter::collect::heap::walk::HeapKind;
-use membloat_exporter::collect::heap::{self as heap, golang, image, jemalloc, linked, runtime};
+use membloat_exporter::collect::heap::{
+    self as heap, golang, image, jemalloc, linked, python, runtime,
+};
 use membloat_exporter::collect::matcher::{Candidate, Matchers};
 use membloat_exporter::config::{self, Config};
 use membloat_exporter::daemon::Pipeline;
@@ -66,6 +68,7 @@ targets! {
     "go_heap" => go_heap, 16 << 10, true, [];
     "allocator_linked" => allocator_linked, 64 << 10, true, [];
     "jemalloc_read" => jemalloc_read, 16 << 10, true, [];
+    "python_read" => python_read, 16 << 10, true, [];
     "hsperfdata" => hsperfdata, 64 << 10, true, ["tests/fixtures/hsperfdata/*"];
     "pipeline" => pipeline, 256 << 10, false, [];
 }
@@ -398,6 +401,26 @@ fn go_heap(data: &[u8]) {
 fn allocator_linked(data: &[u8]) {
     let _ = linked::linked(data);
     let _ = jemalloc::layout::of(data);
+    let _ = python::layout::of(data);
+}
+
+/// The input patches the miniature CPython process (`python::image::image`: two arenas,
+/// pools in use and emptied), read with 3.10's layout: what it reports unused in resident
+/// pages is never more than unused, nor its figures more than its arenas hold.
+fn python_read(data: &[u8]) {
+    let a0: &[Option<(u64, u64)>] = &[Some((0, 10)), None, Some((31, 3))];
+    let a1: &[Option<(u64, u64)>] = &[Some((5, 20))];
+    let mut m = python::image::image(&[a0, a1]);
+    patch(&mut m, data);
+    if let Ok(h) = python::read::read(&mut m, &python::image::layout(), 0) {
+        assert!(h.unused_resident_bytes <= h.unused_bytes(), "{h:?}");
+        let pools = h.used_pools + h.unused_pools;
+        assert!(pools * h.pool_bytes <= h.arenas_bytes(), "{h:?}");
+        assert!(
+            h.allocated_bytes + h.available_bytes <= h.used_pools * h.pool_bytes,
+            "{h:?}"
+        );
+    }
 }
 
 /// The input patches the miniature jemalloc process (`jemalloc::image::image`: one arena,

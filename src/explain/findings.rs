@@ -6,6 +6,7 @@ use super::{available_ratio, frees, size, subject, Finding, Host};
 use crate::collect::heap::golang::Go;
 use crate::collect::heap::jemalloc::Jemalloc;
 use crate::collect::heap::jvm::Jvm;
+use crate::collect::heap::python::Python;
 use crate::collect::heap::reads::Reader;
 use crate::collect::heap::runtime::Runtime;
 use crate::model::derive::{ProcessReport, Snapshot};
@@ -172,6 +173,35 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             "measured",
             evidence,
             remedy::go_heap(version).into(),
+        );
+    }
+    if let (Some(held), Some(py)) = (java_held, sig.figure::<Python>().map(Box::as_ref)) {
+        let evidence = format!(
+            "CPython {}'s allocator keeps {} unused in RAM in its {} arenas ({} in all): {} free blocks in pools in use, {} pools with none, beside {} in use (its own figures, as sys._debugmallocstats prints them)",
+            py.version,
+            size(held),
+            py.arenas,
+            size(py.arenas_bytes()),
+            size(py.available_bytes),
+            py.unused_pools,
+            size(py.allocated_bytes),
+        );
+        push(
+            "python_arenas",
+            held,
+            "measured",
+            evidence,
+            remedy::python_arenas().into(),
+        );
+    }
+    if let Some(why) = sig.unmeasured::<Python>() {
+        let (evidence, fix) = remedy::python_unmeasured(why);
+        push(
+            "python_arenas_unmeasured",
+            0,
+            "observed",
+            evidence,
+            fix.into(),
         );
     }
     if let Some(why) = sig.unmeasured::<Go>() {

@@ -6,6 +6,9 @@ use crate::collect::heap::jvm::{Collector, JavaHeap, Unmeasured};
 use crate::collect::heap::runtime::{Allocator, Runtime};
 use crate::collect::heap::HeapMeasure;
 
+mod python;
+pub use python::{python_arenas, python_unmeasured};
+
 /// What to change, and what the change costs where it costs something.
 pub type Advice = (String, Option<&'static str>);
 

@@ -9,6 +9,7 @@ pub mod java;
 pub mod jemalloc;
 pub mod kmsg;
 pub mod prometheus;
+pub mod python;
 pub mod repro;
 
 use std::io::{Read, Write};

@@ -9,6 +9,7 @@
 //! no ptrace stop, no signal, only `pread`s. Nothing read is kept or logged.
 
 pub mod binaries;
+pub mod dynsym;
 pub mod elf;
 pub mod glibc;
 pub use glibc::{arenas, freelist, process, walk};

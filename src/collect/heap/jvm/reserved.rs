@@ -32,15 +32,10 @@ const NAME_BYTES: usize = 32;
 
 use super::super::reader::{u32_at, u64_at};
 
-mod symbols;
-use symbols::Symbols;
-pub use symbols::{gnu_hash, sysv_hash};
+use super::super::dynsym::Symbols;
+pub use super::super::dynsym::{gnu_hash, sysv_hash};
 
-fn read_vec<T: Target>(t: &mut T, at: u64, len: usize) -> Option<Vec<u8>> {
-    let mut b = vec![0u8; len];
-    t.read(at, &mut b).ok()?;
-    Some(b)
-}
+use super::super::dynsym::read_vec;
 
 fn read_u64<T: Target>(t: &mut T, at: u64) -> Option<u64> {
     u64_at(&read_vec(t, at, 8)?, 0)

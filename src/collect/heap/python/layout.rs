@@ -92,9 +92,8 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// A layout whose state is `state`, in a binary loaded where it was linked (tests, the
-    /// fuzzer).
-    #[doc(hidden)]
+    /// A layout whose state is `state`, with addresses as they are in the process: a
+    /// binary loaded where it was linked, or symbols read where the library is loaded.
     pub fn at(py_version: Option<u64>, state: State, radix: bool) -> Layout {
         Layout {
             py_version,

@@ -138,9 +138,19 @@ impl super::reads::Reader for Python {
         layouts: &Self::Cache,
         _: &mut super::reads::Ceiling,
     ) -> Result<Box<PythonHeap>, Unmeasured> {
-        let library = library(p.source, p.pid, p.vmas, p.remote)?;
-        let binary = library.as_ref().or(p.exe).ok_or(Unmeasured::Unreadable)?;
-        read_process(memory, binary, p.vmas, layouts).map(Box::new)
+        let heap = match library(p.source, p.pid, p.vmas, p.remote) {
+            Ok(Some(lib)) => read_process(memory, &lib, p.vmas, layouts),
+            Ok(None) => {
+                let exe = p.exe.ok_or(Unmeasured::Unreadable)?;
+                read_process(memory, exe, p.vmas, layouts)
+            }
+            // The library's file is reachable only through map_files, which needs
+            // CAP_CHECKPOINT_RESTORE: from 3.12 its exported symbols, read where it is
+            // loaded, are enough.
+            Err(Unmeasured::Unreadable) => loaded(memory, p.vmas),
+            Err(e) => Err(e),
+        };
+        heap.map(Box::new)
     }
 }
 
@@ -158,6 +168,30 @@ pub fn read_process<T: Target>(
     let layout = layout.as_ref().as_ref().map_err(|&e| e)?;
     let base = super::binaries::first_mapping(vmas, id).ok_or(Unmeasured::Unreadable)?;
     read::read(target, layout, layout.bias(base))
+}
+
+/// A CPython process's arenas, its state found through the dynamic symbols of the
+/// `libpython3.*.so` it has loaded (`_PyRuntime`, `Py_Version`), read from its memory:
+/// 3.12 and later; before, the state is in static variables only the file names.
+pub fn loaded<T: Target>(target: &mut T, vmas: &[Vma]) -> Result<PythonHeap, Unmeasured> {
+    let base = vmas
+        .iter()
+        .filter(|v| v.library == Some(Library::PythonLibrary))
+        .map(|v| v.start)
+        .min()
+        .ok_or(Unmeasured::Unreadable)?;
+    let symbols = super::dynsym::Symbols::of(target, base).ok_or(Unmeasured::UnknownLayout)?;
+    let runtime = symbols.find(target, "_PyRuntime");
+    let version = symbols.find(target, "Py_Version");
+    let (Some(runtime), Some(version)) = (runtime, version) else {
+        return Err(Unmeasured::Unreadable);
+    };
+    let layout = Layout::at(Some(version), layout::State::Runtime { runtime }, false);
+    match read::read(target, &layout, 0) {
+        // 3.11's statics are in the file, not reached without it.
+        Err(Unmeasured::Stripped) => Err(Unmeasured::Unreadable),
+        other => other,
+    }
 }
 
 /// The `libpython3.*.so` the process maps, opened as the process maps it, never on a

@@ -1,10 +1,18 @@
-//! The dynamic symbols of a loaded `libjvm.so`, found as the dynamic loader finds them:
-//! through its own `PT_DYNAMIC` and its GNU or System V hash table, read from the JVM's
-//! memory, every count capped.
+//! The dynamic symbols of a loaded shared object (`libjvm.so`, `libpython3.*.so`), found
+//! as the dynamic loader finds them: through its own `PT_DYNAMIC` and its GNU or System V
+//! hash table, read from the process's memory, every count capped. No file is opened: a
+//! library's file is reachable only through `/proc/PID/map_files`, which needs a
+//! capability the exporter is not granted.
 
-use super::super::super::reader::{u16_at, u32_at, u64_at, Target};
-use super::read_vec;
+use super::reader::{u16_at, u32_at, u64_at, Target};
 use std::collections::HashMap;
+
+/// `len` bytes of the target at `at`.
+pub fn read_vec<T: Target>(t: &mut T, at: u64, len: usize) -> Option<Vec<u8>> {
+    let mut b = vec![0u8; len];
+    t.read(at, &mut b).ok()?;
+    Some(b)
+}
 
 /// The System V ELF symbol hash (`DT_HASH`), which older builds carry alone.
 pub fn sysv_hash(name: &[u8]) -> u32 {
@@ -21,8 +29,8 @@ pub fn gnu_hash(name: &[u8]) -> u32 {
         .fold(5381u32, |h, &c| h.wrapping_mul(33).wrapping_add(c as u32))
 }
 
-/// The loaded `libjvm.so`'s dynamic symbols, as its own dynamic section lays them out.
-pub(super) struct Symbols {
+/// A loaded shared object's dynamic symbols, as its own dynamic section lays them out.
+pub struct Symbols {
     base: u64,
     symtab: u64,
     strtab: u64,
@@ -47,7 +55,8 @@ enum Hash {
 }
 
 impl Symbols {
-    pub(super) fn of<T: Target>(t: &mut T, base: u64) -> Option<Symbols> {
+    /// The symbols of the shared object whose ELF header is mapped at `base`.
+    pub fn of<T: Target>(t: &mut T, base: u64) -> Option<Symbols> {
         let eh = read_vec(t, base, 64)?;
         // ELF64, little-endian, a shared object.
         if &eh[..4] != b"\x7fELF" || eh[4] != 2 || eh[5] != 1 || eh[16] != 3 {
@@ -141,7 +150,7 @@ impl Symbols {
 
     /// The address of the defined symbol `name`. A chain is followed for 4,096 entries
     /// at most.
-    pub(super) fn find<T: Target>(&self, t: &mut T, name: &str) -> Option<u64> {
+    pub fn find<T: Target>(&self, t: &mut T, name: &str) -> Option<u64> {
         match &self.hash {
             Hash::Gnu {
                 nbuckets,
