@@ -625,11 +625,19 @@ fn bad_usage_exits_2_with_one_line() {
 
 #[test]
 fn json_output_follows_the_published_schema() {
-    // A document with findings of several kinds: hoarding, arenas and untouched commit.
+    // A document with findings of several kinds: hoarding, arenas, untouched commit and
+    // CPython's arenas, and the heap readers of each process.
     let h = Repro::start("hoard", &["2", "1", "0"], &[]);
     let a = Repro::start("arenas", &[], &[]);
     let c = Repro::start("commit", &[], &[]);
-    let pids: Vec<String> = [h.pid(), a.pid(), c.pid()]
+    // CPython's arenas, measured (python3 with its symbols) and not (Debian's, stripped).
+    let stats = tempfile::tempdir().unwrap();
+    let python = |interpreter: &str, shape, name: &str| {
+        common::python::pyarenas(&which(interpreter), &[], shape, &stats.path().join(name))
+    };
+    let py = python("python3", (2, 600_000, 90), "measured");
+    let stripped = python("/usr/bin/python3.11", (2, 10_000, 50), "stripped");
+    let pids: Vec<String> = [h.pid(), a.pid(), c.pid(), py.pid(), stripped.pid()]
         .iter()
         .map(u32::to_string)
         .collect();
@@ -647,7 +655,13 @@ fn json_output_follows_the_published_schema() {
         .iter()
         .map(|f| f["kind"].as_str().unwrap())
         .collect();
-    for kind in ["hoarding", "arenas", "untouched_commit"] {
+    for kind in [
+        "hoarding",
+        "arenas",
+        "untouched_commit",
+        "python_arenas",
+        "python_arenas_unmeasured",
+    ] {
         assert!(kinds.contains(&kind), "{kinds:?}");
     }
 }

@@ -210,6 +210,28 @@ fn agree(label: &str, python: &Path, env: &[(&str, &str)], version: &str) -> Vec
     rows
 }
 
+/// An interpreter started with `PYTHONMALLOC=malloc`: CPython prints no arena figures (its
+/// objects are glibc's), and the reader finds no arena: measured at zero, never a guess.
+fn without_pymalloc(python: &Path) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let stats = dir.path().join("stats");
+    let env = [("PYTHONMALLOC", "malloc")];
+    let r = common::python::pyarenas(python, &env, (1, 100_000, 50), &stats);
+    let own = std::fs::read_to_string(&stats).unwrap();
+    assert!(!own.contains("arenas allocated"), "{own}");
+    let h = read(r.pid())
+        .get::<Python>()
+        .cloned()
+        .expect("a python reading")
+        .unwrap_or_else(|e| panic!("PYTHONMALLOC=malloc: {e:?}"));
+    assert_eq!(
+        (h.arenas, h.unused_bytes(), h.allocated_bytes),
+        (0, 0, 0),
+        "{h:?}"
+    );
+    "3.12 PYTHONMALLOC=malloc: no arena, measured 0".to_string()
+}
+
 /// The layout's name for a minor version.
 fn layout_version(minor: &str) -> &'static str {
     match minor {
@@ -237,6 +259,9 @@ fn arenas_equal_cpythons_own_count_on_every_version_stripped_or_not() {
             continue;
         }
         rows.extend(agree(&minor, &python, &[], layout_version(&minor)));
+        if minor == "3.12" {
+            rows.push(without_pymalloc(&python));
+        }
         if minor == "3.11" || minor == "3.12" || minor == "3.13" {
             let lib = dir.path().join(&minor);
             std::fs::create_dir_all(&lib).unwrap();

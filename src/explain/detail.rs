@@ -49,7 +49,7 @@ pub struct ProcessDetail {
 /// How one heap reader's read of the process ended.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ReaderOutcome {
-    /// `glibc`, `jvm`, `go`, `jemalloc`.
+    /// `glibc`, `jvm`, `go`, `jemalloc`, `python`.
     pub reader: &'static str,
     /// `measured`, or why there is no figure (the reader's `outcome` label).
     pub outcome: &'static str,
