@@ -607,7 +607,7 @@ function(config)
          [['topk(10, sum by (group, method) (job_group:membloat_hoarded_bytes:sum{%s}))' % fleetGroup, '{{group}} {{method}}']],
          min=0),
       ts('Hoarded memory by runtime',
-         "The measured hoarding by who holds it (recording rule job_runtime:membloat_hoarded_bytes:sum): runtime=glibc is glibc's free heap pages (malloc_trim, M_TRIM_THRESHOLD or MALLOC_ARENA_MAX give it back), runtime=jvm is Java heap the JVM keeps resident and unused (its uncommit settings and -Xms decide), runtime=go is free Go heap its scavenger has not returned (GOMEMLIMIT or debug.FreeOSMemory give it back). Suspected: not measured, any allocator.",
+         "The measured hoarding by who holds it (recording rule job_runtime:membloat_hoarded_bytes:sum): runtime=glibc is glibc's free heap pages (malloc_trim, M_TRIM_THRESHOLD or MALLOC_ARENA_MAX give it back), runtime=jvm is Java heap the JVM keeps resident and unused (its uncommit settings and -Xms decide), runtime=go is free Go heap its scavenger has not returned (GOMEMLIMIT or debug.FreeOSMemory give it back), runtime=jemalloc is jemalloc's dirty and muzzy pages (its MALLOC_CONF decay), runtime=python is CPython's unused arena memory (only a recycled worker gives it back). Suspected: not measured, any allocator.",
          'bytes',
          [
            ['sum by (runtime) (job_runtime:membloat_hoarded_bytes:sum{SELJ})', '{{runtime}}'],
@@ -622,7 +622,7 @@ function(config)
          stack=true,
          min=0),
       ts('Heap held by runtimes, by group',
-         "The runtimes' share of the measured hoarding by group (runtime=jvm: Java heap resident and unused; runtime=go: free Go heap resident). MembloatJavaHeapHeld fires per JVM.",
+         "The runtimes' share of the measured hoarding by group (runtime=jvm: Java heap resident and unused; runtime=go: free Go heap resident; runtime=jemalloc: jemalloc's kept pages; runtime=python: CPython's unused arena memory). MembloatJavaHeapHeld fires per JVM.",
          'bytes',
          [['topk(10, sum by (group, runtime) (job_group:membloat_runtime_held_bytes:sum{%s}))' % fleetGroup, '{{group}} {{runtime}}']],
          min=0),
