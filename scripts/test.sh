@@ -83,34 +83,57 @@ helm=$(./scripts/helm.sh)
 PATH="$(dirname "$helm"):$PATH"
 export PATH
 
-# Tests that need root (khugepaged and cgroup settings, a PID namespace, dropping
-# privileges) are #[ignore = "needs root"], so none passes without running: as root (CI)
-# they run first; otherwise the summary says they did not. The last line sums both runs.
+# The suite runs in tiers (docs/testing.md), each runnable alone: `./scripts/test.sh live`
+# runs one, no argument runs them all. fast is `cargo test` (the unit tests and
+# tests/tiers/fast.rs); live, runtimes and kernels are test binaries run by name; root is
+# their tests marked `#[ignore = "needs root"]`, so none passes without running: as root
+# (CI) they run, first; otherwise the summary says they did not; fuzz is a short fuzzing
+# run. The last line sums them all.
+tiers=("$@")
+[ ${#tiers[@]} -gt 0 ] || tiers=(root fast live runtimes kernels fuzz)
 log=$(mktemp)
 # Checks a test could not make on this machine (tests/common: skipped()) land here and are
 # listed in the summary.
 MEMBLOAT_SKIP_LOG=$(mktemp)
 export MEMBLOAT_SKIP_LOG
 trap 'rm -f "$log" "$MEMBLOAT_SKIP_LOG"' EXIT
-if [ "$(id -u)" -eq 0 ]; then
-  cargo test --tests "$@" -- --ignored 2>&1 | tee -a "$log"
-  root_only=ran
-else
-  root_only="did not run (not root)"
-fi
-cargo test --all-targets "$@" 2>&1 | tee -a "$log"
-# A short fuzzing run of every target from the corpus in fuzz/corpus (docs/fuzzing.md): it
-# builds the fuzzer with coverage and fails on any finding. MEMBLOAT_FUZZ_SECONDS per
-# target (0 skips it).
-fuzz_seconds=${MEMBLOAT_FUZZ_SECONDS:-4}
-fuzz="skipped (MEMBLOAT_FUZZ_SECONDS=0)"
-if [ "$fuzz_seconds" != 0 ]; then
-  ./scripts/fuzz.sh run --seconds "$fuzz_seconds" | tee "$log.fuzz"
-  fuzz=$(grep '^total:' "$log.fuzz")
-  rm -f "$log.fuzz"
-fi
+root_only="not asked for"
+fuzz="not asked for"
+times=()
+for tier in "${tiers[@]}"; do
+  start=$SECONDS
+  case $tier in
+    fast) cargo test --all-targets 2>&1 | tee -a "$log" ;;
+    live | runtimes | kernels) cargo test --test "$tier" 2>&1 | tee -a "$log" ;;
+    root)
+      if [ "$(id -u)" -eq 0 ]; then
+        cargo test --test live --test runtimes --test kernels -- --ignored 2>&1 | tee -a "$log"
+        root_only=ran
+      else
+        root_only="did not run (not root)"
+      fi
+      ;;
+    fuzz)
+      # Every fuzz target from the corpus in fuzz/corpus (docs/fuzzing.md), built with
+      # coverage; fails on any finding. MEMBLOAT_FUZZ_SECONDS per target (0 skips it).
+      fuzz_seconds=${MEMBLOAT_FUZZ_SECONDS:-4}
+      fuzz="skipped (MEMBLOAT_FUZZ_SECONDS=0)"
+      if [ "$fuzz_seconds" != 0 ]; then
+        ./scripts/fuzz.sh run --seconds "$fuzz_seconds" | tee "$log.fuzz"
+        fuzz=$(grep '^total:' "$log.fuzz")
+        rm -f "$log.fuzz"
+      fi
+      ;;
+    *)
+      echo "test.sh: unknown tier '$tier' (fast, live, root, runtimes, kernels, fuzz)" >&2
+      exit 2
+      ;;
+  esac
+  times+=("$tier $((SECONDS - start)) s")
+done
 skipped=$(sort -u "$MEMBLOAT_SKIP_LOG" | wc -l)
 sort -u "$MEMBLOAT_SKIP_LOG" | sed 's/^/skipped: /'
+printf 'tier %s\n' "${times[@]}"
 awk -v root_only="$root_only" -v fuzz="$fuzz" -v skipped="$skipped" '/^test result:/ { p += $4; f += $6 }
   END { print "needs-root tests: " root_only; print "fuzzing: " fuzz; print "checks skipped: " skipped
         printf "%d passed, %d failed\n", p, f }' "$log"

@@ -2,7 +2,7 @@
 //! build its C programs, measure every reader, print every row with a ratio, and leave no
 //! process behind. The figures of a run this small are not the ones the README quotes.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

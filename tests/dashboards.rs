@@ -18,7 +18,7 @@
 //! The linter is itself tested on panels that break each rule, so a rule that lets
 //! everything pass fails here.
 
-mod common;
+use crate::common;
 
 use common::dashboards::{self, data_panels, exprs, label_values, substitute, variables};
 use common::tool;

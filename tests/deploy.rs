@@ -2,7 +2,7 @@
 //! Kubernetes manifests validated offline (kubernetes-validate, yamllint, promtool) and
 //! checked against each other, and the DaemonSet's own arguments run for real.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_yaml_ng::Value;

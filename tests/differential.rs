@@ -9,11 +9,11 @@
 //! 12) from a seed that changes every run (printed; MEMBLOAT_DIFF_SEED repeats one). The
 //! long run:
 //!
-//!   MEMBLOAT_DIFF_PROGRAMS=1000 cargo test --release --test differential -- --nocapture
+//!   MEMBLOAT_DIFF_PROGRAMS=1000 cargo test --release --test runtimes differential -- --nocapture
 //!
 //! Reading a child's memory needs no privilege beyond being its parent.
 
-mod common;
+use crate::common;
 
 use common::glibc::{self, Glibc};
 use membloat_exporter::collect::heap::reads::Reason;

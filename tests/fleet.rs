@@ -9,7 +9,7 @@
 //! latency budgets (fleet panel p99 under 1 s, range under 2 s, per-host panel under
 //! 200 ms) are the script's; the full-size figures are in docs/fleet.md.
 
-mod common;
+use crate::common;
 
 use common::dashboards;
 use serde_json::Value;

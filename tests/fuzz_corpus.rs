@@ -2,14 +2,9 @@
 //! (fuzz/regressions), without instrumentation: what the fuzzer once found stays fixed, and
 //! a change that breaks a parser on an input the corpus holds fails here, on `cargo test`.
 
-#[path = "../fuzz/src/check.rs"]
-mod check;
-// The fuzzer's own fields (seeds, lengths) are unused here.
-#[allow(dead_code)]
-#[path = "../fuzz/src/targets.rs"]
-mod targets;
-#[path = "../fuzz/src/tree.rs"]
-mod tree;
+// The fuzzer's targets, its checks and its tree packing sit at the tier's root
+// (tests/tiers/fast.rs), where they refer to each other as the fuzzer's own crate does.
+use crate::{targets, tree};
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -20,10 +15,21 @@ static PANIC: Mutex<Option<String>> = Mutex::new(None);
 fn every_target_passes_its_corpus_and_past_findings() {
     membloat_exporter::log::set_level(membloat_exporter::log::LogLevel::Error);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
-    // A panic on a reader thread is a failure too: the hook sees every thread's.
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|info| {
-        PANIC.lock().unwrap().get_or_insert(info.to_string());
+    // A panic on a reader thread is a failure too: the hook sees every thread's. The
+    // other tests of the tier run beside this one in the same process: a panic on one of
+    // their threads (named after the test) is theirs, passed on to the default hook.
+    let default = std::sync::Arc::new(std::panic::take_hook());
+    let theirs = default.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        let thread = std::thread::current();
+        let other_test = thread
+            .name()
+            .is_some_and(|n| n.contains("::") && !n.starts_with("fuzz_corpus::"));
+        if other_test {
+            theirs(info);
+        } else {
+            PANIC.lock().unwrap().get_or_insert(info.to_string());
+        }
     }));
     let mut failures = Vec::new();
     let mut total = 0;
@@ -46,7 +52,7 @@ fn every_target_passes_its_corpus_and_past_findings() {
             }
         }
     }
-    std::panic::set_hook(default);
+    std::panic::set_hook(Box::new(move |info| default(info)));
     eprintln!("{total} inputs replayed");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -13,7 +13,7 @@
 //! Reading another process's memory needs ptrace access: the test's own children are
 //! readable by it.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

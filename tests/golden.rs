@@ -1,7 +1,7 @@
 //! The real binary on the captured fixture tree (tests/fixtures/README.md), diffed against
 //! a golden file and linted by promtool, node_exporter style.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

@@ -6,7 +6,7 @@
 //! for a cgroup at 95 % of its limit whose processes hoard (glibc, and a JVM's held Java
 //! heap), with the hoarded share, and nothing for one at 95 % that does not.
 
-mod common;
+use crate::common;
 
 use common::cgroup::TestCgroup;
 use common::dashboards;

@@ -5,7 +5,7 @@
 //! allocating while it is walked gets the right number or "not measured", never a wrong
 //! one. Reading another process's memory needs ptrace access: CI runs as root.
 
-mod common;
+use crate::common;
 
 use common::glibc::{self, Glibc};
 use common::repro::Repro;

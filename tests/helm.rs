@@ -4,7 +4,7 @@
 //! renders objects that kubernetes-validate accepts and whose arguments start the real
 //! exporter.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde::Deserialize;

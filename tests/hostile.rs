@@ -7,7 +7,7 @@
 //! within its budgets, and serve no measured figure larger than its process's resident
 //! memory. Needs root: the programs are started as another user (setpriv).
 
-mod common;
+use crate::common;
 
 use common::cgroup::TestCgroup;
 use common::repro::{self, Repro};

@@ -3,7 +3,7 @@
 //! and run as its own user on this machine's /proc and /sys: one static file, the user
 //! and entry point the Containerfile names, and an exporter that scans.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -5,7 +5,7 @@
 //! Debian's `libjemalloc2` preloaded into a C program and linked by Debian's Redis. Reading
 //! another process's memory needs ptrace access: CI runs as root.
 
-mod common;
+use crate::common;
 
 use common::jemalloc::{program, VERSIONS};
 use common::repro::Repro;
@@ -88,7 +88,6 @@ fn stripped(built: &Path) -> std::path::PathBuf {
 }
 
 #[test]
-#[ignore = "builds jemalloc three times (the runtimes tier; ./scripts/test.sh runs it)"]
 fn statically_linked_jemalloc_is_jemalloc_on_every_version_stripped_or_not() {
     for (version, _) in VERSIONS {
         let built = program(version, false);
@@ -275,7 +274,6 @@ fn the_exporter_serves_jemallocs_kept_pages_as_measured_hoarding() {
 /// the resident dirty pages are at most the dirty ones, and a purge gives back what was
 /// measured. `MEMBLOAT_JEMALLOC_PROGRAMS` sets the programs per version (4 by default).
 #[test]
-#[ignore = "builds jemalloc six times (the runtimes tier; ./scripts/test.sh runs it)"]
 fn kept_pages_equal_jemallocs_own_on_every_version() {
     let programs: u64 = std::env::var("MEMBLOAT_JEMALLOC_PROGRAMS")
         .ok()
@@ -395,7 +393,6 @@ fn a_static_musl_program_is_musl() {
 /// the DWARF of a build of that version gives, as `gdb` reads it: the table is derived
 /// from these builds, and a new version joins it the same way.
 #[test]
-#[ignore = "builds jemalloc three times with DWARF (the runtimes tier; ./scripts/test.sh runs it)"]
 fn each_versions_layout_is_its_dwarfs() {
     use membloat_exporter::collect::heap::jemalloc::layout::VERSIONS as LAYOUTS;
     for (version, o) in LAYOUTS {

@@ -5,7 +5,7 @@
 //! equal to `-Xmx`, and `-XX:+AlwaysPreTouch`. Reading another process's memory needs
 //! ptrace access: CI runs as root.
 
-mod common;
+use crate::common;
 
 use common::java::{jdks, Jdk};
 use common::repro::Repro;

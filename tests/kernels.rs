@@ -15,7 +15,7 @@
 //! MEMBLOAT_VM_SEED repeats a run's random programs; MEMBLOAT_VM_PROGRAMS sets how many
 //! (default 12).
 
-mod common;
+use crate::common;
 
 use common::repro;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! killed by the kernel, and the parsed summary and kill name that process, that cgroup,
 //! and a resident size the limit bounds; the cgroup's own `oom_kill` count agrees.
 
-mod common;
+use crate::common;
 
 use common::*;
 use membloat_exporter::parse::kmsg::{self, Constraint, OomLine};

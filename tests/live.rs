@@ -1,6 +1,6 @@
 //! The real binary against this machine's real /proc, with real child processes.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! collector that starts failing is warned about once and its recovery said once, and
 //! debug adds a line per scan and per scrape.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::collections::BTreeMap;

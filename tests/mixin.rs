@@ -2,7 +2,7 @@
 //! with its defaults, the defaults are the thresholds explain uses, and a user's _config
 //! reaches every place it names.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

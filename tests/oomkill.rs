@@ -10,7 +10,7 @@
 //! tells it with the allocator's remedy; a restarted exporter does not count it again; and
 //! `explain` on the host, with no exporter watching, tells it from the kernel's ring.
 
-mod common;
+use crate::common;
 
 use common::cgroup::TestCgroup;
 use common::dashboards;

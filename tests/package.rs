@@ -5,7 +5,7 @@
 //! sandbox; an upgrade restarts it and keeps the administrator's /etc/default; purge
 //! leaves the tree as it was.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! and detected by the real exporter; and each detector shown silent on a program that
 //! does not have it.
 
-mod common;
+use crate::common;
 
 use common::repro::{build, Repro};
 use common::*;
@@ -224,6 +224,7 @@ fn vmstat(key: &str) -> f64 {
 #[ignore = "needs root"]
 fn khugepaged_regrowth_is_flagged_while_idle_and_not_with_max_ptes_none_0() {
     needs_root("tuning khugepaged");
+    let _serial = kernel_settings_lock();
     let d = Daemon::start(ARGS);
     let mut baseline_enabled = Vec::new();
     if std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")

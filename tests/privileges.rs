@@ -5,7 +5,7 @@
 //! Dropping to another user needs root; CI runs as root. Run as a normal user, the tests
 //! that need it say so on stderr and check what they can.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::process::{Child, Command, Output, Stdio};

@@ -6,7 +6,7 @@
 //! A hoarding and an arena reproducer and a JVM holding freed heap run meanwhile so the
 //! deep-tier series exist.
 
-mod common;
+use crate::common;
 
 use common::dashboards::{self, data_panels, exprs, label_values, substitute, variables};
 use common::prometheus::{encode, Prometheus};

@@ -6,7 +6,7 @@
 //! and again just after it; the reader's figures must equal it exactly. Reading another
 //! process's memory needs ptrace access: CI runs as root.
 
-mod common;
+use crate::common;
 
 use common::repro::Repro;
 use common::*;
@@ -245,7 +245,6 @@ fn layout_version(minor: &str) -> &'static str {
 }
 
 #[test]
-#[ignore = "runs random programs on six CPythons (the runtimes tier; ./scripts/test.sh runs it)"]
 fn arenas_equal_cpythons_own_count_on_every_version_stripped_or_not() {
     let mut rows = Vec::new();
     let dir = tempfile::tempdir().unwrap();
@@ -303,7 +302,6 @@ fn arenas_equal_cpythons_own_count_on_every_version_stripped_or_not() {
 /// The places the reader takes from its table for 3.12 and 3.13 are where each build's
 /// DWARF puts them (`gdb`, on pyenv's libpython, built with `-g`).
 #[test]
-#[ignore = "reads two libpythons' DWARF with gdb (the runtimes tier; ./scripts/test.sh runs it)"]
 fn the_tables_places_are_each_builds_dwarfs() {
     use membloat_exporter::collect::heap::python::layout::{
         IN_RUNTIME, MGMT_ARENAS, MGMT_IN_STATE, MGMT_MAXARENAS, MGMT_NARENAS,
@@ -398,7 +396,6 @@ fn the_tables_places_are_each_builds_dwarfs() {
 /// and `explain` names it with CPython's own figures and the remedies that apply; Debian's
 /// stripped interpreter is named as unmeasured, with why.
 #[test]
-#[ignore = "runs CPython programs of 1.5 M objects (the runtimes tier; ./scripts/test.sh runs it)"]
 fn the_exporter_serves_and_explains_what_cpythons_arenas_keep() {
     let (_, python) = pythons()
         .into_iter()

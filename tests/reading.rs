@@ -2,7 +2,7 @@
 //! change in one is seen by the next scan, and a read that never returns is left behind
 //! and reported while scrapes go on.
 
-mod common;
+use crate::common;
 
 use common::repro::Repro;
 use common::*;

@@ -1,7 +1,7 @@
 //! The Prometheus rules, the example Prometheus and Alertmanager configurations and the
 //! runbooks, checked with the real promtool and amtool.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_yaml_ng::Value;

@@ -1,7 +1,7 @@
 //! The HTTP server under abuse, and `--web.config.file` (TLS, client certificates, bcrypt
 //! basic auth) checked with real clients: curl and openssl, and promtool for the file.
 
-mod common;
+use crate::common;
 
 use common::prometheus::Prometheus;
 use common::*;

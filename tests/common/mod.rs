@@ -2,8 +2,10 @@
 //! real external checkers (promtool, the Python OpenMetrics parser).
 #![allow(dead_code)]
 
+pub mod catalogue;
 pub mod cgroup;
 pub mod dashboards;
+pub mod explain;
 pub mod glibc;
 pub mod java;
 pub mod jemalloc;
@@ -500,6 +502,13 @@ pub fn needs_root(what: &str) {
 /// Sets khugepaged and THP files and puts the old values back when dropped, also when a
 /// test fails.
 pub struct KernelSettings(Vec<(PathBuf, String)>);
+
+/// Held by a test that changes THP or khugepaged settings for as long as it runs: the
+/// tests of a tier run in one process, so two such tests never overlap.
+pub fn kernel_settings_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 impl KernelSettings {
     pub fn set(pairs: &[(&str, &str)]) -> KernelSettings {
