@@ -20,7 +20,7 @@ use crate::config::{DeepConfig, GroupBy, ReadConfig};
 use crate::family::Collector;
 use crate::source::{Reason, Source};
 use crate::units::Collectors;
-use crate::units::{Output, Reading};
+use crate::units::{Output, Reading, UnitReading};
 use matcher::Matchers;
 use processes::Processes;
 
@@ -94,23 +94,23 @@ impl Host {
         self.readings.push((collector, Arc::from(reading)));
     }
 
-    /// The reading of type `T`, when its unit ran and succeeded.
-    pub fn get<T: Reading>(&self) -> Option<&T> {
+    /// The reading of `T`'s unit, when it ran and succeeded.
+    pub fn get<T: UnitReading>(&self) -> Option<&T> {
         self.readings
             .iter()
-            .find_map(|(_, r)| r.downcast_ref::<T>())
+            .find(|(c, _)| *c == T::COLLECTOR)
+            .and_then(|(_, r)| r.downcast_ref::<T>())
     }
 
-    /// This host with `reading` in place of the reading of its type (tests, benchmarks).
+    /// This host with `reading` in place of its collector's (tests, benchmarks).
     pub fn with<T: Reading>(mut self, collector: Collector, reading: T) -> Self {
         self.set(collector, reading);
         self
     }
 
-    /// Puts `reading` in place of the reading of its type, or adds it (tests, benchmarks).
+    /// Puts `reading` in place of its collector's, or adds it (tests, benchmarks).
     pub fn set<T: Reading>(&mut self, collector: Collector, reading: T) {
-        self.readings
-            .retain(|(_, r)| r.downcast_ref::<T>().is_none());
+        self.readings.retain(|(c, _)| *c != collector);
         self.accept(collector, Box::new(reading));
     }
 

@@ -7,14 +7,15 @@
 //! [`Snapshot`]; it never touches `/proc`.
 
 pub mod catalogue;
-pub mod kills;
-mod processes;
+pub mod processes;
 mod system;
 mod text;
+mod top;
 
-use processes::{encode_groups, encode_top};
+use processes::encode_groups;
 use system::encode_self;
 pub use text::text_from_openmetrics;
+use top::encode_top;
 
 use std::fmt;
 
@@ -130,13 +131,6 @@ fn u(v: Option<u64>) -> Option<Num> {
     v.map(Num::U)
 }
 
-/// The system units' sections the exposition opens with, in the order it has always had;
-/// the other units' follow in the order of `units::ALL`.
-const FIRST: [&str; 5] = ["meminfo", "sysctl", "thp", "vmstat", "pressure"];
-
-/// The sections after the process groups: a cgroup's families hold sums of its processes.
-const AFTER_GROUPS: [&str; 1] = ["cgroup"];
-
 /// One family a unit read or the model derived, as its row says.
 fn encode_family(f: &mut Families, family: &Family) -> fmt::Result {
     let rows: Vec<(Labels, Num)> = family
@@ -203,21 +197,22 @@ impl Collector for SnapshotCollector {
         let mut f = Families { enc: &mut enc };
         let s = &*self.0;
         encode_self(&mut f, s)?;
-        let named = |name: &str| crate::units::named(name).into_iter();
-        let rest = crate::units::ALL
-            .iter()
-            .copied()
-            .filter(|u| !FIRST.contains(&u.name) && !AFTER_GROUPS.contains(&u.name));
-        for unit in FIRST.iter().flat_map(|n| named(n)).chain(rest) {
-            encode_section(&mut f, s, unit, &s.derived)?;
+        // Each collector's section, in the registration line's order.
+        for c in crate::family::Collector::all() {
+            match c {
+                crate::family::Collector::Processes => {
+                    let folded = s.processes_scanned.map(|_| s.groups_folded);
+                    encode_groups(&mut f, &s.groups, folded)?;
+                    encode_top(&mut f, &s.top)?;
+                }
+                crate::family::Collector::Unit(name) => {
+                    if let Some(unit) = crate::units::named(name) {
+                        encode_section(&mut f, s, unit, &s.derived)?;
+                    }
+                }
+            }
         }
-        let folded = s.processes_scanned.map(|_| s.groups_folded);
-        encode_groups(&mut f, &s.groups, folded)?;
-        for unit in AFTER_GROUPS.iter().flat_map(|n| named(n)) {
-            encode_section(&mut f, s, unit, &s.derived)?;
-        }
-        kills::encode_kills(&mut f, s)?;
-        encode_top(&mut f, &s.top)
+        Ok(())
     }
 }
 

@@ -144,6 +144,10 @@ fn read(r: &mut Reader) -> Result<Cgroups, Reason> {
     Ok(Cgroups(out))
 }
 
+impl super::UnitReading for Cgroups {
+    const COLLECTOR: crate::family::Collector = COLLECTOR;
+}
+
 impl Reading for Cgroups {
     fn families(&self) -> Vec<Family> {
         let mut info = Family::new(&CGROUP_INFO);

@@ -106,6 +106,10 @@ pub const OOM_LAST_VICTIM_MEASURED_TIMESTAMP_SECONDS: Metric = crate::family::me
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct OomKills(pub Vec<OomKill>);
 
+impl super::UnitReading for OomKills {
+    const COLLECTOR: crate::family::Collector = COLLECTOR;
+}
+
 impl Reading for OomKills {
     fn families(&self) -> Vec<Family> {
         Vec::new()

@@ -42,6 +42,10 @@ fn read(r: &mut Reader) -> Result<Meminfo, Reason> {
     Ok(m)
 }
 
+impl super::UnitReading for Meminfo {
+    const COLLECTOR: crate::family::Collector = COLLECTOR;
+}
+
 impl Reading for Meminfo {
     fn families(&self) -> Vec<Family> {
         [

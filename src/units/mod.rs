@@ -17,18 +17,23 @@ use std::path::Path;
 use crate::family::{Collector, Family, Metric};
 use crate::source::{Buffer, ReadError, Reason, Source};
 
-/// Declares each unit's module and lists its `UNIT` in [`ALL`], in the order given.
+/// Declares each unit's module and lists its `UNIT` in [`ALL`], in the order given, with
+/// the place of the processes collector among them.
 macro_rules! register {
-    ($($unit:ident),* $(,)?) => {
-        $(pub mod $unit;)*
-        /// Every unit, in the order of `--help` and the self metrics.
-        pub const ALL: &[&Unit] = &[$(&$unit::UNIT),*];
+    ($($before:ident),* ; processes ; $($after:ident),* $(,)?) => {
+        $(pub mod $before;)*
+        $(pub mod $after;)*
+        /// Every unit, in the order of `--help`, the self metrics and the exposition.
+        pub const ALL: &[&Unit] = &[$(&$before::UNIT,)* $(&$after::UNIT,)*];
+        /// How many of [`ALL`] come before the processes collector.
+        const BEFORE_PROCESSES: usize = [$(stringify!($before)),*].len();
     };
 }
 
-// The registration line: a unit's file name, in the order of `--help` and the self metrics
-// (the exposition's order is `expose`'s: a new unit's families follow the others').
-register!(meminfo, vmstat, sysctl, thp, pressure, cgroup, kmsg, buddyinfo);
+// The registration line: each unit's file name, and the processes collector's place among
+// them, in the order of `--help`, the self metrics, the catalogue and the exposition. The
+// cgroup collector follows the processes: its families hold sums of a cgroup's processes.
+register!(meminfo, sysctl, thp, vmstat, pressure, kmsg, buddyinfo; processes; cgroup);
 
 /// A system collector.
 pub struct Unit {
@@ -64,6 +69,13 @@ pub trait Reading: AsAny + Debug + Send + Sync {
     /// The families it serves, in the order of its unit's rows (a pattern row's families
     /// in the order of their keys). Called once per scan, by the exposition.
     fn families(&self) -> Vec<Family>;
+}
+
+/// A typed reading the model takes back, of the one unit that reads it: found by that
+/// unit, never by its type among every unit's (two units may read the same type).
+pub trait UnitReading: Reading {
+    /// The unit that reads it.
+    const COLLECTOR: Collector;
 }
 
 /// A reading as `Any`, for the model to take it back by its type.
@@ -178,13 +190,16 @@ impl Collector {
         }
     }
 
-    /// Every collector, in the order of `--help` and the self metrics: the units of
-    /// [`ALL`], with the processes collector before `cgroup`, where it has always stood.
+    /// Every collector, in the order of the registration line: `--help`, the self metrics,
+    /// the catalogue and the exposition.
     pub fn all() -> impl Iterator<Item = Collector> {
-        ALL.iter().flat_map(|u| {
-            let processes = (u.name == "cgroup").then_some(Collector::Processes);
-            processes.into_iter().chain([Collector::Unit(u.name)])
-        })
+        let (before, after) = ALL.split_at(BEFORE_PROCESSES);
+        let unit = |u: &&Unit| Collector::Unit(u.name);
+        before
+            .iter()
+            .map(unit)
+            .chain([Collector::Processes])
+            .chain(after.iter().map(unit))
     }
 
     /// Its place in [`Collector::all`].

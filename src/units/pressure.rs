@@ -27,6 +27,10 @@ fn read(r: &mut Reader) -> Result<Pressure, Reason> {
     r.source.parse_proc("pressure/memory", r.buf, Pressure::parse)
 }
 
+impl super::UnitReading for Pressure {
+    const COLLECTOR: crate::family::Collector = COLLECTOR;
+}
+
 impl Reading for Pressure {
     fn families(&self) -> Vec<Family> {
         [

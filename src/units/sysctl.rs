@@ -51,6 +51,10 @@ fn read(r: &mut Reader) -> Result<Sysctl, Reason> {
     })
 }
 
+impl super::UnitReading for Sysctl {
+    const COLLECTOR: crate::family::Collector = COLLECTOR;
+}
+
 impl Reading for Sysctl {
     fn families(&self) -> Vec<Family> {
         let u = |v: Option<u64>| v.map(Value::U);

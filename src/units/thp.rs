@@ -149,6 +149,10 @@ fn read(r: &mut Reader) -> Result<Thp, Reason> {
     Ok(thp)
 }
 
+impl super::UnitReading for Thp {
+    const COLLECTOR: crate::family::Collector = COLLECTOR;
+}
+
 impl Reading for Thp {
     fn families(&self) -> Vec<Family> {
         let mut out = Vec::new();

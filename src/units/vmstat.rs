@@ -27,6 +27,10 @@ fn read(r: &mut Reader) -> Result<Vmstat, Reason> {
     Ok(v)
 }
 
+impl super::UnitReading for Vmstat {
+    const COLLECTOR: crate::family::Collector = COLLECTOR;
+}
+
 impl Reading for Vmstat {
     fn families(&self) -> Vec<Family> {
         self.counters

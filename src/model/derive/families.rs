@@ -4,6 +4,11 @@
 
 use super::Snapshot;
 use crate::family::{Family, Value as Num};
+use crate::units::kmsg::{
+    OOM_KILLS_TOTAL, OOM_LAST_VICTIM_INFO, OOM_LAST_VICTIM_KILLED_BYTES,
+    OOM_LAST_VICTIM_MEASURED_BYTES, OOM_LAST_VICTIM_MEASURED_TIMESTAMP_SECONDS,
+    OOM_LAST_VICTIM_TIMESTAMP_SECONDS,
+};
 use crate::units::{cgroup, meminfo, pressure, thp, vmstat};
 
 /// The readers whose held memory is a series of its own (every one but glibc's, whose free
@@ -82,5 +87,74 @@ pub(super) fn derived(s: &Snapshot) -> Vec<(&'static str, Family)> {
         }
         out.extend([("cgroup", hoarded), ("cgroup", held)]);
     }
+    out.extend(kills(s).into_iter().map(|f| ("kmsg", f)));
+    out
+}
+
+/// The kmsg collector's families, joined with what was measured: OOM kills by constraint
+/// and group since start, and the latest victim with its memory as the kernel counted it
+/// and as the exporter had measured it. None while the collector did not run.
+fn kills(s: &Snapshot) -> Vec<Family> {
+    let Some(kills) = &s.kills else {
+        return Vec::new();
+    };
+    let mut total = Family::new(&OOM_KILLS_TOTAL);
+    for ((constraint, group), n) in &kills.total {
+        let labels = vec![
+            ("constraint", constraint.to_string()),
+            ("group", group.clone()),
+        ];
+        total.push(labels, Num::U(*n));
+    }
+    let mut out = vec![total];
+    let Some(v) = kills.recent.back() else {
+        return out;
+    };
+    let identity = v.identity.as_ref();
+    let mut info = Family::new(&OOM_LAST_VICTIM_INFO);
+    info.push(
+        vec![
+            ("pid", v.kill.kill.pid.to_string()),
+            ("comm", v.kill.kill.comm.clone()),
+            (
+                "constraint",
+                v.kill
+                    .constraint
+                    .map_or("unknown", |c| c.as_str())
+                    .to_string(),
+            ),
+            ("group", v.group.clone()),
+            ("memory_cgroup", v.memory_cgroup.clone().unwrap_or_default()),
+            (
+                "allocator",
+                identity.map_or("", |i| i.allocator.as_str()).to_string(),
+            ),
+            (
+                "runtime",
+                identity.map_or("", |i| i.runtime.as_str()).to_string(),
+            ),
+        ],
+        Num::U(1),
+    );
+    out.push(info);
+    out.extend(Family::single(
+        &OOM_LAST_VICTIM_TIMESTAMP_SECONDS,
+        v.unix_seconds.map(Num::F),
+    ));
+    let by_kind = |metric, kinds: &[(&'static str, Option<u64>)]| {
+        let mut f = Family::new(metric);
+        for &(kind, value) in kinds {
+            if let Some(value) = value {
+                f.push(vec![("kind", kind.to_string())], Num::U(value));
+            }
+        }
+        f
+    };
+    out.push(by_kind(&OOM_LAST_VICTIM_KILLED_BYTES, &v.killed()));
+    out.push(by_kind(&OOM_LAST_VICTIM_MEASURED_BYTES, &v.measured()));
+    out.extend(Family::single(
+        &OOM_LAST_VICTIM_MEASURED_TIMESTAMP_SECONDS,
+        v.seen_unix_seconds.filter(|_| v.seen.is_some()).map(Num::F),
+    ));
     out
 }
