@@ -11,7 +11,7 @@ use common::repro::Repro;
 use common::*;
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 #[test]

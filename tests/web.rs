@@ -367,6 +367,10 @@ fn auth_checks_take_the_same_time_for_unknown_users_and_run_one_at_a_time() {
 #[test]
 fn half_sent_requests_are_closed_after_the_timeout_while_scrapes_succeed() {
     let d = Daemon::start(&["--scan.interval=200ms", "--web.read-header-timeout=2s"]);
+    let quiet = quiet_p99(|| {
+        let started = Instant::now();
+        (d.get("/metrics").status, started.elapsed())
+    });
     let opened = Instant::now();
     let mut slow: Vec<TcpStream> = (0..100)
         .map(|_| {
@@ -379,7 +383,8 @@ fn half_sent_requests_are_closed_after_the_timeout_while_scrapes_succeed() {
     for _ in 0..5 {
         let started = Instant::now();
         assert_eq!(d.get("/metrics").status, 200);
-        assert!(started.elapsed() < Duration::from_secs(1));
+        let took = started.elapsed();
+        assert!(took < under_attack(quiet), "{took:?}, quiet p99 {quiet:?}");
     }
     let mut closed_after = Vec::new();
     for s in &mut slow {
@@ -450,6 +455,10 @@ fn scrapes_beyond_the_limit_get_503_and_the_server_recovers() {
         "--web.max-requests=2",
     ]);
     let size = d.metrics().len();
+    let quiet = quiet_p99(|| {
+        let started = Instant::now();
+        (d.get("/healthz").status, started.elapsed())
+    });
     assert!(
         size > 6_000_000,
         "{size} bytes: more than the socket buffers hold"
@@ -470,9 +479,10 @@ fn scrapes_beyond_the_limit_get_503_and_the_server_recovers() {
         (r.status, r.body.as_str()),
         (503, "too many concurrent scrapes\n")
     );
+    let took = started.elapsed();
     assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "refused at once"
+        took < under_attack(quiet),
+        "refused in {took:?}, not at once (a quiet request's p99 {quiet:?})"
     );
     // Other paths are not capped.
     assert_eq!(d.get("/healthz").status, 200);
@@ -495,6 +505,23 @@ fn summary(results: &[(u16, Duration)]) -> (f64, Duration) {
     latencies.sort();
     let p99 = latencies[((latencies.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)];
     (ok, p99)
+}
+
+/// The 99th percentile of 20 scrapes made by `scrape` now, with nobody attacking: the
+/// baseline a test under attack is measured against, in the same sitting, so a busy
+/// machine raises both.
+fn quiet_p99(mut scrape: impl FnMut() -> (u16, Duration)) -> Duration {
+    let results: Vec<(u16, Duration)> = (0..20).map(|_| scrape()).collect();
+    let (ok, p99) = summary(&results);
+    assert_eq!(ok, 1.0, "quiet scrapes failed: {results:?}");
+    p99
+}
+
+/// The most the 99th percentile of scrapes under an attack may take: ten times what it
+/// takes quiet beside it, plus half a second. What an attack that held a scrape would
+/// cost is the read-header timeout (10 s here), far above it on any machine.
+fn under_attack(quiet: Duration) -> Duration {
+    quiet * 10 + Duration::from_millis(500)
 }
 
 /// 40 clients guessing passwords as fast as the exporter answers them do not lock out
@@ -618,6 +645,10 @@ fn slowloris(port: u16, threads: usize, stop: &AtomicBool, opened: &AtomicU64) {
 #[test]
 fn a_sustained_reconnecting_slowloris_does_not_keep_scrapes_out() {
     let d = Daemon::start(&["--scan.interval=1s", "--web.read-header-timeout=10s"]);
+    let quiet = quiet_p99(|| {
+        let started = Instant::now();
+        (d.get("/metrics").status, started.elapsed())
+    });
     let stop = AtomicBool::new(false);
     let opened = AtomicU64::new(0);
     let results = std::thread::scope(|s| {
@@ -636,12 +667,12 @@ fn a_sustained_reconnecting_slowloris_does_not_keep_scrapes_out() {
     let (ok, p99) = summary(&results);
     let opened = opened.load(Ordering::Relaxed);
     eprintln!(
-        "slowloris of 300 ({opened} connections opened in all): {:.0}% of scrapes ok, p99 {p99:?}",
+        "slowloris of 300 ({opened} connections opened in all): {:.0}% of scrapes ok, p99 {p99:?} (quiet {quiet:?})",
         ok * 100.0
     );
     assert!(opened > 300, "the attack reconnected ({opened})");
     assert!(ok >= 0.95, "{:.0}% of scrapes succeeded", ok * 100.0);
-    assert!(p99 < Duration::from_secs(1), "p99 {p99:?}");
+    assert!(p99 < under_attack(quiet), "p99 {p99:?}, quiet {quiet:?}");
 }
 
 /// One scrape by curl, a new process and connection each time, as a blackbox probe or a
@@ -697,7 +728,8 @@ type Scraper = fn(u16) -> (u16, Duration);
 /// through the same flood from their own address: curl, a plain client sending its head
 /// with the connection, and one sending it 50 ms after connecting. A new connection has
 /// completed no request yet, but it must not be as evictable as the flood's while it is
-/// still sending its head. Each gets at least 29 of 30 scrapes, p99 under a second.
+/// still sending its head. Each gets at least 29 of 30 scrapes, its p99 within
+/// [`under_attack`] of its own quiet p99, measured just before.
 #[test]
 fn fresh_connection_scrapers_get_through_a_slowloris_from_their_own_address() {
     let d = Daemon::start(&["--scan.interval=1s", "--web.read-header-timeout=10s"]);
@@ -720,6 +752,10 @@ fn fresh_connection_scrapers_get_through_a_slowloris_from_their_own_address() {
             scrape_after(port, Duration::from_millis(50))
         }),
     ];
+    let quiet: Vec<Duration> = scrapers
+        .iter()
+        .map(|&(_, scrape)| quiet_p99(|| scrape(d.port)))
+        .collect();
     let results: Vec<Vec<(u16, Duration)>> = std::thread::scope(|s| {
         s.spawn(|| slowloris(d.port, 10, &stop, &opened));
         std::thread::sleep(Duration::from_secs(2));
@@ -733,23 +769,26 @@ fn fresh_connection_scrapers_get_through_a_slowloris_from_their_own_address() {
     });
     let opened = opened.load(Ordering::Relaxed);
     assert!(opened > 300, "the attack reconnected ({opened})");
-    for ((who, _), results) in scrapers.iter().zip(results) {
+    for (((who, _), results), quiet) in scrapers.iter().zip(results).zip(quiet) {
         let ok = results.iter().filter(|r| r.0 == 200).count();
         let (_, p99) = summary(&results);
         eprintln!(
             "{who}, through a slowloris of 300 ({opened} connections opened): {ok} of 30 \
-             scrapes ok, p99 {p99:?}; failed: {:?}",
+             scrapes ok, p99 {p99:?} (quiet {quiet:?}); failed: {:?}",
             results.iter().filter(|r| r.0 != 200).collect::<Vec<_>>()
         );
         assert!(ok >= 29, "{who}: {ok} of 30 scrapes succeeded");
-        assert!(p99 < Duration::from_secs(1), "{who}: p99 {p99:?}");
+        assert!(
+            p99 < under_attack(quiet),
+            "{who}: p99 {p99:?}, quiet {quiet:?}"
+        );
     }
 }
 
 /// The same flood from Prometheus's own address (a NAT, a sidecar, a pod on the node): a
 /// real Prometheus scraping every second, with its kept-alive connection idle between
-/// scrapes, gets at least 29 of 30 scrapes through, each under a second at the 99th
-/// percentile, by its own account (`up`, `scrape_duration_seconds`).
+/// scrapes, gets at least 29 of 30 scrapes through, its p99 within [`under_attack`] of its
+/// own quiet p99 just before, by its own account (`up`, `scrape_duration_seconds`).
 #[test]
 fn a_real_prometheus_scrapes_through_a_slowloris_from_its_own_address() {
     let d = Daemon::start(&["--scan.interval=1s", "--web.read-header-timeout=10s"]);
@@ -759,6 +798,15 @@ fn a_real_prometheus_scrapes_through_a_slowloris_from_its_own_address() {
         p.query(up)
             .is_ok_and(|r| r.len() == 1 && r[0]["value"][1] == "1")
     });
+    let now = || {
+        SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    // Prometheus's own p99 over 15 s of quiet scrapes, just before the attack: the baseline.
+    std::thread::sleep(Duration::from_secs(16));
+    let quiet_at = now() - 0.5;
     let stop = AtomicBool::new(false);
     let opened = AtomicU64::new(0);
     std::thread::scope(|s| {
@@ -768,24 +816,23 @@ fn a_real_prometheus_scrapes_through_a_slowloris_from_its_own_address() {
     });
     let opened = opened.load(Ordering::Relaxed);
     // The 30 s that ended a second ago, the attack's second and last seconds left out.
-    let when = SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-        - 1.0;
-    let one = |q: &str| -> f64 {
-        let r = prom
-            .query_at(q, when)
-            .unwrap_or_else(|e| panic!("{q}: {e}"));
+    let when = now() - 1.0;
+    let at = |q: &str, t: f64| -> f64 {
+        let r = prom.query_at(q, t).unwrap_or_else(|e| panic!("{q}: {e}"));
         assert_eq!(r.len(), 1, "{q}: {r:?}");
         r[0]["value"][1].as_str().unwrap().parse().unwrap()
     };
+    let one = |q: &str| at(q, when);
+    let quiet = at(
+        "quantile_over_time(0.99, scrape_duration_seconds{job=\"membloat\"}[15s])",
+        quiet_at,
+    );
     let scrapes = one(&format!("count_over_time({up}[30s])"));
     let succeeded = one(&format!("sum_over_time({up}[30s])"));
     let p99 = one("quantile_over_time(0.99, scrape_duration_seconds{job=\"membloat\"}[30s])");
     eprintln!(
         "slowloris of 300 from Prometheus's address ({opened} connections opened): \
-         {succeeded} of {scrapes} scrapes up, p99 {p99:.3} s"
+         {succeeded} of {scrapes} scrapes up, p99 {p99:.3} s (quiet {quiet:.3} s)"
     );
     assert!(opened > 300, "the attack reconnected ({opened})");
     assert!(
@@ -796,7 +843,8 @@ fn a_real_prometheus_scrapes_through_a_slowloris_from_its_own_address() {
         succeeded >= scrapes - 1.0,
         "{succeeded} of {scrapes} scrapes succeeded"
     );
-    assert!(p99 < 1.0, "p99 scrape duration {p99} s");
+    let bound = under_attack(Duration::from_secs_f64(quiet)).as_secs_f64();
+    assert!(p99 < bound, "p99 scrape duration {p99} s, quiet {quiet} s");
 }
 
 /// The exporter is watched like any other target from its first response on: while the
