@@ -7,6 +7,8 @@ use crate::common;
 use common::explain::*;
 use common::repro::Repro;
 use common::*;
+use serde_json::Value;
+use std::process::Command;
 use std::time::Duration;
 
 /// G1 above its floor gets the free ratios in an order `jcmd` accepts and a collection,
