@@ -99,6 +99,27 @@ pub struct Elf {
     pub first_vaddr: u64,
 }
 
+/// Where a binary's link-time addresses land in a process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Load {
+    /// The lowest address a loadable segment asks for.
+    pub first_vaddr: u64,
+    /// A position-independent binary (`ET_DYN`), loaded wherever the loader puts it.
+    pub pie: bool,
+}
+
+impl Load {
+    /// The amount to add to link-time addresses, given where the binary's first mapping
+    /// (file offset 0) starts.
+    pub fn bias(self, first_mapping: u64) -> u64 {
+        if self.pie {
+            first_mapping.wrapping_sub(self.first_vaddr & !0xfff)
+        } else {
+            0
+        }
+    }
+}
+
 fn u16_at(b: &[u8], at: usize) -> u16 {
     super::reader::u16_at(b, at).unwrap_or(0)
 }
@@ -184,6 +205,14 @@ impl Elf {
             pie: u16_at(&h, 0x10) == ET_DYN,
             first_vaddr,
         })
+    }
+
+    /// Where its link-time addresses land in a process.
+    pub fn load(&self) -> Load {
+        Load {
+            first_vaddr: self.first_vaddr,
+            pie: self.pie,
+        }
     }
 
     /// Whether the name at `at` in a string table is `want`, compared in place.

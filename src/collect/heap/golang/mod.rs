@@ -179,11 +179,11 @@ impl Layout {
     /// Where the kernel loaded a binary of this layout, given the start of its first
     /// mapping (file offset 0): the amount to add to its link-time addresses.
     pub fn bias(&self, first_mapping: u64) -> u64 {
-        if self.pie {
-            first_mapping.wrapping_sub(self.first_vaddr & !0xfff)
-        } else {
-            0
-        }
+        let load = super::elf::Load {
+            first_vaddr: self.first_vaddr,
+            pie: self.pie,
+        };
+        load.bias(first_mapping)
     }
 }
 

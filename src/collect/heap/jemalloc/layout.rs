@@ -92,10 +92,8 @@ pub struct Layout {
     /// `narenas_total` (an `unsigned`).
     pub arenas: u64,
     pub narenas_total: u64,
-    /// The lowest address a loadable segment asks for, and whether the binary is loaded
-    /// wherever the kernel puts it.
-    first_vaddr: u64,
-    pie: bool,
+    /// Where its link-time addresses land.
+    load: crate::collect::heap::elf::Load,
 }
 
 impl Layout {
@@ -108,19 +106,14 @@ impl Layout {
             offsets,
             arenas,
             narenas_total,
-            first_vaddr: 0,
-            pie: false,
+            load: crate::collect::heap::elf::Load::default(),
         }
     }
 
     /// The amount to add to link-time addresses, given where the binary's first mapping
     /// (file offset 0) starts.
     pub fn bias(&self, first_mapping: u64) -> u64 {
-        if self.pie {
-            first_mapping.wrapping_sub(self.first_vaddr & !0xfff)
-        } else {
-            0
-        }
+        self.load.bias(first_mapping)
     }
 }
 
@@ -158,8 +151,7 @@ pub fn of<B: Binary + ?Sized>(bin: &B) -> Result<Layout, Unmeasured> {
         offsets,
         arenas,
         narenas_total,
-        first_vaddr: elf.first_vaddr,
-        pie: elf.pie,
+        load: elf.load(),
     })
 }
 

@@ -85,10 +85,8 @@ pub struct Layout {
     pub state: State,
     /// The radix tree's root is there (`arena_map_root`, 3.10 and 3.11): large pools.
     pub radix: bool,
-    /// The lowest address a loadable segment asks for, and whether the binary is loaded
-    /// wherever the loader puts it.
-    first_vaddr: u64,
-    pie: bool,
+    /// Where its link-time addresses land.
+    load: crate::collect::heap::elf::Load,
 }
 
 impl Layout {
@@ -99,19 +97,14 @@ impl Layout {
             py_version,
             state,
             radix,
-            first_vaddr: 0,
-            pie: false,
+            load: crate::collect::heap::elf::Load::default(),
         }
     }
 
     /// The amount to add to link-time addresses, given where the binary's first mapping
     /// (file offset 0) starts.
     pub fn bias(&self, first_mapping: u64) -> u64 {
-        if self.pie {
-            first_mapping.wrapping_sub(self.first_vaddr & !0xfff)
-        } else {
-            0
-        }
+        self.load.bias(first_mapping)
     }
 }
 
@@ -156,7 +149,6 @@ pub fn of<B: Binary + ?Sized>(bin: &B) -> Result<Layout, Unmeasured> {
         py_version,
         state,
         radix,
-        first_vaddr: elf.first_vaddr,
-        pie: elf.pie,
+        load: elf.load(),
     })
 }
