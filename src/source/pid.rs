@@ -1,0 +1,116 @@
+//! A process's own files opened for reads at offsets (`mem`, `pagemap`, `exe`, a mapped
+//! library), never on a FUSE or network mount the process can see, and what the process
+//! holds open.
+
+use std::fs::File;
+use std::io;
+use std::path::PathBuf;
+
+use super::{own, set_path, Buffer, ReadError, Source};
+use crate::parse::mountinfo;
+
+impl Source {
+    /// Opens `<procfs>/<pid>/<file>` for reads at offsets: `mem` and `pagemap` for the heap
+    /// walk (chunk headers and page presence only), `exe` for the Go build info.
+    pub fn open_pid(&self, pid: u32, file: &str) -> Result<PidFile, ReadError> {
+        let mut path = PathBuf::new();
+        set_path(&mut path, &self.procfs, Some(pid), file);
+        match File::open(&path) {
+            Ok(file) => Ok(PidFile(file)),
+            Err(e) => Err(ReadError::new(&path, e)),
+        }
+    }
+
+    /// The mounts of process `pid` whose files no reader may touch (FUSE, network
+    /// filesystems: `parse::mountinfo::remote`), from its own `mountinfo`; `None` when it
+    /// cannot be told (longer than a file is read): then any file may be. A `mountinfo`
+    /// that cannot be read at all (denied, gone) names none: the process's memory and
+    /// links are denied or gone alike, so nothing of it is read either.
+    pub fn remote_mounts(&self, pid: u32, buf: &mut Buffer) -> Option<mountinfo::Remote> {
+        if self.read_pid(pid, "mountinfo", buf).is_err() {
+            return Some(mountinfo::Remote::default());
+        }
+        (!buf.was_cut()).then(|| mountinfo::remote(buf.text()))
+    }
+
+    /// Opens the file `<procfs>/<pid>/<link>` points at (`exe`) for reads at offsets,
+    /// unless it lies on one of `remote`'s mounts: `Ok(None)` then. The link is first
+    /// opened `O_PATH`, which asks nothing of the file's filesystem, and its mount told by
+    /// `mnt_id`; only a file of a local mount is opened for reading. Without `remote`
+    /// (the mounts cannot be told) nothing is opened.
+    pub fn open_pid_local(
+        &self,
+        pid: u32,
+        link: &str,
+        remote: Option<&mountinfo::Remote>,
+    ) -> Result<Option<PidFile>, ReadError> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let Some(remote) = remote else {
+            return Ok(None);
+        };
+        let mut path = PathBuf::new();
+        set_path(&mut path, &self.procfs, Some(pid), link);
+        let at = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH)
+            .open(&path)
+            .map_err(|e| ReadError::new(&path, e))?;
+        match own::mount_id_of(at.as_raw_fd()) {
+            Some(id) if !remote.has_mount(id) => {}
+            _ => return Ok(None),
+        }
+        let reopened = format!("/proc/self/fd/{}", at.as_raw_fd());
+        File::open(&reopened)
+            .map(|f| Some(PidFile(f)))
+            .map_err(|e| ReadError::new(&path, e))
+    }
+
+    /// The bytes allocated to the file a process holds open as `target` (the name its
+    /// `fd` link reads, as `/memfd:java_heap (deleted)`): its resident pages, for a memfd
+    /// or tmpfs file. Looks at most 4,096 descriptors; `None` when none is it.
+    pub fn open_file_bytes(&self, pid: u32, target: &str) -> Option<u64> {
+        use std::os::unix::fs::MetadataExt;
+        let mut dir = PathBuf::new();
+        set_path(&mut dir, &self.procfs, Some(pid), "fd");
+        let entries = std::fs::read_dir(&dir).ok()?;
+        for entry in entries.flatten().take(4096) {
+            let path = entry.path();
+            if std::fs::read_link(&path).is_ok_and(|l| l.as_os_str() == target) {
+                return std::fs::metadata(&path).ok().map(|m| m.blocks() * 512);
+            }
+        }
+        None
+    }
+}
+
+/// A file of a process read at offsets (`pread`), never as a stream.
+#[derive(Debug)]
+pub struct PidFile(File);
+
+impl PidFile {
+    /// Fills `buf` from `offset`; a short read is an error.
+    pub fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.0.read_exact_at(buf, offset)
+    }
+
+    /// Reads what there is from `offset` into `buf`, once; the count may be short.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        self.0.read_at(buf, offset)
+    }
+
+    /// What tells this file from any other and from an earlier version of itself: its
+    /// device, inode, size and modification time.
+    pub fn identity(&self) -> io::Result<(u64, u64, u64, i64)> {
+        use std::os::unix::fs::MetadataExt;
+        let m = self.0.metadata()?;
+        Ok((m.dev(), m.ino(), m.size(), m.mtime()))
+    }
+
+    /// The open file, to read in parts (an executable's sections).
+    pub fn file(&self) -> &File {
+        &self.0
+    }
+}
