@@ -180,6 +180,10 @@ pub fn loaded<T: Target>(target: &mut T, vmas: &[Vma]) -> Result<PythonHeap, Unm
         .map(|v| v.start)
         .min()
         .ok_or(Unmeasured::Unreadable)?;
+    // Memory that cannot be read (the process went) is not a layout that does not fit.
+    target
+        .read(base, &mut [0u8; 4])
+        .map_err(|_| Unmeasured::Unreadable)?;
     let symbols = super::dynsym::Symbols::of(target, base).ok_or(Unmeasured::UnknownLayout)?;
     let runtime = symbols.find(target, "_PyRuntime");
     let version = symbols.find(target, "Py_Version");
