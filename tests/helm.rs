@@ -300,6 +300,17 @@ fn every_value_set_validates_and_says_what_it_was_asked() {
             Value::Bool(kmsg),
             "{name}"
         );
+        // The API server refuses `allowPrivilegeEscalation: false` beside `privileged:
+        // true` (found by the cluster tier's `helm upgrade`); unprivileged, it is false.
+        let escalation = &container["securityContext"]["allowPrivilegeEscalation"];
+        if kmsg {
+            assert!(
+                escalation.is_null(),
+                "{name}: {escalation:?} beside privileged"
+            );
+        } else {
+            assert_eq!(escalation, &Value::Bool(false), "{name}");
+        }
         let mounted: Vec<&str> = container["volumeMounts"]
             .as_sequence()
             .unwrap()
