@@ -304,7 +304,7 @@ pub fn java_unmeasured(why: Option<Unmeasured>) -> (String, Advice) {
     let (evidence, fix) = match why {
         Some(Unmeasured::NotPublished) => (
             "the JVM publishes no perf data, so its Java heap cannot be measured from outside",
-            "drop -XX:-UsePerfData and -XX:+PerfDisableSharedMem, and give JVMs that share a /tmp and a namespace pid a /tmp each (the one that loses the perf-data file publishes nothing)",
+            "drop -XX:-UsePerfData and -XX:+PerfDisableSharedMem; in an image without /etc/passwd (scratch, distroless static), give the JVM's uid a name there, since HotSpot publishes nothing for a nameless uid; and give JVMs that share a /tmp and a namespace pid a /tmp each (the one that loses the perf-data file publishes nothing)",
         ),
         Some(Unmeasured::Unreadable) => (
             "the JVM's memory could not be read, so its Java heap was not measured",
