@@ -58,6 +58,12 @@ command -v gdb >/dev/null || missing+=(gdb)
 command -v musl-gcc >/dev/null || missing+=(musl-tools)
 # ... and runs Debian's Redis (redis-tools' server binary: no service is installed).
 [ -x /usr/bin/redis-check-rdb ] || missing+=(redis-tools)
+# tests/cluster.rs runs a single-node Kubernetes cluster: Debian's containerd, runc and CNI
+# plugins under the kubelet of scripts/kubenode.sh (k8s.io/kubernetes, built once).
+command -v containerd >/dev/null || missing+=(containerd)
+command -v runc >/dev/null || missing+=(runc)
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+command -v ip >/dev/null || missing+=(iproute2)
 # tests/hostile.rs serves a program from a FUSE mount of its own (Debian's python3).
 /usr/bin/python3 -c 'import fusepy' 2>/dev/null || missing+=(python3-fusepy)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -90,7 +96,7 @@ export PATH
 # (CI) they run, first; otherwise the summary says they did not; fuzz is a short fuzzing
 # run. The last line sums them all.
 tiers=("$@")
-[ ${#tiers[@]} -gt 0 ] || tiers=(root fast live runtimes kernels fuzz)
+[ ${#tiers[@]} -gt 0 ] || tiers=(root fast live runtimes kernels cluster fuzz)
 log=$(mktemp)
 # Checks a test could not make on this machine (tests/common: skipped()) land here and are
 # listed in the summary.
@@ -98,6 +104,7 @@ MEMBLOAT_SKIP_LOG=$(mktemp)
 export MEMBLOAT_SKIP_LOG
 trap 'rm -f "$log" "$MEMBLOAT_SKIP_LOG"' EXIT
 root_only="not asked for"
+cluster="not asked for"
 fuzz="not asked for"
 times=()
 for tier in "${tiers[@]}"; do
@@ -113,6 +120,14 @@ for tier in "${tiers[@]}"; do
         root_only="did not run (not root)"
       fi
       ;;
+    cluster)
+      if [ "$(id -u)" -eq 0 ]; then
+        cargo test --test cluster -- --ignored 2>&1 | tee -a "$log"
+        cluster=ran
+      else
+        cluster="did not run (not root)"
+      fi
+      ;;
     fuzz)
       # Every fuzz target from the corpus in fuzz/corpus (docs/fuzzing.md), built with
       # coverage; fails on any finding. MEMBLOAT_FUZZ_SECONDS per target (0 skips it).
@@ -125,7 +140,7 @@ for tier in "${tiers[@]}"; do
       fi
       ;;
     *)
-      echo "test.sh: unknown tier '$tier' (fast, live, root, runtimes, kernels, fuzz)" >&2
+      echo "test.sh: unknown tier '$tier' (fast, live, root, runtimes, kernels, cluster, fuzz)" >&2
       exit 2
       ;;
   esac
@@ -134,6 +149,6 @@ done
 skipped=$(sort -u "$MEMBLOAT_SKIP_LOG" | wc -l)
 sort -u "$MEMBLOAT_SKIP_LOG" | sed 's/^/skipped: /'
 printf 'tier %s\n' "${times[@]}"
-awk -v root_only="$root_only" -v fuzz="$fuzz" -v skipped="$skipped" '/^test result:/ { p += $4; f += $6 }
-  END { print "needs-root tests: " root_only; print "fuzzing: " fuzz; print "checks skipped: " skipped
+awk -v root_only="$root_only" -v cluster="$cluster" -v fuzz="$fuzz" -v skipped="$skipped" '/^test result:/ { p += $4; f += $6 }
+  END { print "needs-root tests: " root_only; print "cluster: " cluster; print "fuzzing: " fuzz; print "checks skipped: " skipped
         printf "%d passed, %d failed\n", p, f }' "$log"

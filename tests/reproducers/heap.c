@@ -20,6 +20,9 @@
  *           mmap threshold to 32 MiB and its trim threshold to 64 MiB; the FREED MiB
  *           freed are the last allocated, so they end the heap (its top chunk) and stay
  *           while FREED is below 64.
+ *   grow:   main, then each line "N" on stdin touches N MiB more outside the heap (mmap),
+ *           as a working set growing past a limit would, and prints "grown" (read(2),
+ *           never stdio, so the heap is left as glibc counted it).
  * BLOCK_BYTES (default 65472) sets the block size; blocks above glibc's mmap threshold
  * (128 KiB) need MALLOC_MMAP_THRESHOLD_ raised to come from the heap.
  * Prints "ready FORDBLKS", then sleeps (or churns). Build with -fno-builtin-malloc
@@ -29,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -110,6 +114,18 @@ int main(int argc, char **argv) {
                     clock_gettime(CLOCK_MONOTONIC, &b);
                 while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 20000);
             }
+        }
+    }
+    if (strcmp(mode, "grow") == 0) {
+        char line[32];
+        ssize_t got;
+        while ((got = read(0, line, sizeof line - 1)) > 0) {
+            line[got] = 0;
+            size_t bytes = (size_t)atol(line) << 20;
+            char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p != MAP_FAILED) memset(p, 1, bytes);
+            static const char grown[] = "grown\n";
+            write(1, grown, sizeof grown - 1);
         }
     }
     for (;;) pause();
