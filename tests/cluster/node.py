@@ -35,28 +35,19 @@ import traceback
 import urllib.parse
 import urllib.request
 
+# The exposition parser the kernels tier's guest uses.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vm"))
+from guest import parse  # noqa: E402
+
 MIB = 1 << 20
 NODE = "membloat-node"
 NS = "membloat-test"
 RELEASE = "membloat"
 MONITORING = "monitoring"
-LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
 def log(*a):
     print(*a, file=sys.stderr, flush=True)
-
-
-def parse(text):
-    """The samples of a text exposition: a list of (name, labels, value)."""
-    out = []
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        series, _, value = line.rpartition(" ")
-        name, _, labels = series.partition("{")
-        out.append((name, dict(LABEL.findall(labels)), float(value)))
-    return out
 
 
 def pick(samples, name, **labels):
