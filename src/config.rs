@@ -89,6 +89,7 @@ pub struct ExplainConfig {
 pub mod build;
 mod flags;
 use flags::command;
+pub use flags::{parse_duration, parse_size};
 
 /// A flag error: exit 2 with this one line.
 #[derive(Debug)]
@@ -97,53 +98,6 @@ pub enum FlagsOutcome {
     Print(String),
     /// A bad flag: print to stderr, exit 2.
     Bad(String),
-}
-
-/// Parses `"10s"`, `"250ms"`, `"1m"`, `"1h"` (Prometheus-style single-unit durations).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration like 10s, 500ms, 1m"))?;
-    let ms = match unit {
-        "ms" => Some(n),
-        "s" => n.checked_mul(1000),
-        "m" => n.checked_mul(60_000),
-        "h" => n.checked_mul(3_600_000),
-        _ => None,
-    }
-    .ok_or_else(|| format!("{s:?} is not a duration like 10s, 500ms, 1m"))?;
-    Ok(Duration::from_millis(ms))
-}
-
-/// Parses `"64MiB"`, `"1GiB"`, `"512KiB"` or a plain number of bytes.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size like 64MiB"))?;
-    let shift = match unit {
-        "" | "B" => 0,
-        "KiB" => 10,
-        "MiB" => 20,
-        "GiB" => 30,
-        _ => {
-            return Err(format!(
-                "{s:?} is not a size like 64MiB (units B, KiB, MiB, GiB)"
-            ))
-        }
-    };
-    n.checked_mul(1 << shift)
-        .ok_or_else(|| format!("{s:?} is too large"))
-}
-
-fn positive_duration(s: &str) -> Result<Duration, String> {
-    match parse_duration(s)? {
-        d if d.is_zero() => Err("must be more than 0".into()),
-        d => Ok(d),
-    }
 }
 
 impl Config {

@@ -3,39 +3,28 @@
 //! (`--path.procfs`, `--path.sysfs`), so tests run in parallel against different fixture
 //! trees.
 
-use std::collections::HashMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
+mod buffer;
 mod kept;
 mod kmsg;
 pub mod own;
 mod pid;
 mod reason;
+mod roots;
 mod text;
 use crate::parse::ParseError;
+use buffer::START_BYTES;
+pub use buffer::{Buffer, Buffers};
 pub use kept::{Descriptors, Kept};
 pub use kmsg::{KernelLog, LogRead};
 pub use pid::PidFile;
 pub use reason::{ReadError, Reason};
+use roots::set_path;
+pub use roots::Source;
 #[cfg(test)]
 use text::LINE_PIECE_BYTES;
 use text::{read_lines, read_text};
-
-/// Setting files kept open, by path.
-type KeptSettings = HashMap<PathBuf, Arc<File>>;
-
-/// Where `/proc` and `/sys` are.
-#[derive(Debug, Clone)]
-pub struct Source {
-    procfs: PathBuf,
-    sysfs: PathBuf,
-    /// Setting and counter files kept open between scans and re-read with `pread` (THP
-    /// and khugepaged, the sysctls: some 200 files a scan on a kernel with mTHP), when
-    /// both roots are the real file systems; shared by the clones.
-    settings: Option<Arc<Mutex<KeptSettings>>>,
-}
 
 /// Files larger than this are cut: no small file the exporter reads is near it, and a
 /// hostile or broken file cannot make a scan allocate without bound.
@@ -43,12 +32,6 @@ const MAX_FILE_BYTES: usize = 1 << 20;
 
 /// `/proc/PID/smaps` is about 1.2 KiB per mapping: this holds 50,000 mappings.
 pub const MAX_SMAPS_BYTES: usize = 64 << 20;
-
-/// Setting files kept open at most (a kernel with mTHP has some 200 worth keeping).
-const MAX_KEPT_SETTINGS: usize = 512;
-
-/// What a buffer starts with and shrinks back to: every small file fits.
-const START_BYTES: usize = 16 << 10;
 
 /// Files of a process that the kernel produces whole, in one `seq_file` show (or one
 /// `simple_read_from_buffer`): a read shorter than the space offered has returned the
@@ -64,51 +47,11 @@ const WHOLE_IN_ONE_READ: [&str; 7] = [
     "cgroup",
 ];
 
-/// A reusable read buffer and path: a scan allocates nothing per file once warm.
-#[derive(Debug, Default)]
-pub struct Buffer {
-    /// Always zero-filled up to its length; `len` bytes of it are the file.
-    data: Vec<u8>,
-    len: usize,
-    path: PathBuf,
-    /// The last file was longer than the limit and was cut.
-    cut: bool,
-}
-
-impl Buffer {
-    /// True when the last file read was cut at the size limit.
-    pub fn was_cut(&self) -> bool {
-        self.cut
-    }
-
-    /// The text of the last file read.
-    pub fn text(&self) -> &str {
-        std::str::from_utf8(&self.data[..self.len]).unwrap_or_default()
-    }
-
-    /// Gives back memory a large file (a deep-tier smaps) made the buffer take.
-    pub fn shrink(&mut self) {
-        if self.data.len() > START_BYTES {
-            self.data.truncate(START_BYTES);
-            self.data.shrink_to_fit();
-            self.len = self.len.min(START_BYTES);
-        }
-    }
-}
-
-/// The buffers of one reader thread.
-#[derive(Debug, Default)]
-pub struct Buffers {
-    pub main: Buffer,
-    /// For a second file while the first is still in use (`cmdline` beside `stat`).
-    pub aux: Buffer,
-}
-
 impl Source {
     pub fn new(procfs: impl Into<PathBuf>, sysfs: impl Into<PathBuf>) -> Self {
         use nix::sys::statfs::{PROC_SUPER_MAGIC, SYSFS_MAGIC};
         let (procfs, sysfs) = (procfs.into(), sysfs.into());
-        let real = kept::is_fs(&procfs, PROC_SUPER_MAGIC) && kept::is_fs(&sysfs, SYSFS_MAGIC);
+        let real = roots::is_fs(&procfs, PROC_SUPER_MAGIC) && roots::is_fs(&sysfs, SYSFS_MAGIC);
         Source {
             procfs,
             sysfs,
@@ -280,32 +223,6 @@ impl Source {
         names.sort();
         Ok(names)
     }
-}
-
-/// `<root>/<pid>/<file>` or `<root>/<file>`, written into `path` without allocating once
-/// it has grown to fit.
-fn set_path(path: &mut PathBuf, root: &Path, pid: Option<u32>, file: &str) {
-    let s = path.as_mut_os_string();
-    s.clear();
-    s.push(root.as_os_str());
-    s.push("/");
-    if let Some(pid) = pid {
-        let mut digits = [0u8; 10];
-        let mut i = digits.len();
-        let mut n = pid;
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        // ASCII digits are valid UTF-8.
-        s.push(std::str::from_utf8(&digits[i..]).unwrap_or("0"));
-        s.push("/");
-    }
-    s.push(file);
 }
 
 /// A pid written as the kernel writes it: decimal digits, no sign, no leading zero.

@@ -135,7 +135,7 @@ fn alertmanager_config_is_valid_and_routes_by_severity() {
 }
 
 /// explain's findings and the alerts judge the same signals by the same numbers: each
-/// threshold in src/model/signals.rs appears in the rule that watches it.
+/// threshold in src/model/signals/figures.rs appears in the rule that watches it.
 #[test]
 fn explain_thresholds_are_the_alerts_thresholds() {
     use membloat_exporter::model::signals;

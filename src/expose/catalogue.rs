@@ -12,8 +12,8 @@
 pub use crate::family::{Kind, Metric, Section, Unit};
 
 mod s {
-    use super::Section::{self, Exporter, Of};
     use crate::family::Collector;
+    use crate::family::Section::{self, Exporter, Of};
     pub const EXPORTER: Section = Exporter;
     pub const PROCESSES: Section = Of(Collector::Processes);
 }

@@ -11,7 +11,7 @@ use super::catalogue::{
     GROUP_RESIDENT_SHMEM_BYTES, GROUP_RUNTIME_HELD_BYTES, GROUP_SWAP_BYTES, GROUP_THREADS,
     GROUP_UNTOUCHED_COMMIT_BYTES, GROUP_VIRTUAL_BYTES,
 };
-use super::{Families, Labels, Num};
+use super::families::{Families, Labels, Num};
 use crate::model::groups::GroupStats;
 use crate::model::signals::Method;
 

@@ -14,7 +14,7 @@ use super::catalogue::{
     SCAN_SLOWEST_PROCESS_READ_SECONDS, SCAN_STALLED_PROCESSES, SCAN_UNKEPT_PROCESSES,
     SCRAPE_COLLECTOR_DURATION_SECONDS, SCRAPE_COLLECTOR_SUCCESS,
 };
-use super::{u, Families, Labels, Num};
+use super::families::{u, Families, Labels, Num};
 use crate::family::Metric;
 use crate::model::derive::Snapshot;
 

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use super::catalogue::*;
-use super::{u, Families, Labels, Num};
+use super::families::{u, Families, Labels, Num};
 use crate::collect::heap::golang::Go;
 use crate::collect::heap::jemalloc::Jemalloc;
 use crate::collect::heap::jvm::{Jvm, Space};

@@ -7,4 +7,5 @@ pub mod derive;
 pub mod groups;
 pub mod kills;
 pub mod signals;
+pub mod snapshot;
 pub mod state;

@@ -1,61 +1,27 @@
 //! Per-process signals: pure functions of (previous state, current sample, elapsed).
 //!
 //! The thresholds are the measured signatures of each phenomenon (docs/signals.md says
-//! what each signal means); each one is named here once.
+//! what each signal means); each one is named once, in `signals/figures.rs`.
 
 use std::sync::Arc;
 
-use crate::collect::heap::reads::{Reader, Reason};
+use crate::collect::heap::reads::Reason;
 use crate::collect::heap::runtime::{Allocator, Runtime};
-use crate::collect::heap::{Glibc, HeapMeasure, HeapReading, Registered};
+use crate::collect::heap::{Glibc, HeapMeasure, HeapReading};
 use crate::collect::{ProcessFiles, ProcessSample};
 use crate::parse::smaps::SmapsSummary;
 
+mod figures;
 mod hoarding;
+pub use figures::{
+    oom_memory_share, Method, Signals, ARENAS_PER_CPU, COMMIT_NEAR_LIMIT_RATIO,
+    HOARD_MIN_HEAP_BYTES, HOARD_MIN_HEAP_DENSITY, HOARD_MIN_HEAP_SHARE, HOARD_MIN_MEASURED_BYTES,
+    HOARD_MIN_RETAINED, IDLE_MAX_CPU_SHARE, LOW_MEMORY_RATIO, OOM_LIKELY_VICTIM_RANK,
+    OOM_LIKELY_VICTIM_SHARE, PRESSURE_STALLED_RATIO, THP_HIDDEN_MAX_SHARE,
+    UNTOUCHED_COMMIT_MIN_BYTES,
+};
 use hoarding::{from_mappings, held_heaps, measured_heap};
 
-/// Heap memory below this is never suspected of hoarding (no heap walk).
-pub const HOARD_MIN_HEAP_BYTES: u64 = 64 << 20;
-/// Measured reclaimable heap memory below this is not called hoarding: small free lists
-/// come and go with a program's work, and glibc keeps its trim threshold's worth (128 KiB
-/// by default) on purpose.
-pub const HOARD_MIN_MEASURED_BYTES: u64 = 16 << 20;
-/// The heap must hold at least this share of the process's anonymous memory.
-pub const HOARD_MIN_HEAP_SHARE: f64 = 0.5;
-/// RSS must still be at least this share of the peak (VmHWM).
-pub const HOARD_MIN_RETAINED: f64 = 0.8;
-/// A heap whose Rss is below this share of its Size was trimmed: not hoarding.
-pub const HOARD_MIN_HEAP_DENSITY: f64 = 0.5;
-/// Idle: CPU time grew by less than this share of the elapsed time (plus one tick).
-pub const IDLE_MAX_CPU_SHARE: f64 = 0.01;
-/// Host thresholds that `explain` and the alert rules share (deploy/prometheus/
-/// membloat.rules.yml uses the same numbers; tests/rules.rs checks they agree).
-/// Memory is low below this share of MemTotal available (MembloatProcessLikelyOOMVictim).
-pub const LOW_MEMORY_RATIO: f64 = 0.10;
-/// A process among the first this many in the OOM killer's order...
-pub const OOM_LIKELY_VICTIM_RANK: u64 = 3;
-/// ...holding at least this share of RAM and swap is a likely victim worth a warning
-/// (MembloatProcessLikelyOOMVictim). The share is taken from oom_score without
-/// oom_score_adj, so a pod that Kubernetes put first while it holds little is not one.
-pub const OOM_LIKELY_VICTIM_SHARE: f64 = 0.30;
-
-/// The share of RAM and swap behind an oom_score: the kernel shows
-/// `(1000 + 1000 x share + oom_score_adj) x 2/3`.
-pub fn oom_memory_share(oom_score: u64, oom_score_adj: i64) -> f64 {
-    (oom_score as f64 * 1.5 - 1000.0 - oom_score_adj as f64) / 1000.0
-}
-/// Committed_AS / CommitLimit above this in overcommit mode 2 (MembloatCommitNearLimit).
-pub const COMMIT_NEAR_LIMIT_RATIO: f64 = 0.9;
-/// Share of time all tasks stalled on memory (PSI full) above this (MembloatMemoryStalls).
-pub const PRESSURE_STALLED_RATIO: f64 = 0.05;
-/// Hidden THP memory above this share of MemTotal (MembloatHiddenTHPMemoryLarge).
-pub const THP_HIDDEN_MAX_SHARE: f64 = 0.05;
-/// Untouched commit charge of one process worth naming (no alert: a gauge to watch).
-pub const UNTOUCHED_COMMIT_MIN_BYTES: u64 = 1 << 30;
-/// glibc creates at most this many arenas per online CPU (64-bit).
-pub const ARENAS_PER_CPU: u64 = 8;
-
-/// How a hoarding figure was reached: the `method` label.
 /// What the exporter last knew of a process beyond its state's own figures (RssAnon and
 /// the regrown bytes): made from the state of the victim, so a kill can say what it was.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -67,25 +33,6 @@ pub struct Seen {
     pub hoard_method: Option<Method>,
     pub arena_reserved_bytes: Option<u64>,
     pub untouched_commit_bytes: Option<u64>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Method {
-    /// Free chunks read from glibc's heap: what the allocator really holds.
-    Measured,
-    /// Inferred from smaps and status (no heap walk possible): a suspicion.
-    Suspected,
-}
-
-impl Method {
-    pub const ALL: [Method; 2] = [Method::Measured, Method::Suspected];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Method::Measured => "measured",
-            Method::Suspected => "suspected",
-        }
-    }
 }
 
 /// What is remembered of a process between scans: a hundred bytes or so, the deep
@@ -154,78 +101,6 @@ impl ProcState {
             hoard_method: d.and_then(|d| d.hoard_method),
             arena_reserved_bytes: d.and_then(|d| d.arena_reserved_bytes),
             untouched_commit_bytes: d.and_then(|d| d.untouched_commit_bytes),
-        }
-    }
-}
-
-/// The signals of one process in one scan.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Signals {
-    /// VmRSS / VmHWM.
-    pub retained_peak_ratio: Option<f64>,
-    /// CPU time did not move over the last interval (`None` on first sight).
-    pub idle: Option<bool>,
-    /// User plus system CPU time when `stat` was last read.
-    pub cpu_seconds: f64,
-    /// Rss of the brk heap plus glibc arena heaps (deep tier).
-    pub heap_resident_bytes: Option<u64>,
-    pub heap_size_bytes: Option<u64>,
-    pub arena_heaps: Option<u64>,
-    pub arena_reserved_bytes: Option<u64>,
-    /// The arena count reached glibc's ceiling (8 x CPUs arenas, the main one not a heap).
-    pub arena_at_ceiling: Option<bool>,
-    /// Freed-but-kept heap memory; `Some(0)` when deep data says no.
-    pub hoarded_bytes: Option<u64>,
-    /// Whether `hoarded_bytes` was measured by the heap walk or suspected.
-    pub hoard_method: Option<Method>,
-    /// The heap can be measured but no walk has succeeded yet (it changed under each
-    /// try): no hoarding figure until one does, never a guess.
-    pub hoard_pending: bool,
-    /// The latest successful heap walk (boxed: only measured processes have one).
-    pub heap: Option<Box<HeapMeasure>>,
-    /// What the heap readers read of the process: each one's figure, or why it has none
-    /// (`figure`, `outcome`).
-    pub reading: Option<Arc<HeapReading>>,
-    /// Resident heap a managed runtime holds unused (a JVM's collector keeps it until it
-    /// uncommits, Go's until its scavenger releases it): part of `hoarded_bytes` when
-    /// measured.
-    pub runtime_held_bytes: Option<u64>,
-    /// The reader (a runtime, or an allocator other than glibc) whose figure
-    /// `runtime_held_bytes` is: the `runtime` label of the held series.
-    pub runtime_held_by: Option<&'static str>,
-    /// Commit charge: Size of mappings charged to the commit limit (deep tier).
-    pub commit_bytes: Option<u64>,
-    /// Commit charge not backed by RAM or swap: can still become RSS, oom_score omits it.
-    pub untouched_commit_bytes: Option<u64>,
-    pub regrown_since_trough_bytes: u64,
-    pub regrown_total_bytes: u64,
-    /// AnonHugePages / RssAnon.
-    pub thp_anon_ratio: Option<f64>,
-}
-
-impl Signals {
-    /// A reader's figure for the process (`None`: it did not read it, or has no figure).
-    pub fn figure<R: Registered>(&self) -> Option<&R::Figure> {
-        self.reading.as_ref()?.get::<R>()?.as_ref().ok()
-    }
-
-    /// Why a reader has no figure for the process.
-    pub fn unmeasured<R: Registered>(&self) -> Option<R::Reason> {
-        self.reading.as_ref()?.get::<R>()?.as_ref().err().copied()
-    }
-
-    /// The `reason` a reader's figure is not whole: why it has none, or the label of a
-    /// figure without its held bytes (a JVM's `no_resident`).
-    pub fn unmeasured_label<R: Registered>(&self) -> Option<&'static str> {
-        match self.reading.as_ref()?.get::<R>()? {
-            Err(why) => Some(why.as_str()),
-            Ok(f) => {
-                use crate::collect::heap::reads::Figure;
-                f.held_bytes()
-                    .is_none()
-                    .then_some(<R as Reader>::Reason::PARTIAL)
-                    .flatten()
-            }
         }
     }
 }

@@ -7,7 +7,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::{set_path, Buffer, ReadError, Source, MAX_KEPT_SETTINGS, START_BYTES};
+use super::roots::is_fs;
+use super::{set_path, Buffer, ReadError, Source, START_BYTES};
+
+/// Setting files kept open at most (a kernel with mTHP has some 200 worth keeping).
+const MAX_KEPT_SETTINGS: usize = 512;
 
 impl Source {
     /// Whether `--path.procfs` is a proc filesystem. Only there does a kept descriptor
@@ -92,11 +96,6 @@ impl Source {
             ReadError::new(path, e)
         })
     }
-}
-
-/// Whether `path` is on a file system of type `magic`.
-pub(super) fn is_fs(path: &Path, magic: nix::sys::statfs::FsType) -> bool {
-    nix::sys::statfs::statfs(path).is_ok_and(|s| s.filesystem_type() == magic)
 }
 
 /// Reads a kept file from its start with one `pread`: the kernel shows a `/proc` or

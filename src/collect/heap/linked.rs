@@ -9,7 +9,7 @@
 //! the prefix each allocator puts on its own messages, in the first
 //! [`MAX_RODATA_BYTES`] of its read-only data. The binary is its owner's: everything is
 //! read through [`super::elf`], within its caps. Each binary is read once (the scanner's
-//! [`super::Binaries`]).
+//! `Binaries`).
 
 use super::binaries::ByFile;
 use super::elf::{Binary, Elf};

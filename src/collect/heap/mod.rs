@@ -37,6 +37,7 @@ use memory::ProcessMemory;
 pub use process::bounds;
 pub use readers::{ReadCounts, Reading, Registered};
 use reads::Ceiling;
+pub use reads::{resident_ceiling, READER_BUDGET};
 use runtime::Identity;
 
 /// What is learnt once per binary, owned by the scanner that reads the processes (its
@@ -81,34 +82,6 @@ impl HeapReading {
     pub fn measured(&self) -> Option<&HeapMeasure> {
         self.get::<Glibc>().and_then(|w| w.as_ref().ok())
     }
-}
-
-/// What one reader (glibc's heaps, a JVM's, a Go runtime's) may spend on a process: 16 Mi
-/// pagemap entries (64 GiB of 4 KiB pages whose presence the mappings' `Rss` cannot tell,
-/// ~0.6 s here), however the process shaped its memory, beside the walks' own caps on
-/// chunks; and 5 s of wall time (the read timeout's default), for reads that are slow in
-/// themselves. The time is generous: a slow machine (QEMU's TCG runs a walk some 50 times
-/// slower) must not lose a figure to it. A reader that runs out gives no figure
-/// (`budget`), and the process is read again only after a back-off.
-pub const READER_BUDGET: memory::Budget = memory::Budget {
-    time: std::time::Duration::from_secs(5),
-    pages: 1 << 24,
-};
-
-/// The most a process's readers together may report as resident and free: its resident
-/// anonymous memory plus its resident shared memory, as the mappings say (and, for ZGC,
-/// the pages committed to its heap file: see [`read`]). A figure above it cannot be true
-/// and is not served.
-pub fn resident_ceiling(vmas: &[Vma]) -> u64 {
-    vmas.iter()
-        .map(|v| {
-            if v.perms[3] == b's' {
-                v.rss_bytes
-            } else {
-                v.anonymous_bytes
-            }
-        })
-        .fold(0u64, u64::saturating_add)
 }
 
 /// Tells the allocator and runtime of a process from its mappings and executable, and

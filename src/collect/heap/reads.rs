@@ -6,11 +6,39 @@
 
 use std::marker::PhantomData;
 
-use super::memory::ProcessMemory;
+use super::memory::{self, ProcessMemory};
 use super::runtime::Identity;
 use crate::parse::mountinfo::Remote;
 use crate::parse::smaps::Vma;
 use crate::source::{PidFile, Source};
+
+/// What one reader (glibc's heaps, a JVM's, a Go runtime's) may spend on a process: 16 Mi
+/// pagemap entries (64 GiB of 4 KiB pages whose presence the mappings' `Rss` cannot tell,
+/// ~0.6 s here), however the process shaped its memory, beside the walks' own caps on
+/// chunks; and 5 s of wall time (the read timeout's default), for reads that are slow in
+/// themselves. The time is generous: a slow machine (QEMU's TCG runs a walk some 50 times
+/// slower) must not lose a figure to it. A reader that runs out gives no figure
+/// (`budget`), and the process is read again only after a back-off.
+pub const READER_BUDGET: memory::Budget = memory::Budget {
+    time: std::time::Duration::from_secs(5),
+    pages: 1 << 24,
+};
+
+/// The most a process's readers together may report as resident and free: its resident
+/// anonymous memory plus its resident shared memory, as the mappings say (and, for ZGC,
+/// the pages committed to its heap file: see `heap::read`). A figure above it cannot be true
+/// and is not served.
+pub fn resident_ceiling(vmas: &[Vma]) -> u64 {
+    vmas.iter()
+        .map(|v| {
+            if v.perms[3] == b's' {
+                v.rss_bytes
+            } else {
+                v.anonymous_bytes
+            }
+        })
+        .fold(0u64, u64::saturating_add)
+}
 
 /// Why a reader has no figure: its reasons, in the order they are shown.
 pub trait Reason: Copy + PartialEq + std::fmt::Debug + 'static {
@@ -18,7 +46,7 @@ pub trait Reason: Copy + PartialEq + std::fmt::Debug + 'static {
     const ALL: &'static [Self];
     /// Its memory could not be read (no ptrace access, process gone).
     const UNREADABLE: Self;
-    /// The read ran out of [`super::READER_BUDGET`].
+    /// The read ran out of [`READER_BUDGET`].
     const BUDGET: Self;
     /// It found more free resident memory than the process has resident: not believed.
     const IMPLAUSIBLE: Self;
@@ -73,7 +101,7 @@ pub trait Figure {
     /// hoarding (`None`: figures without it).
     fn held_bytes(&self) -> Option<u64>;
     /// The free memory in resident pages it claims, which must fit in what the process
-    /// has resident beside the other readers' ([`super::resident_ceiling`]).
+    /// has resident beside the other readers' ([`resident_ceiling`]).
     fn free_resident_bytes(&self) -> u64 {
         self.held_bytes().unwrap_or(0)
     }
@@ -160,7 +188,7 @@ pub fn run<R: Reader>(
     let Some(memory) = memory else {
         return Err(R::Reason::UNREADABLE);
     };
-    memory.budget(super::READER_BUDGET);
+    memory.budget(READER_BUDGET);
     match R::read(process, memory, cache, ceiling) {
         // A read that failed for the budget may have been taken for another fault.
         _ if memory.exhausted() => Err(R::Reason::BUDGET),

@@ -1,6 +1,7 @@
 //! Derivation on constructed samples: top-K, groups, counters across scans.
 
 use super::*;
+use crate::collect::CollectorRun;
 use crate::model::state::State;
 
 fn process(pid: u32, comm: &str, rss_mib: u64, oom_score: u64) -> ProcessSample {

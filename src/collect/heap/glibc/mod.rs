@@ -12,6 +12,9 @@ pub mod measure;
 pub mod process;
 pub mod walk;
 
+mod reading;
+pub use reading::Glibc;
+
 /// The glibc versions (major 2, these minors) whose layout this module knows.
 pub const SUPPORTED: std::ops::RangeInclusive<u32> = 27..=42;
 
@@ -231,42 +234,6 @@ pub fn fastbin_index(size: u64) -> usize {
 /// the brk heap, moved likewise from the heap's start.
 pub fn first_chunk(after: u64) -> u64 {
     (after + 2 * SIZE_SZ).next_multiple_of(ALIGN) - 2 * SIZE_SZ
-}
-
-/// The reader of glibc's heaps: every process whose malloc is glibc's.
-pub struct Glibc;
-
-impl super::reads::Reader for Glibc {
-    type Figure = measure::HeapMeasure;
-    type Reason = measure::Unmeasured;
-    type Cache = ();
-    const NAME: &'static str = "glibc";
-    const SHARE: super::reads::Share = super::reads::Share::Allocator;
-
-    fn applies(p: &super::reads::Process) -> Result<bool, measure::Unmeasured> {
-        use crate::parse::smaps::Library;
-        if p.identity.allocator != super::runtime::Allocator::Glibc {
-            return Err(measure::Unmeasured::NotGlibc);
-        }
-        let remote = p
-            .vmas
-            .iter()
-            .any(|v| v.library == Some(Library::Glibc) && p.on_remote(v));
-        if remote {
-            return Err(measure::Unmeasured::RemoteFile);
-        }
-        Ok(true)
-    }
-
-    fn read(
-        p: &super::reads::Process,
-        memory: &mut super::memory::ProcessMemory,
-        _: &(),
-        _: &mut super::reads::Ceiling,
-    ) -> Result<measure::HeapMeasure, measure::Unmeasured> {
-        let (bounds, libc) = process::bounds(p.vmas);
-        measure::measure_process(memory, &bounds, &libc)
-    }
 }
 
 #[cfg(test)]
