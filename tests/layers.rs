@@ -208,8 +208,11 @@ fn tree(text: &str) -> Vec<Vec<String>> {
         for (i, c) in rest.char_indices() {
             match c {
                 '{' => depth += 1,
+                // A group's trailing comma leaves an empty item: no path.
                 '}' if depth == 0 => {
-                    out.extend(tree(&rest[start..i]));
+                    if !rest[start..i].trim().is_empty() {
+                        out.extend(tree(&rest[start..i]));
+                    }
                     break;
                 }
                 '}' => depth -= 1,
@@ -237,7 +240,14 @@ fn tree(text: &str) -> Vec<Vec<String>> {
             })
             .collect(),
         None if head == "self" => vec![vec![]],
-        None => vec![vec![head.to_string()]],
+        // `name as alias`: the alias is the path's last segment, marked (`as:alias`).
+        None => match text[head.len()..].trim_start().strip_prefix("as ") {
+            Some(alias) => vec![vec![
+                head.to_string(),
+                format!("as:{}", ident(alias.trim_start())),
+            ]],
+            None => vec![vec![head.to_string()]],
+        },
     }
 }
 
@@ -326,12 +336,19 @@ fn imports_of(text: &str, here: &[String], modules: &Modules) -> Vec<(String, Ve
                 (here.to_vec(), stmt)
             }
         };
-        for path in tree(rest) {
+        for mut path in tree(rest) {
+            let alias = path
+                .last()
+                .and_then(|l| l.strip_prefix("as:"))
+                .map(str::to_string);
+            if alias.is_some() {
+                path.pop();
+            }
             let full: Vec<String> = base.iter().cloned().chain(path).collect();
             if glob {
                 out.push(("*".to_string(), full));
-            } else if let Some(name) = full.last() {
-                out.push((name.clone(), full.clone()));
+            } else if let Some(name) = alias.or_else(|| full.last().cloned()) {
+                out.push((name, full.clone()));
             }
         }
     }
@@ -366,6 +383,91 @@ fn resolve(full: &[String], modules: &Modules, imports: &Imports) -> Vec<String>
     Vec::new()
 }
 
+/// What each path of a module's `text` names, with its byte offset: a path from the root,
+/// a `super::` or `self::` path, a path that starts at a child module (`child::item`,
+/// `use child::{a, b}`: the parent naming its child), and after a glob import each word
+/// that is a module or a name of the globbed module.
+fn targets(
+    text: &str,
+    here: &[String],
+    modules: &Modules,
+    imports: &Imports,
+) -> Vec<(usize, Vec<String>)> {
+    let mut found: Vec<(usize, Vec<String>)> = Vec::new();
+    let mut at = 0;
+    while let Some(i) = text[at..].find(['c', 's', 'm']) {
+        let start = at + i;
+        at = start + 1;
+        let before = text[..start].chars().last();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        // A visibility (`pub(in crate::a)`) names where an item is seen, not a use.
+        if text[..start].ends_with("(in ") {
+            continue;
+        }
+        let Some((base, after)) = based(&text[start..], here) else {
+            continue;
+        };
+        for path in tree(after) {
+            let path = path.into_iter().filter(|p| !p.starts_with("as:"));
+            let full: Vec<String> = base.iter().cloned().chain(path).collect();
+            found.push((start, resolve(&full, modules, imports)));
+        }
+    }
+    // A path that starts at a child module (`child::item`, `use child::{a, b}`): the
+    // parent naming its child.
+    let mut at = 0;
+    while at < text.len() {
+        let word = ident(&text[at..]);
+        if word.is_empty() {
+            at += text[at..].chars().next().map_or(1, char::len_utf8);
+            continue;
+        }
+        let before = text[..at].chars().last();
+        let child: Vec<String> = here.iter().cloned().chain([word.to_string()]).collect();
+        if !text[..at].ends_with("::")
+            && !before.is_some_and(|c| c == '\'' || c == '"')
+            && text[at + word.len()..].starts_with("::")
+            && modules.contains(&child)
+        {
+            for path in tree(&text[at..]) {
+                let path = path.into_iter().filter(|p| !p.starts_with("as:"));
+                let full: Vec<String> = here.iter().cloned().chain(path).collect();
+                found.push((at, resolve(&full, modules, imports)));
+            }
+        }
+        at += word.len();
+    }
+    // A glob import: every word of the file that is a module or a name of the globbed
+    // module names what it leads to.
+    let globbed: Vec<Vec<String>> = imports[here]
+        .iter()
+        .filter(|(n, _)| n == "*")
+        .map(|(_, g)| resolve(g, modules, imports))
+        .collect();
+    for g in &globbed {
+        let mut at = 0;
+        while at < text.len() {
+            let word = ident(&text[at..]);
+            if word.is_empty() {
+                at += text[at..].chars().next().map_or(1, char::len_utf8);
+                continue;
+            }
+            let after_colons = text[..at].ends_with("::");
+            if !after_colons {
+                let full: Vec<String> = g.iter().cloned().chain([word.to_string()]).collect();
+                let target = resolve(&full, modules, imports);
+                if target != *g {
+                    found.push((at, target));
+                }
+            }
+            at += word.len();
+        }
+    }
+    found
+}
+
 fn module_graph(src: &Path) -> Graph {
     let mut files = Vec::new();
     sources(src, &mut files);
@@ -392,60 +494,56 @@ fn module_graph(src: &Path) -> Graph {
             continue;
         }
         let line_of = |at: usize| text[..at].matches('\n').count() + 1;
-        let mut found: Vec<(usize, Vec<String>)> = Vec::new();
-        let mut at = 0;
-        while let Some(i) = text[at..].find(['c', 's', 'm']) {
-            let start = at + i;
-            at = start + 1;
-            let before = text[..start].chars().last();
-            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+        let found = targets(text, here, &modules, &imports);
+        let reexports = reexports(text);
+        for (offset, target) in found {
+            let line = line_of(offset);
+            let common = here.iter().zip(&target).take_while(|(a, b)| a == b).count();
+            let (from, to) = if common == here.len() && common == target.len() {
                 continue;
-            }
-            let Some((base, after)) = based(&text[start..], here) else {
-                continue;
-            };
-            for path in tree(after) {
-                let full: Vec<String> = base.iter().cloned().chain(path).collect();
-                found.push((line_of(start), resolve(&full, &modules, &imports)));
-            }
-        }
-        // A glob import: every word of the file that is a module or a name of the globbed
-        // module names what it leads to.
-        let globbed: Vec<Vec<String>> = imports[here]
-            .iter()
-            .filter(|(n, _)| n == "*")
-            .map(|(_, g)| resolve(g, &modules, &imports))
-            .collect();
-        for g in &globbed {
-            let mut at = 0;
-            while at < text.len() {
-                let word = ident(&text[at..]);
-                if word.is_empty() {
-                    at += text[at..].chars().next().map_or(1, char::len_utf8);
+            } else if common == here.len() {
+                // A parent names its child (or deeper): an edge to the child, unless it
+                // only re-exports the child's item for the modules outside.
+                if reexports.iter().any(|r| r.contains(&offset)) {
                     continue;
                 }
-                let after_colons = text[..at].ends_with("::");
-                if !after_colons {
-                    let full: Vec<String> = g.iter().cloned().chain([word.to_string()]).collect();
-                    let target = resolve(&full, &modules, &imports);
-                    if target != *g {
-                        found.push((line_of(at), target));
-                    }
-                }
-                at += word.len();
-            }
-        }
-        for (line, target) in found {
-            let common = here.iter().zip(&target).take_while(|(a, b)| a == b).count();
-            if common == here.len() || common == target.len() {
-                continue;
-            }
-            let (from, to) = (here[..=common].to_vec(), target[..=common].to_vec());
+                (here.clone(), target[..=common].to_vec())
+            } else if common == target.len() {
+                // A child names its ancestor's own item: an edge from the ancestor's child.
+                (here[..=common].to_vec(), target.clone())
+            } else {
+                (here[..=common].to_vec(), target[..=common].to_vec())
+            };
             let at = format!("{}:{line}", file.strip_prefix(src).unwrap().display());
             graph.entry(from).or_default().entry(to).or_insert(at);
         }
     }
     graph
+}
+
+/// Where `text` re-exports (`pub use`, `pub(crate) use`, `pub(super) use`): each statement's
+/// byte range.
+fn reexports(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = text[at..].find("pub") {
+        let start = at + i;
+        at = start + 3;
+        let line_start = text[..start].rfind('\n').map_or(0, |n| n + 1);
+        if !text[line_start..start].trim().is_empty() {
+            continue;
+        }
+        let mut rest = &text[at..];
+        if rest.starts_with('(') {
+            let Some(close) = rest.find(')') else { break };
+            rest = &rest[close + 1..];
+        }
+        if rest.starts_with(" use ") {
+            let end = text[start..].find(';').map_or(text.len(), |e| start + e);
+            out.push(start..end);
+        }
+    }
+    out
 }
 
 /// Every edge that lies on a cycle: `a -> b (file:line)` where `a` is reachable from `b`.
@@ -666,6 +764,47 @@ fn cycles_through_reexports_and_glob_imports_are_found() {
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
+/// A parent that uses its child while the child uses the parent's own items is a cycle,
+/// in each form: a child's `use super::Item`, a grandchild's `crate::` path to its
+/// grandparent, and a path in code. A parent that only re-exports its child (`pub use`)
+/// does not use it: no cycle.
+#[test]
+fn parent_child_cycles_are_found() {
+    let has = |found: &[String], edge: &str| found.iter().any(|f| f.starts_with(edge));
+    // source.rs reads lines with text.rs's `read_lines`; text.rs takes source.rs's own
+    // constant.
+    let found = planted_cycles(&[("source/text.rs", "use super::MAX_SMAPS_BYTES;")]);
+    for edge in [
+        "source -> source::text (source.rs:",
+        "source::text -> source (source/text.rs:1)",
+    ] {
+        assert!(has(&found, edge), "not found: {edge}\n{}", found.join("\n"));
+    }
+    // A grandchild naming its grandparent's own item: heap reads through readers, which
+    // reads with glibc.
+    let found = planted_cycles(&[(
+        "collect/heap/glibc/walk.rs",
+        "fn f(_: &crate::collect::heap::Binaries) {}",
+    )]);
+    for edge in [
+        "collect::heap::glibc -> collect::heap (collect/heap/glibc/walk.rs:1)",
+        "collect::heap -> collect::heap::readers (",
+    ] {
+        assert!(has(&found, edge), "not found: {edge}\n{}", found.join("\n"));
+    }
+    // In code, through `super::`: config.rs parses with flags.rs's `command`.
+    let found = planted_cycles(&[("config/flags.rs", "fn g(_: super::Config) {}")]);
+    for edge in [
+        "config -> config::flags (config.rs:",
+        "config::flags -> config (config/flags.rs:1)",
+    ] {
+        assert!(has(&found, edge), "not found: {edge}\n{}", found.join("\n"));
+    }
+    // source.rs only re-exports kept.rs's `Kept` and `Descriptors`.
+    let found = planted_cycles(&[("source/kept.rs", "use super::MAX_SMAPS_BYTES;")]);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
 /// A copy of the real tree with `line` planted at the top of `file`, and what the checker
 /// says of it.
 fn planted(file: &str, line: &str) -> Vec<String> {
@@ -719,6 +858,16 @@ fn modules_and_groups_are_read_as_rust_reads_them() {
         group_heads("{a::b, c::{d, e}, self, f}"),
         ["a", "c", "self", "f"]
     );
+    let paths = |v: &[&[&str]]| -> Vec<Vec<String>> {
+        v.iter()
+            .map(|p| p.iter().map(|s| s.to_string()).collect())
+            .collect()
+    };
+    assert_eq!(
+        tree("a::{b, c::{d, self},\n}"),
+        paths(&[&["a", "b"], &["a", "c", "d"], &["a", "c"]])
+    );
+    assert_eq!(tree("a::B as C"), paths(&[&["a", "B", "as:C"]]));
     let m: Vec<String> = ["model", "derive", "tests"].map(String::from).to_vec();
     assert_eq!(uses("use super::super::x;", &m), []);
     assert_eq!(
