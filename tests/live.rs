@@ -360,9 +360,12 @@ fn own_process_metrics_match_the_kernel() {
 
 /// The buddyinfo collector on the real kernel: the free memory it sums per zone from
 /// /proc/buddyinfo's blocks is the kernel's own count of the zone's free pages
-/// (/proc/zoneinfo `nr_free_pages`), and what a huge page can take is part of it.
+/// (/proc/zoneinfo `nr_free_pages`), read just before and just after the run: on a busy
+/// machine pages come and go meanwhile, so the truth is the range the two counts span.
+/// What a huge page can take is part of it.
 #[test]
 fn buddy_free_memory_is_the_kernels_count_of_free_pages() {
+    let before = free_pages_by_zone();
     let text = String::from_utf8(
         run(&[
             "--once",
@@ -373,35 +376,45 @@ fn buddy_free_memory_is_the_kernels_count_of_free_pages() {
         .stdout,
     )
     .unwrap();
-    let zoneinfo = std::fs::read_to_string("/proc/zoneinfo").unwrap();
+    let after = free_pages_by_zone();
     let page = 4096.0;
-    let mut zone = None;
     let mut checked = 0;
+    for ((node, name), pages) in &after {
+        let labels = format!("{{node=\"{node}\",zone=\"{name}\"}}");
+        let Some(buddy) = value(&text, &format!("membloat_buddyinfo_free_bytes{labels}")) else {
+            continue;
+        };
+        let huge = value(
+            &text,
+            &format!("membloat_buddyinfo_free_huge_capable_bytes{labels}"),
+        )
+        .unwrap();
+        assert!(huge <= buddy, "{labels}: huge-capable {huge} of {buddy}");
+        let then = before[&(node.clone(), name.clone())];
+        let (low, high) = (then.min(*pages) * page, then.max(*pages) * page);
+        // buddyinfo and zoneinfo are two files read a moment apart within the run.
+        let slack = 0.02 * high + (4 << 20) as f64;
+        assert!(
+            buddy >= low - slack && buddy <= high + slack,
+            "{labels}: buddyinfo {buddy}, zoneinfo {low}..{high}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 2, "{checked} zones compared");
+}
+
+/// `nr_free_pages` of each zone in /proc/zoneinfo, by (node, zone).
+fn free_pages_by_zone() -> std::collections::BTreeMap<(String, String), f64> {
+    let zoneinfo = std::fs::read_to_string("/proc/zoneinfo").unwrap();
+    let mut out = std::collections::BTreeMap::new();
+    let mut zone = None;
     for line in zoneinfo.lines() {
         if let Some(rest) = line.strip_prefix("Node ") {
             let (node, name) = rest.split_once(", zone").unwrap();
             zone = Some((node.trim().to_string(), name.trim().to_string()));
         } else if let Some(n) = line.trim().strip_prefix("nr_free_pages ") {
-            let (node, name) = zone.take().unwrap();
-            let labels = format!("{{node=\"{node}\",zone=\"{name}\"}}");
-            let Some(buddy) = value(&text, &format!("membloat_buddyinfo_free_bytes{labels}"))
-            else {
-                continue;
-            };
-            let huge = value(
-                &text,
-                &format!("membloat_buddyinfo_free_huge_capable_bytes{labels}"),
-            )
-            .unwrap();
-            let kernel = n.trim().parse::<f64>().unwrap() * page;
-            assert!(huge <= buddy, "{labels}: huge-capable {huge} of {buddy}");
-            // Read a moment apart: pages come and go between the two files.
-            assert!(
-                (buddy - kernel).abs() <= 0.02 * kernel + (4 << 20) as f64,
-                "{labels}: buddyinfo {buddy}, zoneinfo {kernel}"
-            );
-            checked += 1;
+            out.insert(zone.take().unwrap(), n.trim().parse::<f64>().unwrap());
         }
     }
-    assert!(checked >= 2, "{checked} zones compared");
+    out
 }
