@@ -383,6 +383,24 @@ fn resolve(full: &[String], modules: &Modules, imports: &Imports) -> Vec<String>
     Vec::new()
 }
 
+/// Each identifier of `text`, with its byte offset.
+fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < text.len() {
+            let word = ident(&text[at..]);
+            if word.is_empty() {
+                at += text[at..].chars().next().map_or(1, char::len_utf8);
+            } else {
+                let start = at;
+                at += word.len();
+                return Some((start, word));
+            }
+        }
+        None
+    })
+}
+
 /// What each path of a module's `text` names, with its byte offset: a path from the root,
 /// a `super::` or `self::` path, a path that starts at a child module (`child::item`,
 /// `use child::{a, b}`: the parent naming its child), and after a glob import each word
@@ -417,13 +435,7 @@ fn targets(
     }
     // A path that starts at a child module (`child::item`, `use child::{a, b}`): the
     // parent naming its child.
-    let mut at = 0;
-    while at < text.len() {
-        let word = ident(&text[at..]);
-        if word.is_empty() {
-            at += text[at..].chars().next().map_or(1, char::len_utf8);
-            continue;
-        }
+    for (at, word) in words(text) {
         let before = text[..at].chars().last();
         let child: Vec<String> = here.iter().cloned().chain([word.to_string()]).collect();
         if !text[..at].ends_with("::")
@@ -437,7 +449,6 @@ fn targets(
                 found.push((at, resolve(&full, modules, imports)));
             }
         }
-        at += word.len();
     }
     // A glob import: every word of the file that is a module or a name of the globbed
     // module names what it leads to.
@@ -447,22 +458,14 @@ fn targets(
         .map(|(_, g)| resolve(g, modules, imports))
         .collect();
     for g in &globbed {
-        let mut at = 0;
-        while at < text.len() {
-            let word = ident(&text[at..]);
-            if word.is_empty() {
-                at += text[at..].chars().next().map_or(1, char::len_utf8);
-                continue;
-            }
-            let after_colons = text[..at].ends_with("::");
-            if !after_colons {
+        for (at, word) in words(text) {
+            if !text[..at].ends_with("::") {
                 let full: Vec<String> = g.iter().cloned().chain([word.to_string()]).collect();
                 let target = resolve(&full, modules, imports);
                 if target != *g {
                     found.push((at, target));
                 }
             }
-            at += word.len();
         }
     }
     found
