@@ -1,6 +1,7 @@
-//! Collecting: one scan's raw values, the system files once and every process (this
-//! module), read on a bounded pool of threads (`pool`), grouped (`matcher`), with the
-//! heap walk of deep-read processes (`heap`). All file access goes through `source`.
+//! Collecting: one scan's raw values (their types are this module's; the scan is
+//! `scanner`'s), the system files once and every process, read on a bounded pool of
+//! threads (`pool`), grouped (`matcher`), with the heap walk of deep-read processes
+//! (`heap`). All file access goes through `source`.
 
 mod deep;
 pub mod heap;
