@@ -502,10 +502,13 @@ fn a_newcomer_still_allocating_is_measured_soon_after_it_settles() {
             ))
             .collect::<Vec<_>>()
     );
-    // The busy server's and the newcomer's churn made walks find heaps moving: the host
-    // this test is about, where a walk is retried rather than given up for a minute.
+    // The busy server's and the newcomer's churn made a walk find a heap moving: the host
+    // this test is about, where a walk is retried rather than given up for a minute. One
+    // such walk shows it; how many there are falls as the machine gets busier (a churner
+    // waiting for a CPU holds still under the walk): 4 and more here when quiet, 3 beside
+    // two CPU hogs.
     assert!(
-        inconsistent >= 4.0,
+        inconsistent >= 1.0,
         "every walk held still ({inconsistent} inconsistent): not the busy host meant"
     );
     let first = first.expect("the settled heap was never shown within 20 s");
