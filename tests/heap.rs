@@ -56,7 +56,7 @@ fn measure(g: &str, extra: &[&str]) -> (Daemon, Measured) {
             return (d, m);
         }
         assert!(
-            start.elapsed() < Duration::from_secs(15),
+            start.elapsed() < Duration::from_secs(60),
             "{g}: heap never measured; walks: {:?}",
             t.lines()
                 .filter(|l| l.starts_with("membloat_heap_walks_total"))
@@ -281,7 +281,7 @@ fn a_go_program_is_told_by_its_build_info_and_not_walked() {
             return;
         }
         assert!(
-            start.elapsed() < Duration::from_secs(10),
+            start.elapsed() < Duration::from_secs(60),
             "never saw {want}"
         );
         std::thread::sleep(Duration::from_millis(100));

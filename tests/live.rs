@@ -145,13 +145,10 @@ fn scrapes_are_served_while_a_scan_is_stuck_in_a_slow_read() {
         &["--scan.interval=200ms", &procfs, &sysfs],
     );
 
-    let started = Instant::now();
+    // Answered (not the client's 10 s timeout, status 0) while the scan still waits on the
+    // FIFO, which is written only below: the scrape did not wait for the scan.
     let r = d.get("/metrics");
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "scrape waited for the scan"
-    );
-    assert_eq!(r.status, 200);
+    assert_eq!(r.status, 200, "scrape waited for the scan");
     assert_eq!(value(&r.body, "membloat_scans_total"), Some(0.0));
     let health = d.get("/healthz");
     assert_eq!(
@@ -175,7 +172,8 @@ fn scrapes_are_served_while_a_scan_is_stuck_in_a_slow_read() {
         .status()
         .unwrap()
         .success());
-    let deadline = Instant::now() + Duration::from_secs(3);
+    // A deadline, not a budget: an exporter that waited for the stuck read would wait forever.
+    let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Some(status) = d.child.try_wait().unwrap() {
             assert_eq!(status.code(), Some(0));
@@ -183,7 +181,7 @@ fn scrapes_are_served_while_a_scan_is_stuck_in_a_slow_read() {
         }
         assert!(
             Instant::now() < deadline,
-            "SIGTERM did not stop the exporter within 3 s"
+            "SIGTERM did not stop the exporter within 10 s"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
