@@ -463,16 +463,20 @@ fn scrapes_beyond_the_limit_get_503_and_the_server_recovers() {
         size > 6_000_000,
         "{size} bytes: more than the socket buffers hold"
     );
-    // Two scrapes that never read their response.
+    // Two scrapes that never read their response past its status line. That line read is
+    // the event: each scrape holds its slot by then, with megabytes still to send.
     let held: Vec<TcpStream> = (0..2)
         .map(|_| {
             let mut s = TcpStream::connect(("127.0.0.1", d.port)).unwrap();
             s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
                 .unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            let mut status = [0u8; 12];
+            s.read_exact(&mut status).unwrap();
+            assert_eq!(&status, b"HTTP/1.1 200");
             s
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(500));
     let started = Instant::now();
     let r = d.get("/metrics");
     assert_eq!(
