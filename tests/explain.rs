@@ -357,8 +357,8 @@ fn text_layout_fits_100_columns_in_a_real_terminal() {
     let start = Instant::now();
     while !done.exists() {
         assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "explain did not finish"
+            start.elapsed() < Duration::from_secs(120),
+            "explain did not finish in 120 s"
         );
         std::thread::sleep(Duration::from_millis(100));
     }
