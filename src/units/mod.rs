@@ -4,8 +4,9 @@
 //! [`ALL`]. The scanner starts each unit's reader once and keeps it, so a unit may carry
 //! state between scans (the kernel log's cursor); it runs every enabled unit on the system
 //! pool (a stuck file costs a scan the read timeout once). What a unit reads is a typed
-//! [`Reading`]: the scan's `Host` holds it, the model takes it back by its type where it
-//! derives from it, and the exposition encodes its families. Adding one is its file and
+//! [`Reading`]: the scan's `Host` holds it under its unit's name, the model takes it back
+//! from that unit (its [`UnitReading::COLLECTOR`]) where it derives from it, and the
+//! exposition encodes its families. Adding one is its file and
 //! its name in the `register!` line, plus the model's use of its reading if it derives
 //! anything from it.
 
@@ -78,7 +79,7 @@ pub trait UnitReading: Reading {
     const COLLECTOR: Collector;
 }
 
-/// A reading as `Any`, for the model to take it back by its type.
+/// A reading as `Any`, so the model can have back the type of the unit it found it under.
 pub trait AsAny: Any {
     fn as_any(&self) -> &dyn Any;
 }
