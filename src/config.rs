@@ -72,8 +72,62 @@ pub struct Config {
     pub log_json: bool,
     /// The `explain` subcommand, when given.
     pub explain: Option<ExplainConfig>,
+    /// What explain's live commands attach with.
+    pub live_tool: LiveTool,
+    /// The `trim` subcommand, when given.
+    pub trim: Option<TrimConfig>,
     pub once: bool,
     pub once_interval: Duration,
+}
+
+/// What a live command (`malloc_trim(0)` in a running process) attaches with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveTool {
+    /// This binary's `trim` subcommand: ptrace, with the thread's whole extended state
+    /// saved and written back.
+    Exporter,
+    /// gdb's inferior call.
+    Gdb,
+    /// No live command is printed.
+    None,
+}
+
+impl LiveTool {
+    fn of(name: &str) -> LiveTool {
+        match name {
+            "gdb" => LiveTool::Gdb,
+            "none" => LiveTool::None,
+            _ => LiveTool::Exporter,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LiveTool::Exporter => "exporter",
+            LiveTool::Gdb => "gdb",
+            LiveTool::None => "none",
+        }
+    }
+}
+
+/// `membloat_exporter trim --pid PID`: `malloc_trim(0)` called in a running process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrimConfig {
+    pub pid: u32,
+    /// How long the call may wait for a heap's lock before it is abandoned.
+    pub lock_wait: Duration,
+}
+
+impl TrimConfig {
+    fn of(t: &ArgMatches) -> TrimConfig {
+        TrimConfig {
+            pid: t.get_one::<u32>("trim.pid").copied().unwrap_or_default(),
+            lock_wait: t
+                .get_one::<Duration>("trim.lock-wait")
+                .copied()
+                .unwrap_or_default(),
+        }
+    }
 }
 
 /// `membloat_exporter explain`: a diagnosis of the live host instead of a server.
@@ -218,6 +272,8 @@ impl Config {
                     .collect(),
                 json: e.get_one::<String>("format").is_some_and(|f| f == "json"),
             }),
+            live_tool: LiveTool::of(&text("explain.live-tool")),
+            trim: m.subcommand_matches("trim").map(TrimConfig::of),
             once: m.get_flag("once"),
             once_interval: duration("once.interval"),
         })

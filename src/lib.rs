@@ -8,6 +8,7 @@
 //! below it, and no module of a room uses, through its siblings, one that uses it back
 //! (docs/architecture.md; enforced by tests/layers.rs).
 
+pub mod attach;
 pub mod collect;
 pub mod config;
 pub mod daemon;

@@ -25,6 +25,13 @@ fn tune_allocator() {}
 
 fn main() {
     tune_allocator();
+    // The canary's throw-away child (src/attach/child.rs): this binary, run by itself.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == membloat_exporter::attach::child::ARG)
+    {
+        std::process::exit(membloat_exporter::attach::child::run());
+    }
     let cfg = match Config::from_args(std::env::args_os()) {
         Ok(cfg) => cfg,
         Err(FlagsOutcome::Print(text)) => {
@@ -55,6 +62,18 @@ fn main() {
             Err(e) => {
                 membloat_exporter::log!(Error, "explain failed", err = e);
                 std::process::exit(2);
+            }
+        }
+    }
+    if let Some(t) = cfg.trim {
+        match daemon::run_trim(&cfg, t) {
+            Ok(line) => {
+                println!("{line}");
+                std::process::exit(0);
+            }
+            Err(line) => {
+                eprintln!("{line}");
+                std::process::exit(1);
             }
         }
     }

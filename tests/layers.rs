@@ -17,7 +17,7 @@ const LAYERS: [&[&str]; 10] = [
     &["units"],
     &["config"],
     &["collect"],
-    &["model"],
+    &["model", "attach"],
     &["explain", "expose"],
     &["serve"],
     &["daemon"],

@@ -88,6 +88,9 @@ pub(super) fn command() -> Command {
         .arg(Arg::new("log.format").long("log.format").value_name("FORMAT")
             .default_value("logfmt").value_parser(["logfmt", "json"])
             .help("Output format of log messages: logfmt or json"))
+        .arg(Arg::new("explain.live-tool").long("explain.live-tool").value_name("TOOL")
+            .default_value("exporter").value_parser(["exporter", "gdb", "none"])
+            .help("What explain's live commands (malloc_trim(0) in a running process) attach with: this binary's trim subcommand, or gdb; each is first proven harmless on this host on a throw-away child blocked in system calls, and no command is printed where it is not. none prints no live command"))
         .arg(Arg::new("once").long("once").action(ArgAction::SetTrue)
             .help("Scan twice, --once.interval apart, print the text exposition to stdout and exit"))
         .arg(Arg::new("once.interval").long("once.interval").value_name("DURATION")
@@ -104,6 +107,14 @@ pub(super) fn command() -> Command {
         .arg(Arg::new("format").long("format").value_name("FORMAT")
             .default_value("text").value_parser(["text", "json"])
             .help("text for a terminal, json for tickets and bots (schema membloat.explain/v1)"));
+    let trim = Command::new("trim")
+        .about("Call malloc_trim(0) in a running glibc process, so that glibc gives back the free pages it holds, and leave the process as it was: its thread's registers, whole extended state and interrupted system call. Proven first on a throw-away child on this host. Exit 0: trimmed, 1: not done (the reason in one line), 2: bad usage")
+        .arg(Arg::new("trim.pid").long("pid").value_name("PID").required(true)
+            .value_parser(value_parser!(u32).range(1..))
+            .help("The process to trim"))
+        .arg(Arg::new("trim.lock-wait").long("trim.lock-wait").value_name("DURATION")
+            .default_value("5s").value_parser(positive_duration)
+            .help("How long the call may wait for a heap's lock before it is abandoned, holding none, and the thread put back as it was"));
     for c in Collector::all() {
         let (name, what) = (c.as_str(), c.what());
         let on: &'static str = Box::leak(format!("collector.{name}").into_boxed_str());
@@ -127,7 +138,9 @@ pub(super) fn command() -> Command {
             );
     }
     // Every flag also works after `explain`.
-    cmd.mut_args(|a| a.global(true)).subcommand(explain)
+    cmd.mut_args(|a| a.global(true))
+        .subcommand(explain)
+        .subcommand(trim)
 }
 
 /// Parses `"10s"`, `"250ms"`, `"1m"`, `"1h"` (Prometheus-style single-unit durations).

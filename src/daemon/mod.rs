@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
+use crate::attach::Live;
 use crate::collect::{own, Grouping, Scanner};
 use crate::config::{self, Config};
 use crate::explain;
@@ -26,6 +27,10 @@ pub struct Pipeline {
     options: DeriveOptions,
     /// What the scans tell the log.
     reporter: report::Reporter,
+    /// What explain's live commands attach with, and whether the canary held (proven at
+    /// the first scan that needs it).
+    live_tool: config::LiveTool,
+    live: Option<Live>,
 }
 
 impl Pipeline {
@@ -46,7 +51,21 @@ impl Pipeline {
                 max_groups: cfg.max_groups,
             },
             reporter: Default::default(),
+            live_tool: cfg.live_tool,
+            live: None,
         })
+    }
+
+    /// Whether explain's live commands are proven harmless on this host (the canary runs
+    /// once, at the first call).
+    pub fn live(&mut self) -> Live {
+        let tool = self.live_tool;
+        self.live
+            .get_or_insert_with(|| match std::env::current_exe() {
+                Ok(exe) => crate::attach::canary::verdict(tool, &exe),
+                Err(e) => Live::refused(tool, &format!("this binary's path is unknown ({e})")),
+            })
+            .clone()
     }
 
     pub fn run_once(&mut self) -> Arc<Snapshot> {
@@ -112,6 +131,7 @@ pub fn run_explain(cfg: &Config) -> Result<(String, i32), String> {
         &snapshot,
         &explain::Options {
             pids: ex.pids.clone(),
+            live: pipeline.live(),
         },
     );
     let out = if ex.json {
@@ -121,6 +141,34 @@ pub fn run_explain(cfg: &Config) -> Result<(String, i32), String> {
         explain::render::text(&d, std::io::stdout().is_terminal())
     };
     Ok((out, d.exit_code()))
+}
+
+/// `trim --pid PID`: `malloc_trim(0)` in the process, once this binary's mechanism held
+/// on a throw-away child. The line to print, or why it was not done.
+pub fn run_trim(cfg: &Config, t: config::TrimConfig) -> Result<String, String> {
+    let not_done = |why: String| format!("trim --pid {}: not done: {why}", t.pid);
+    let exe = std::env::current_exe()
+        .map_err(|e| not_done(format!("this binary's path is unknown ({e})")))?;
+    let live = crate::attach::canary::verdict(config::LiveTool::Exporter, &exe);
+    if let Some(r) = live.refused {
+        return Err(not_done(r.why));
+    }
+    let source = Source::new(&cfg.procfs, &cfg.sysfs);
+    let done =
+        crate::attach::trim(&source, t.pid, t.lock_wait).map_err(|e| not_done(e.to_string()))?;
+    let mib = |b: Option<u64>| {
+        b.map_or("?".to_string(), |b| {
+            format!("{:.1} MiB", b as f64 / 1048576.0)
+        })
+    };
+    Ok(format!(
+        "malloc_trim(0) in process {} (thread {}) returned {}; RssAnon {} -> {}",
+        t.pid,
+        done.tid,
+        done.returned,
+        mib(done.rss_anon_before_bytes),
+        mib(done.rss_anon_after_bytes)
+    ))
 }
 
 /// `--once`: two scans `--once.interval` apart, the text exposition of the second.
@@ -349,7 +397,8 @@ async fn scan_loop(shared: Arc<Shared>, pipeline: Pipeline, interval: Duration) 
         let Some(mut p) = pipeline.take() else { return };
         let joined = tokio::task::spawn_blocking(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                publish_all(p.run_once())
+                let live = p.live();
+                publish_all(p.run_once(), &live)
             }));
             (p, result)
         })

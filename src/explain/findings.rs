@@ -3,6 +3,7 @@
 
 use super::remedy::{self, Remedy};
 use super::{available_ratio, frees, size, subject, Finding, Host};
+use crate::attach::Live;
 use crate::collect::heap::golang::Go;
 use crate::collect::heap::jemalloc::Jemalloc;
 use crate::collect::heap::jvm::Jvm;
@@ -127,7 +128,12 @@ pub(super) fn host_findings(h: &Host, s: &Snapshot) -> Vec<Finding> {
     clippy::too_many_lines,
     reason = "one finding per signal, each a few lines, in the order they are shown"
 )]
-pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Vec<Finding>) {
+pub(super) fn process_findings(
+    p: &ProcessReport,
+    low_memory: bool,
+    live: &Live,
+    out: &mut Vec<Finding>,
+) {
     let sig = &p.signals;
     let id = p.identity.as_ref();
     let allocator = id.map(|i| i.allocator);
@@ -142,7 +148,7 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             certainty,
             evidence,
             remedy: remedy.what,
-            cost: remedy.cost.map(str::to_string),
+            cost: remedy.cost.map(|c| c.into_owned()),
             now: remedy.now,
             now_gives_back_bytes: remedy.now_gives_back_bytes,
             next_start: remedy.next_start,
@@ -286,7 +292,7 @@ pub(super) fn process_findings(p: &ProcessReport, low_memory: bool, out: &mut Ve
             hoarded,
             certainty,
             evidence,
-            remedy::hoarding(allocator, runtime, measured_glibc, pid),
+            remedy::hoarding(allocator, runtime, measured_glibc, pid, live),
         );
     }
     if sig.arena_at_ceiling == Some(true) {

@@ -20,6 +20,7 @@ pub use report::{
 
 use serde::Serialize;
 
+use crate::attach::Live;
 use crate::model::derive::{ProcessReport, Snapshot};
 use crate::model::signals;
 use crate::parse::meminfo::Meminfo;
@@ -35,6 +36,9 @@ pub const OOM_ORDER_LEN: usize = 5;
 pub struct Options {
     /// Only these processes' findings (empty: every process the snapshot reports).
     pub pids: Vec<u32>,
+    /// Whether a live command was proven harmless on this host, and with what tool
+    /// (the default proves nothing: no live command).
+    pub live: Live,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -86,7 +90,7 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
     let low_memory = available_ratio(&host).is_some_and(|r| r < signals::LOW_MEMORY_RATIO);
     let chosen = |p: &&ProcessReport| opts.pids.is_empty() || opts.pids.contains(&p.sample.pid);
     for p in s.top.iter().filter(chosen) {
-        process_findings(p, low_memory, &mut findings);
+        process_findings(p, low_memory, &opts.live, &mut findings);
     }
     rank(&mut findings);
     let mut order: Vec<&ProcessReport> = s.top.iter().filter(chosen).collect();

@@ -4,6 +4,9 @@
 use crate::collect::heap::golang::Unmeasured as GoUnmeasured;
 use crate::collect::heap::jvm::{Collector, JavaHeap, Unmeasured};
 use crate::collect::heap::runtime::{Allocator, Runtime};
+use std::borrow::Cow;
+
+use crate::attach::Live;
 use crate::collect::heap::HeapMeasure;
 
 mod python;
@@ -17,7 +20,7 @@ pub type Advice = (String, Option<&'static str>);
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Remedy {
     pub what: String,
-    pub cost: Option<&'static str>,
+    pub cost: Option<Cow<'static, str>>,
     /// A command that gives the memory back now, as it runs (the process's pid in it).
     pub now: Option<String>,
     /// What `now` gives back, in bytes of RAM, as far as the measurement tells.
@@ -31,7 +34,7 @@ impl From<Advice> for Remedy {
     fn from((what, cost): Advice) -> Remedy {
         Remedy {
             what,
-            cost,
+            cost: cost.map(Cow::Borrowed),
             ..Remedy::default()
         }
     }
@@ -46,21 +49,15 @@ pub const GLIBC_TUNABLES: &str =
 pub const JEMALLOC_CONF: &str =
     "MALLOC_CONF=background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0";
 
-/// `malloc_trim(0)` called in process `pid`: glibc gives back every free page of its
-/// heaps (`MADV_DONTNEED`), below live blocks too. gdb runs the call while the process's
-/// other threads run (its default scheduler locking), so one holding a heap's lock lets
-/// it go.
-pub fn malloc_trim_now(pid: u32) -> String {
-    format!("gdb -p {pid} -batch -ex 'call (int) malloc_trim(0)'")
-}
-
 /// The exact remedy for hoarding by allocator and runtime; for glibc, by where the freed
-/// memory lies (`heap`: the walk's measure, `None` when it was only suspected).
+/// memory lies (`heap`: the walk's measure, `None` when it was only suspected), with a
+/// live command where `live` proved one harmless on this host.
 pub fn hoarding(
     allocator: Option<Allocator>,
     runtime: Runtime,
     heap: Option<&HeapMeasure>,
     pid: u32,
+    live: &Live,
 ) -> Remedy {
     const COST: &str = "freed memory goes back at once: more mmap/munmap and page faults on allocation-heavy paths";
     if allocator == Some(Allocator::Jemalloc) {
@@ -73,7 +70,7 @@ pub fn hoarding(
         Some(Allocator::Jemalloc) => ("MALLOC_CONF=background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0 (a background thread gives dirty pages back within a second, idle or not: without one they decay only while the program allocates; tikv-jemallocator reads _RJEM_MALLOC_CONF); at once, from inside: mallctl(\"arena.4096.purge\", NULL, NULL, NULL, 0)".into(), Some(COST)),
         Some(Allocator::Tcmalloc) => ("TCMALLOC_RELEASE_RATE=10, or MallocExtension::ReleaseFreeMemory() after bursts".into(), Some(COST)),
         Some(Allocator::Mimalloc) => ("MIMALLOC_PURGE_DELAY=0 (mimalloc purges freed pages at once)".into(), Some(COST)),
-        Some(Allocator::Glibc) | None => return glibc_hoarding(runtime, heap, pid),
+        Some(Allocator::Glibc) | None => return glibc_hoarding(runtime, heap, pid, live),
         Some(_) => ("the allocator's own setting for giving freed memory back".into(), None),
     };
     advice.into()
@@ -90,15 +87,32 @@ pub fn hoarding_after_kill(allocator: Option<Allocator>, runtime: Runtime) -> St
             };
             format!("{trim} (no threshold reaches memory freed below blocks still in use), or {GLIBC_TUNABLES} where it was the top of a heap")
         }
-        _ => hoarding(allocator, runtime, None, 0).what,
+        _ => hoarding(allocator, runtime, None, 0, &Live::default()).what,
     }
 }
 
-/// glibc's hoarding: `malloc_trim(0)` now wherever it lies; the thresholds at the next
+/// glibc's hoarding: `malloc_trim(0)` now wherever it lies (where a live command was
+/// proven harmless on this host; else why none is printed); the thresholds at the next
 /// start only where they reach it (the top of a heap); below live blocks nothing but a
 /// trim does, so the program's own call after its bursts, or a restart.
-fn glibc_hoarding(runtime: Runtime, heap: Option<&HeapMeasure>, pid: u32) -> Remedy {
-    let now = malloc_trim_now(pid);
+fn glibc_hoarding(runtime: Runtime, heap: Option<&HeapMeasure>, pid: u32, live: &Live) -> Remedy {
+    let now = live.malloc_trim(pid);
+    let (trim_now, live_cost) = match &live.refused {
+        None => ("malloc_trim(0) in the process (now)", Some(live.cost())),
+        Some(_) => ("malloc_trim(0) in the process", None),
+    };
+    let cost = |base: &str| -> Option<Cow<'static, str>> {
+        match (base, live_cost) {
+            ("", None) => None,
+            ("", Some(l)) => Some(Cow::Borrowed(l)),
+            (b, None) => Some(Cow::Owned(b.to_string())),
+            (b, Some(l)) => Some(Cow::Owned(format!("{b}; {l}"))),
+        }
+    };
+    let refused = live
+        .refused
+        .as_ref()
+        .map_or(String::new(), |r| format!(" (no live command: {})", r.why));
     let in_program = match runtime {
         Runtime::Python => "ctypes.CDLL('libc.so.6').malloc_trim(0) after large frees",
         Runtime::Jvm => {
@@ -111,29 +125,30 @@ fn glibc_hoarding(runtime: Runtime, heap: Option<&HeapMeasure>, pid: u32) -> Rem
     };
     let Some(h) = heap else {
         return Remedy {
-            what: format!("malloc_trim(0) in the process (now) gives back the free pages glibc holds, wherever they lie; measured (grant the exporter ptrace access), the walk says whether a threshold at the next start would keep them from building up; or {in_program}"),
-            cost: Some("gdb stops the process while it attaches (milliseconds)"),
-            now: Some(now),
+            what: format!("{trim_now} gives back the free pages glibc holds, wherever they lie{refused}; measured (grant the exporter ptrace access), the walk says whether a threshold at the next start would keep them from building up; or {in_program}"),
+            cost: cost(""),
+            now,
             now_gives_back_bytes: None,
             next_start: None,
         };
     };
     let top = h.top_reclaimable_bytes();
     let below = h.reclaimable_bytes().saturating_sub(top);
+    let given = now.is_some().then(|| h.reclaimable_bytes());
     if top >= below {
         Remedy {
-            what: "most of it is the top of a heap, kept because a large block freed earlier raised glibc's trim threshold (the dynamic mmap threshold): started with both thresholds fixed (next start), glibc trims the top at each free; malloc_trim(0) in the process (now) gives it back at once".into(),
-            cost: Some("more mmap/munmap and page faults on allocation-heavy paths; gdb stops the process while it attaches (milliseconds)"),
-            now: Some(now),
-            now_gives_back_bytes: Some(h.reclaimable_bytes()),
+            what: format!("most of it is the top of a heap, kept because a large block freed earlier raised glibc's trim threshold (the dynamic mmap threshold): started with both thresholds fixed (next start), glibc trims the top at each free; {trim_now} gives it back at once{refused}"),
+            cost: cost("more mmap/munmap and page faults on allocation-heavy paths"),
+            now,
+            now_gives_back_bytes: given,
             next_start: Some(GLIBC_TUNABLES.into()),
         }
     } else {
         Remedy {
-            what: format!("it lies below blocks still in use, where no threshold reaches (glibc trims only the top of a heap): malloc_trim(0) in the process (now) gives it back; to keep it from building up, {in_program}, or restart it"),
-            cost: Some("gdb stops the process while it attaches (milliseconds); a trim in the program costs page faults when the memory is used again"),
-            now: Some(now),
-            now_gives_back_bytes: Some(h.reclaimable_bytes()),
+            what: format!("it lies below blocks still in use, where no threshold reaches (glibc trims only the top of a heap): {trim_now} gives it back{refused}; to keep it from building up, {in_program}, or restart it"),
+            cost: cost("a trim in the program costs page faults when the memory is used again"),
+            now,
+            now_gives_back_bytes: given,
             next_start: None,
         }
     }
@@ -186,7 +201,7 @@ pub fn java_heap(j: &JavaHeap, pid: u32) -> Remedy {
         };
         return Remedy {
             what: format!("the heap is at its floor (-Xms{floor}m, all of it committed): no collector gives back below -Xms, and nothing at run time lowers it; start it with a lower -Xms (next start){and}"),
-            cost: Some(COST),
+            cost: Some(Cow::Borrowed(COST)),
             now: None,
             now_gives_back_bytes: None,
             next_start: next,
@@ -199,39 +214,39 @@ pub fn java_heap(j: &JavaHeap, pid: u32) -> Remedy {
     match j.collector {
         Collector::G1 => Remedy {
             what: format!("lower the free ratios (in an order jcmd accepts: MaxHeapFreeRatio may not go below MinHeapFreeRatio) and collect: G1 shrinks the heap by them, down to -Xms (now); start it with them{} (next start)", if periodic.is_empty() { "" } else { " and a periodic collection, so that G1 shrinks it while the program idles" }),
-            cost: Some(COST),
+            cost: Some(Cow::Borrowed(COST)),
             now: Some(ratios),
             now_gives_back_bytes: gives_back,
             next_start: Some(format!("-XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30{periodic}")),
         },
         Collector::Parallel | Collector::Serial => Remedy {
             what: format!("the {} collector keeps the heap it grew, even started with a lower -Xms (Parallel's adaptive sizing ignores the free ratios; Serial's shrink at a full collection gives little back): G1 gives heap back at run time, so start it with G1 in place of its collector, with the free ratios (next start); a lower -Xmx bounds what it can keep", j.collector.as_str()),
-            cost: Some(COST),
+            cost: Some(Cow::Borrowed(COST)),
             next_start: Some(format!("-XX:+UseG1GC {}", g1_next(xms, periodic))),
             ..Remedy::default()
         },
         Collector::Z if j.feature.is_some_and(|f| f < 13) => Remedy {
             what: format!("this ZGC (JDK {}) never gives heap back: a lower -Xmx, or a JDK of 13 or later, whose ZGC uncommits unused heap after -XX:ZUncommitDelay", j.feature.unwrap_or(11)),
-            cost: Some(COST),
+            cost: Some(Cow::Borrowed(COST)),
             ..Remedy::default()
         },
         Collector::Z => Remedy {
             what: format!("ZGC gives unused heap back by itself after -XX:ZUncommitDelay (300 s by default) while -XX:+ZUncommit is on{}; start it with a shorter delay", if j.feature.is_some_and(|f| f >= 25) { ", gradually over several delays from JDK 25 on" } else { "" }),
-            cost: Some(COST),
+            cost: Some(Cow::Borrowed(COST)),
             now: None,
             now_gives_back_bytes: None,
             next_start: Some("-XX:ZUncommitDelay=30".into()),
         },
         Collector::Shenandoah => Remedy {
             what: "Shenandoah gives unused heap back after -XX:ShenandoahUncommitDelay (5 minutes by default; an experimental flag, so unlocked first); start it with a shorter delay".into(),
-            cost: Some(COST),
+            cost: Some(Cow::Borrowed(COST)),
             now: None,
             now_gives_back_bytes: None,
             next_start: Some("-XX:+UnlockExperimentalVMOptions -XX:ShenandoahUncommitDelay=30000".into()),
         },
         Collector::Other => Remedy {
             what: "the collector's uncommit settings, and an -Xms below -Xmx".into(),
-            cost: Some(COST),
+            cost: Some(Cow::Borrowed(COST)),
             ..Remedy::default()
         },
     }
@@ -347,9 +362,9 @@ pub fn arenas(runtime: Runtime) -> Remedy {
     };
     Remedy {
         what,
-        cost: Some(
+        cost: Some(Cow::Borrowed(
             "threads share arenas: more lock contention where many threads allocate at once",
-        ),
+        )),
         next_start: Some(ARENA_MAX.into()),
         ..Remedy::default()
     }
@@ -374,7 +389,7 @@ pub fn regrowth(runtime: Runtime) -> Remedy {
     };
     Remedy {
         what: format!("restart it with THP off for it: the launcher (next start) sets prctl(PR_SET_THP_DISABLE, 1), which its children inherit{go}; or {HOST}; what has regrown stays until the restart"),
-        cost: Some("fewer huge pages: more TLB misses for memory that is really in use"),
+        cost: Some(Cow::Borrowed("fewer huge pages: more TLB misses for memory that is really in use")),
         next_start: Some(THP_DISABLED_LAUNCHER.into()),
         ..Remedy::default()
     }

@@ -163,7 +163,13 @@ fn findings_are_ranked_by_bytes_and_filtered_by_pid() {
     assert_eq!(kinds(&d), ["regrowth", "hoarding"]);
     assert_eq!(d.findings[1].certainty, "suspected");
     assert!(d.findings[1].evidence.contains("not walked"));
-    let d = diagnose(&s, &Options { pids: vec![7] });
+    let d = diagnose(
+        &s,
+        &Options {
+            pids: vec![7],
+            ..Options::default()
+        },
+    );
     assert_eq!(kinds(&d), ["hoarding"]);
     // The OOM order holds the process asked about alone, at its place in the host's.
     assert_eq!(d.oom_order.len(), 1);

@@ -127,8 +127,14 @@ pub fn encode(snapshot: Arc<Snapshot>) -> (Bytes, Bytes) {
 }
 
 /// Everything a scan publishes: both expositions and the diagnosis in text and JSON.
-pub fn publish_all(snapshot: Arc<Snapshot>) -> Published {
-    let d = explain::diagnose(&snapshot, &explain::Options::default());
+pub fn publish_all(snapshot: Arc<Snapshot>, live: &crate::attach::Live) -> Published {
+    let d = explain::diagnose(
+        &snapshot,
+        &explain::Options {
+            live: live.clone(),
+            ..explain::Options::default()
+        },
+    );
     let trouble = trouble(&snapshot);
     let (openmetrics, text) = encode(snapshot);
     Published {

@@ -2,9 +2,10 @@
 //! real processes that show one phenomenon each.
 
 use super::tool;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Builds a reproducer from tests/reproducers once per test binary run.
 pub fn build(name: &str) -> PathBuf {
@@ -149,9 +150,16 @@ impl Repro {
     }
 
     pub fn python(script: &str, args: &[&str]) -> Repro {
+        Repro::python_env(script, args, &[])
+    }
+
+    /// A Python reproducer with `env`.
+    pub fn python_env(script: &str, args: &[&str], env: &[(&str, &str)]) -> Repro {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers");
         let mut cmd = super::tool("python3");
-        cmd.arg(src.join(script)).args(args);
+        cmd.arg(src.join(script))
+            .args(args)
+            .envs(env.iter().copied());
         Repro::spawn(script, cmd)
     }
 
@@ -170,6 +178,73 @@ impl Repro {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Waits until the process's main thread waits in the system call of `kind`
+    /// (tests/reproducers/blocked.h, pyheap.py), as `/proc/PID/syscall` says: where a
+    /// remedy must find it.
+    pub fn until_waiting(&self, kind: &str) {
+        // x86-64: pause; clock_nanosleep, or restart_syscall once a nanosleep was
+        // restarted; read; futex.
+        let calls: &[i64] = match kind {
+            "pause" => &[34],
+            "nanosleep" => &[230, 219, 35],
+            "read" => &[0],
+            "futex" => &[202],
+            _ => panic!("no wait {kind}"),
+        };
+        let path = format!("/proc/{}/syscall", self.pid());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let nr = text.split_whitespace().next().and_then(|n| n.parse().ok());
+            if nr.is_some_and(|nr| calls.contains(&nr)) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "pid {} never waited in {kind}: {text:?}",
+                self.pid()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Wakes a process that waits in `kind` (SIGUSR1 for pause and nanosleep, a byte on
+    /// stdin for read and futex) and returns its line `woke KIND CALL DATA`.
+    pub fn wake(&mut self, kind: &str) -> String {
+        if matches!(kind, "pause" | "nanosleep") {
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.pid() as i32),
+                nix::sys::signal::Signal::SIGUSR1,
+            )
+            .unwrap();
+        } else {
+            self.child.stdin.as_mut().unwrap().write_all(b"x").unwrap();
+            self.child.stdin.as_mut().unwrap().flush().unwrap();
+        }
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        assert!(line.starts_with("woke "), "pid {}: {line:?}", self.pid());
+        line.trim_end().to_string()
+    }
+
+    /// Wakes it after a remedy was applied while it waited in `kind`, and asserts that
+    /// the wait came back as the program expects (never EINTR unasked, never the
+    /// kernel's internal 512-516), that its live data is intact, and that it goes on to
+    /// wait again and answers a second wake.
+    pub fn unharmed(&mut self, kind: &str, what: &str) {
+        let woke = self.wake(kind);
+        eprintln!("{what}: {woke}");
+        assert_eq!(woke, format!("woke {kind} ok ok"), "{what}: harmed");
+        self.until_waiting(kind);
+        let again = self.wake(kind);
+        assert_eq!(
+            again,
+            format!("woke {kind} ok ok"),
+            "{what}: the second wake"
+        );
+        self.until_waiting(kind);
     }
 
     pub fn series(&self, metric: &str, comm: &str) -> String {

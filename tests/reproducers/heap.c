@@ -25,8 +25,10 @@
  *           never stdio, so the heap is left as glibc counted it).
  * BLOCK_BYTES (default 65472) sets the block size; blocks above glibc's mmap threshold
  * (128 KiB) need MALLOC_MMAP_THRESHOLD_ raised to come from the heap.
- * Prints "ready FORDBLKS", then sleeps (or churns). Build with -fno-builtin-malloc
+ * Prints "ready FORDBLKS", then waits (blocked.h: MEMBLOAT_WAIT_IN, and what it says once
+ * woken; the live blocks are what it checks) or churns. Build with -fno-builtin-malloc
  * -fno-builtin-free -pthread. */
+#include "blocked.h"
 #include "mallinfo.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -47,13 +49,14 @@ static void *fill(void *unused) {
     void **b = malloc(n * sizeof *b);
     for (size_t i = 0; i < n; i++) {
         b[i] = malloc(block);
-        memset(b[i], 1, block);
+        memset(b[i], (int)(1 + i % 251), block);
     }
     for (size_t i = 0; i < nf; i++) {
         size_t k = freed_order == FIRST ? i : freed_order == LAST ? n - 1 - i : i * n / nf;
         free(b[k]);
         b[k] = 0;
     }
+    for (size_t i = 0; i < n; i++) live_add(b[i], block);
     return b;
 }
 
@@ -128,5 +131,5 @@ int main(int argc, char **argv) {
             write(1, grown, sizeof grown - 1);
         }
     }
-    for (;;) pause();
+    wait_forever();
 }

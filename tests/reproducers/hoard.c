@@ -4,7 +4,9 @@
  * allocates a 1 MiB "pin" above them, and frees the blocks. After the first round glibc
  * has raised its mmap threshold, so later rounds come from the brk heap, which the pin
  * keeps from shrinking. Prints "ready FREE_HELD" (mallinfo2 fordblks: freed bytes the
- * allocator still holds), then sleeps. Build with -fno-builtin-malloc -fno-builtin-free. */
+ * allocator still holds), then waits (blocked.h: MEMBLOAT_WAIT_IN, and what it says once
+ * woken). Build with -fno-builtin-malloc -fno-builtin-free. */
+#include "blocked.h"
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +26,8 @@ int main(int argc, char **argv) {
         }
         if (pin) {
             char *p = malloc(1 << 20);
-            if (p) memset(p, 1, 1 << 20);
+            if (p) memset(p, 1 + r, 1 << 20);
+            live_add(p, 1 << 20);
         }
         for (int i = 0; i < 256; i++) free(blocks[i]);
     }
@@ -32,5 +35,5 @@ int main(int argc, char **argv) {
     struct mallinfo2 mi = mallinfo2();
     printf("ready %zu\n", mi.fordblks);
     fflush(stdout);
-    for (;;) pause();
+    wait_forever();
 }
