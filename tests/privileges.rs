@@ -585,22 +585,28 @@ fn the_kernel_log_needs_cap_syslog_and_says_so_once_without_it() {
     assert_eq!(kmsg(&with, "scan_errors_total"), None, "{with}");
 }
 
-/// CPython's arenas, read as nobody with the two capabilities: libpython's file is out of
-/// reach (`/proc/PID/map_files` needs CAP_CHECKPOINT_RESTORE), so from 3.12 the state is
-/// found through the symbols the loaded library exports, read from the process's memory:
-/// the same figures as root's. 3.11's state is in static variables only the file names:
-/// `unreadable` for nobody, measured for root.
+/// CPython's arenas, read as nobody with the two capabilities. Debian's 3.13 as shipped
+/// (stripped) is found through the `_PyRuntime` it exports, read from the process's memory:
+/// the same figures as root's. Debian's 3.11 with its symbols has its state in static
+/// variables its executable names, and the executable is in reach (`/proc/PID/exe`): the
+/// same figures as root's too. A libpython's file is out of reach (`/proc/PID/map_files`
+/// needs CAP_CHECKPOINT_RESTORE): a 3.11 that loads one (pyenv's, where this machine has
+/// it) is `unreadable` for nobody, measured for root.
 #[test]
 #[ignore = "needs root"]
 fn nobody_reads_cpythons_arenas_through_the_loaded_librarys_symbols() {
     let _serial = one_at_a_time();
     needs_root("dropping to nobody with capabilities");
     let dir = tempfile::tempdir().unwrap();
-    let start = |minor: &str| {
-        let python = common::python::pyenv(minor).unwrap_or_else(|| panic!("CPython {minor}"));
-        common::python::pyarenas(&python, &[], (3, 200_000, 70), &dir.path().join(minor))
+    let start = |python: &std::path::Path, name: &str| {
+        common::python::pyarenas(python, &[], (3, 200_000, 70), &dir.path().join(name))
     };
-    let (new, old) = (start("3.12"), start("3.11"));
+    let new = start(&common::python::debian_of("3.13").stripped, "3.13");
+    let old = start(&common::python::debian_of("3.11").symbols, "3.11");
+    let shared = common::python::pyenv("3.11").map(|p| start(&p, "pyenv-3.11"));
+    if shared.is_none() {
+        skipped("a 3.11 that loads its libpython as nobody: no pyenv build here");
+    }
     let series = |text: &str, name: &str, pid: u32| {
         value(
             text,
@@ -617,23 +623,32 @@ fn nobody_reads_cpythons_arenas_through_the_loaded_librarys_symbols() {
     };
     let root = text(&once_as(None));
     let nobody = text(&once_as(Some("+sys_ptrace,+dac_read_search")));
-    let unused = series(&root, "unused_bytes", new.pid());
-    assert!(
-        unused.is_some_and(|u| u > 0.0),
-        "root read 3.12: {unused:?}"
-    );
-    assert_eq!(
-        series(&nobody, "unused_bytes", new.pid()),
-        unused,
-        "3.12 as nobody"
-    );
-    assert_eq!(
-        series(&nobody, "arenas", new.pid()),
-        series(&root, "arenas", new.pid())
-    );
-    assert!(
-        series(&root, "unused_bytes", old.pid()).is_some(),
-        "root read 3.11"
-    );
-    assert_eq!(unmeasured(&nobody, old.pid()), Some(1.0), "3.11 as nobody");
+    for (what, r) in [("3.13 as shipped", &new), ("3.11 with symbols", &old)] {
+        let unused = series(&root, "unused_bytes", r.pid());
+        assert!(
+            unused.is_some_and(|u| u > 0.0),
+            "root read {what}: {unused:?}"
+        );
+        assert_eq!(
+            series(&nobody, "unused_bytes", r.pid()),
+            unused,
+            "{what} as nobody"
+        );
+        assert_eq!(
+            series(&nobody, "arenas", r.pid()),
+            series(&root, "arenas", r.pid()),
+            "{what}"
+        );
+    }
+    if let Some(shared) = &shared {
+        assert!(
+            series(&root, "unused_bytes", shared.pid()).is_some(),
+            "root read pyenv's 3.11"
+        );
+        assert_eq!(
+            unmeasured(&nobody, shared.pid()),
+            Some(1.0),
+            "pyenv's 3.11 as nobody"
+        );
+    }
 }

@@ -1,7 +1,9 @@
 //! CPython's small-object arenas read from outside, against CPython's own count: random
 //! programs (`tests/reproducers/pyarenas.py`: small objects over many size classes, a
-//! random share dropped) on every CPython here (pyenv's 3.8 to 3.13, with symbols), on
-//! `--strip-all` copies of 3.12's and 3.13's libpython, and on Debian's stripped 3.11.
+//! random share dropped) on Debian's 3.9, 3.11 and 3.13 with their symbols (from each
+//! release's -dbg package) and as shipped (stripped: 3.13 read through what it exports),
+//! and, where this machine has pyenv, on its 3.7 to 3.13 and `--strip-all` copies of their
+//! libpython.
 //! The oracle is `sys._debugmallocstats()`, written by the program just before the read
 //! and again just after it; the reader's figures must equal it exactly. Reading another
 //! process's memory needs ptrace access: CI runs as root.
@@ -25,19 +27,42 @@ fn read(pid: u32) -> HeapReading {
     heap::read(&Source::new("/proc", "/sys"), pid, &vmas, true)
 }
 
-/// The CPythons pyenv built here, by minor version (`3.12` -> its `bin/python3`).
-fn pythons() -> Vec<(String, PathBuf)> {
-    let mut found = Vec::new();
+/// One CPython with its symbols.
+struct Cpython {
+    /// `Debian 3.11`, `pyenv 3.12`.
+    label: String,
+    minor: String,
+    python: PathBuf,
+    /// A pyenv build (with a shared libpython beside it), not Debian's.
+    pyenv: bool,
+}
+
+/// Every CPython with symbols here, oldest first: Debian's 3.9, 3.11 and 3.13 (fetched on
+/// any Debian machine), then pyenv's 3.7 to 3.13 where this machine has them, each one
+/// missing said out loud.
+fn pythons() -> Vec<Cpython> {
+    let mut found: Vec<Cpython> = common::python::debian()
+        .iter()
+        .map(|d| Cpython {
+            label: format!("Debian {}", d.minor),
+            minor: d.minor.clone(),
+            python: d.symbols.clone(),
+            pyenv: false,
+        })
+        .collect();
     for minor in ["3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"] {
         match common::python::pyenv(minor) {
-            Some(python) => found.push((minor.to_string(), python)),
-            None => skipped(&format!("no pyenv build of CPython {minor}")),
+            Some(python) => found.push(Cpython {
+                label: format!("pyenv {minor}"),
+                minor: minor.to_string(),
+                python,
+                pyenv: true,
+            }),
+            None => skipped(&format!(
+                "no pyenv build of CPython {minor} on this machine (Debian's 3.9, 3.11 and 3.13 ran)"
+            )),
         }
     }
-    assert!(
-        found.iter().any(|(m, _)| m == "3.12") && found.iter().any(|(m, _)| m == "3.10"),
-        "pyenv's CPythons are part of this machine's image: neither 3.10 nor 3.12 found"
-    );
     found
 }
 
@@ -212,7 +237,7 @@ fn agree(label: &str, python: &Path, env: &[(&str, &str)], version: &str) -> Vec
 
 /// An interpreter started with `PYTHONMALLOC=malloc`: CPython prints no arena figures (its
 /// objects are glibc's), and the reader finds no arena: measured at zero, never a guess.
-fn without_pymalloc(python: &Path) -> String {
+fn without_pymalloc(python: &Path, label: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let stats = dir.path().join("stats");
     let env = [("PYTHONMALLOC", "malloc")];
@@ -229,7 +254,7 @@ fn without_pymalloc(python: &Path) -> String {
         (0, 0, 0),
         "{h:?}"
     );
-    "3.12 PYTHONMALLOC=malloc: no arena, measured 0".to_string()
+    format!("{label} PYTHONMALLOC=malloc: no arena, measured 0")
 }
 
 /// The layout's name for a minor version.
@@ -248,7 +273,13 @@ fn layout_version(minor: &str) -> &'static str {
 fn arenas_equal_cpythons_own_count_on_every_version_stripped_or_not() {
     let mut rows = Vec::new();
     let dir = tempfile::tempdir().unwrap();
-    for (minor, python) in pythons() {
+    for Cpython {
+        label,
+        minor,
+        python,
+        pyenv,
+    } in pythons()
+    {
         if minor == "3.7" {
             // Before 3.8: other size classes, no layout here; named, never a number.
             let mut p = Program::start(&python, &[], 1, 50_000, 50);
@@ -257,11 +288,11 @@ fn arenas_equal_cpythons_own_count_on_every_version_stripped_or_not() {
             rows.push("3.7: unknown_version".to_string());
             continue;
         }
-        rows.extend(agree(&minor, &python, &[], layout_version(&minor)));
-        if minor == "3.12" {
-            rows.push(without_pymalloc(&python));
+        rows.extend(agree(&label, &python, &[], layout_version(&minor)));
+        if !pyenv && minor == "3.13" {
+            rows.push(without_pymalloc(&python, &label));
         }
-        if minor == "3.11" || minor == "3.12" || minor == "3.13" {
+        if pyenv && (minor == "3.11" || minor == "3.12" || minor == "3.13") {
             let lib = dir.path().join(&minor);
             std::fs::create_dir_all(&lib).unwrap();
             let lib = stripped_library(&python, &minor, &lib);
@@ -276,72 +307,89 @@ fn arenas_equal_cpythons_own_count_on_every_version_stripped_or_not() {
                 );
                 rows.push("3.11 --strip-all: stripped".to_string());
             } else {
-                let label = format!("{minor} --strip-all");
+                let label = format!("{label} --strip-all");
                 rows.extend(agree(&label, &python, &env, layout_version(&minor)));
             }
         }
     }
-    // Debian's own interpreter: 3.11, linked into a stripped executable.
-    let debian = Path::new("/usr/bin/python3.11");
-    if debian.exists() {
-        let mut p = Program::start(debian, &[], 1, 50_000, 50);
-        assert_eq!(
-            p.read_between().0,
-            Err(Unmeasured::Stripped),
-            "Debian's 3.11"
-        );
-        rows.push("Debian python3.11: stripped".to_string());
-    } else {
-        skipped("Debian's python3.11 is not installed");
+    // Debian's interpreters as shipped: stripped, libpython linked in. 3.13's state is
+    // found through the _PyRuntime it exports; before 3.12 it lies in static variables
+    // the symbol table alone names.
+    for d in common::python::debian() {
+        let label = format!("Debian {} as shipped", d.minor);
+        if d.minor == "3.13" {
+            rows.extend(agree(&label, &d.stripped, &[], layout_version(&d.minor)));
+        } else {
+            let mut p = Program::start(&d.stripped, &[], 1, 50_000, 50);
+            assert_eq!(p.read_between().0, Err(Unmeasured::Stripped), "{label}");
+            rows.push(format!("{label}: stripped"));
+        }
     }
     for r in rows {
         eprintln!("{r}");
     }
 }
 
+/// What gdb reads from `lib`'s DWARF for each of `exprs`: `print/d (long)&EXPR`.
+fn dwarf_offsets(lib: &Path, exprs: &[&str]) -> Vec<u64> {
+    let mut cmd = tool("gdb");
+    cmd.args(["-q", "-batch", "-nx"]);
+    for e in exprs {
+        cmd.arg("-ex").arg(format!("print/d (long)&{e}"));
+    }
+    let out = cmd.arg(lib).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let values: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.split('=').nth(1)?.trim().parse().ok())
+        .collect();
+    assert_eq!(
+        values.len(),
+        exprs.len(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    values
+}
+
 /// The places the reader takes from its table for 3.12 and 3.13 are where each build's
-/// DWARF puts them (`gdb`, on pyenv's libpython, built with `-g`).
+/// DWARF puts them (`gdb`, on Debian's 3.13 with its -dbg symbols, and on pyenv's
+/// libpython, built with `-g`, where this machine has it).
 #[test]
 fn the_tables_places_are_each_builds_dwarfs() {
     use membloat_exporter::collect::heap::python::layout::{
-        IN_RUNTIME, MGMT_ARENAS, MGMT_IN_STATE, MGMT_MAXARENAS, MGMT_NARENAS,
+        DEBUG_INTERPRETERS_HEAD, IN_RUNTIME, MGMT_ARENAS, MGMT_IN_STATE, MGMT_MAXARENAS,
+        MGMT_NARENAS,
     };
-    let gdb = |lib: &Path, exprs: &[&str]| -> Vec<u64> {
-        let mut cmd = tool("gdb");
-        cmd.args(["-q", "-batch", "-nx"]);
-        for e in exprs {
-            cmd.arg("-ex").arg(format!("print/d (long)&{e}"));
-        }
-        let out = cmd.arg(lib).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let values: Vec<u64> = text
-            .lines()
-            .filter_map(|l| l.split('=').nth(1)?.trim().parse().ok())
-            .collect();
-        assert_eq!(
-            values.len(),
-            exprs.len(),
-            "{text}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        values
-    };
-    let mut checked = 0;
-    for (minor, python) in pythons() {
+    let gdb = dwarf_offsets;
+    let mut checked = std::collections::BTreeSet::new();
+    for Cpython {
+        minor,
+        python,
+        pyenv,
+        ..
+    } in pythons()
+    {
         let m: u32 = minor.strip_prefix("3.").unwrap().parse().unwrap();
-        let Some(&(_, at, pointer)) = IN_RUNTIME.iter().find(|(v, _, _)| *v == m) else {
+        let Some(&(_, main, obmalloc, pointer)) = IN_RUNTIME.iter().find(|(v, ..)| *v == m) else {
             continue;
         };
-        let lib = python
-            .parent()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .join(format!("lib/libpython{minor}.so.1.0"));
+        // pyenv's interpreter loads libpython; Debian's has it linked in.
+        let lib = if pyenv {
+            python
+                .parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .join(format!("lib/libpython{minor}.so.1.0"))
+        } else {
+            python.clone()
+        };
         let v = gdb(
             &lib,
             &[
-                "((_PyRuntimeState*)0)->_main_interpreter.obmalloc",
+                "((_PyRuntimeState*)0)->_main_interpreter",
+                "((PyInterpreterState*)0)->obmalloc",
                 "((struct _obmalloc_state*)0)->mgmt",
                 "((struct _obmalloc_state*)0)->mgmt.arenas",
                 "((struct _obmalloc_state*)0)->mgmt.maxarenas",
@@ -352,7 +400,25 @@ fn the_tables_places_are_each_builds_dwarfs() {
                 "((struct arena_object*)0)[1]",
             ],
         );
-        assert_eq!(v[0], at, "{minor}: _main_interpreter.obmalloc");
+        match main {
+            Some(at) => assert_eq!(v[0], at, "{minor}: _main_interpreter"),
+            None => {
+                // Found through _PyRuntime's debug offsets: where they say
+                // interpreters.head is, and main beside it.
+                let d = gdb(
+                    &lib,
+                    &[
+                        "((_Py_DebugOffsets*)0)->runtime_state.interpreters_head",
+                        "((_PyRuntimeState*)0)->interpreters.head",
+                        "((_PyRuntimeState*)0)->interpreters.main",
+                    ],
+                );
+                assert_eq!(d[0], DEBUG_INTERPRETERS_HEAD, "{minor}: debug offsets");
+                assert_eq!(d[2], d[1] + 8, "{minor}: interpreters.main");
+            }
+        }
+        assert_eq!(v[1], obmalloc, "{minor}: PyInterpreterState.obmalloc");
+        let v = &v[1..];
         assert_eq!(v[1], MGMT_IN_STATE, "{minor}");
         assert_eq!(
             v[2..5],
@@ -382,13 +448,17 @@ fn the_tables_places_are_each_builds_dwarfs() {
             .unwrap();
         let ty = String::from_utf8_lossy(&ty.stdout).into_owned();
         assert_eq!(ty.contains(" *"), pointer, "{minor}: {ty}");
-        checked += 1;
+        checked.insert(m);
     }
-    assert_eq!(
-        checked,
-        IN_RUNTIME.len(),
-        "every version in the table checked"
-    );
+    // Debian has 3.13; 3.12 comes from pyenv alone, and its absence is said out loud.
+    assert!(checked.contains(&13), "Debian's 3.13 checked: {checked:?}");
+    for (v, ..) in IN_RUNTIME {
+        if !checked.contains(&v) {
+            skipped(&format!(
+                "CPython 3.{v}'s places against its DWARF: no build with DWARF here (pyenv's)"
+            ));
+        }
+    }
 }
 
 /// A worker that built 1.5 M small objects and dropped 85 % of them: the exporter serves
@@ -397,11 +467,9 @@ fn the_tables_places_are_each_builds_dwarfs() {
 /// stripped interpreter is named as unmeasured, with why.
 #[test]
 fn the_exporter_serves_and_explains_what_cpythons_arenas_keep() {
-    let (_, python) = pythons()
-        .into_iter()
-        .find(|(m, _)| m == "3.12")
-        .expect("CPython 3.12");
-    let mut p = Program::start(&python, &[], 5, 1_500_000, 85);
+    // Debian's 3.13 as it ships it: stripped, read through the _PyRuntime it exports.
+    let python = &common::python::debian_of("3.13").stripped;
+    let mut p = Program::start(python, &[], 5, 1_500_000, 85);
     let (h, own) = p.read_between();
     let h = h.unwrap();
     assert!(h.unused_resident_bytes >= 64 << 20, "{h:?} {own:?}");
@@ -439,7 +507,7 @@ fn the_exporter_serves_and_explains_what_cpythons_arenas_keep() {
     .expect("measured hoarding");
     assert!(measured >= h.unused_resident_bytes as f64, "{measured}");
     eprintln!(
-        "CPython 3.12, 1.5 M objects, 85 % dropped: {} arenas, {:.1} MiB unused ({:.1} MiB resident) beside {:.1} MiB in use; measured hoarding {:.1} MiB",
+        "Debian's CPython 3.13, 1.5 M objects, 85 % dropped: {} arenas, {:.1} MiB unused ({:.1} MiB resident) beside {:.1} MiB in use; measured hoarding {:.1} MiB",
         h.arenas,
         h.unused_bytes() as f64 / 1048576.0,
         h.unused_resident_bytes as f64 / 1048576.0,
@@ -456,24 +524,25 @@ fn the_exporter_serves_and_explains_what_cpythons_arenas_keep() {
     );
     let evidence = f["evidence"].as_str().unwrap();
     assert!(
-        evidence.contains("CPython 3.12") && evidence.contains(&format!("{} arenas", own.arenas)),
+        evidence.contains("CPython 3.13") && evidence.contains(&format!("{} arenas", own.arenas)),
         "{f}"
     );
     assert!(
         f["remedy"].as_str().unwrap().contains("--max-requests"),
         "{f}"
     );
-    // Debian's interpreter: no symbols, so no figure; said, with the way to one.
-    let debian = Path::new("/usr/bin/python3.11");
-    if debian.exists() {
-        let q = Program::start(debian, &[], 1, 50_000, 50);
-        let f = explained(q.r.pid(), "python_arenas_unmeasured");
-        assert!(
-            f["evidence"].as_str().unwrap().contains("no symbol table"),
-            "{f}"
-        );
-        assert!(f["remedy"].as_str().unwrap().contains("3.12"), "{f}");
-    } else {
-        skipped("Debian's python3.11 is not installed");
-    }
+    // Debian's 3.11: no symbols, so no figure; said, with the way to one.
+    let q = Program::start(
+        &common::python::debian_of("3.11").stripped,
+        &[],
+        1,
+        50_000,
+        50,
+    );
+    let f = explained(q.r.pid(), "python_arenas_unmeasured");
+    assert!(
+        f["evidence"].as_str().unwrap().contains("no symbol table"),
+        "{f}"
+    );
+    assert!(f["remedy"].as_str().unwrap().contains("3.12"), "{f}");
 }

@@ -27,14 +27,19 @@ impl Elf {
     }
 
     /// The address of the symbol named exactly `name`, also when the linker kept its name
-    /// only as the tail of a longer one (`arenas` in `usable_arenas`).
+    /// only as the tail of a longer one (`arenas` in `usable_arenas`), or when link-time
+    /// optimisation renamed a static one `name.lto_priv.N` (GCC's LTO, as Debian's CPython
+    /// is built).
     pub fn find_named<B: Binary + ?Sized>(
         &self,
         bin: &B,
         name: &[u8],
     ) -> Result<Option<u64>, Fault> {
-        let found =
-            self.find_symbol_in(bin, |n| n.ends_with(name), |n| (n == name).then_some(()))?;
+        let found = self.find_symbol_in(
+            bin,
+            |n| unrenamed(n).ends_with(name),
+            |n| (unrenamed(n) == name).then_some(()),
+        )?;
         Ok(found.map(|(_, at)| at))
     }
 
@@ -196,4 +201,14 @@ fn pieces<B: Binary + ?Sized>(
         at += n as u64;
     }
     Ok(())
+}
+
+/// A symbol's name without the suffix GCC's link-time optimisation gives a static it
+/// renames (`arenas.lto_priv.0` -> `arenas`).
+fn unrenamed(n: &[u8]) -> &[u8] {
+    let digits = n.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+    match n[..n.len() - digits].strip_suffix(b".lto_priv.") {
+        Some(name) if digits > 0 => name,
+        _ => n,
+    }
 }

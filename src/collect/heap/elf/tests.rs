@@ -42,6 +42,26 @@ fn symbols_are_found_by_their_whole_name_and_headers_are_read() {
     );
 }
 
+/// Debian's CPython is built with GCC's LTO, which renames the statics it reads
+/// (`arenas.lto_priv.0`, as its -dbg symbols have them); a longer or other name is not one.
+#[test]
+fn a_static_renamed_by_lto_is_found_by_its_name() {
+    let bin = elf(symbols(&[
+        ("usable_arenas.lto_priv.0", 1),
+        ("arenas.lto_priv.0", 2),
+        ("maxarenas.lto_priv.3", 3),
+        ("narenas.lto_priv.", 4),
+        ("nfp2lasta.lto_privy.5", 5),
+    ]));
+    let e = Elf::parse(&bin[..]).unwrap();
+    let find = |n: &[u8]| e.find_named(&bin[..], n).unwrap();
+    assert_eq!(find(b"arenas"), Some(2));
+    assert_eq!(find(b"maxarenas"), Some(3));
+    assert_eq!(find(b"narenas"), None);
+    assert_eq!(find(b"nfp2lasta"), None);
+    assert_eq!(find(b"usable_arenas"), Some(1));
+}
+
 #[test]
 fn a_section_that_claims_bytes_past_the_file_is_refused() {
     let mut p = symbols(&RUNTIME);

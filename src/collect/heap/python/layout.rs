@@ -6,7 +6,8 @@
 //!   `narenas_currently_allocated`), in `.symtab` only: a stripped build loses them.
 //! - 3.12: the main interpreter's `obmalloc` state, inside `_PyRuntime` (exported in
 //!   `.dynsym`, so it survives `--strip-all`).
-//! - 3.13: a pointer to that state, inside `_PyRuntime`.
+//! - 3.13: a pointer to that state, inside `_PyRuntime`, whose debug offsets say where
+//!   the main interpreter is (its place moved between 3.13's patch releases).
 //!
 //! The places inside `_PyRuntime` are those of the release builds' DWARF (`gdb`'s offsets,
 //! checked by `tests/python.rs` against each build here); what is read there is checked
@@ -58,11 +59,23 @@ pub const MGMT_ARENAS: u64 = 0;
 pub const MGMT_MAXARENAS: u64 = 8;
 pub const MGMT_NARENAS: u64 = 552;
 
-/// Where the main interpreter's allocator state is, per minor version from 3.12:
-/// `_PyRuntime._main_interpreter` plus `PyInterpreterState.obmalloc`, and whether that
-/// field is the state (3.12) or a pointer to it (3.13).
-pub const IN_RUNTIME: [(u32, u64, bool); 2] =
-    [(12, 0x12a68 + 0xf78, false), (13, 0x15920 + 0x2a30, true)];
+/// Where the main interpreter's allocator state is, per minor version from 3.12: where
+/// the main interpreter lies in `_PyRuntime` (`_main_interpreter`: 3.12's from its DWARF;
+/// `None`, 3.13, whose place moved between patch releases, 0x15920 in 3.13.0 and 0x15950 in
+/// 3.13.5: from `_PyRuntime`'s own debug offsets, [`DEBUG_COOKIE`]), where
+/// `PyInterpreterState.obmalloc` lies in it, and whether that field is the state (3.12)
+/// or a pointer to it (3.13).
+pub const IN_RUNTIME: [(u32, Option<u64>, u64, bool); 2] =
+    [(12, Some(0x12a68), 0xf78, false), (13, None, 0x2a30, true)];
+
+/// `_PyRuntime` starts with `_Py_DebugOffsets` from 3.13, for debuggers outside the
+/// process: its cookie, then the version, then (at [`DEBUG_INTERPRETERS_HEAD`]) where
+/// `_PyRuntime.interpreters.head` is; `interpreters.main` follows `head`.
+pub const DEBUG_COOKIE: &[u8; 8] = b"xdebugpy";
+pub const DEBUG_INTERPRETERS_HEAD: u64 = 40;
+/// The main interpreter lies inside `_PyRuntime`, within this many bytes of its start
+/// (0x15950 in 3.13.5): a place further out is not believed.
+pub const RUNTIME_SPAN: u64 = 1 << 20;
 
 /// How the state is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,8 +9,9 @@
 //! many as the allocator counts. A pass that fails is taken again once: the process runs.
 
 use super::layout::{
-    Layout, Sizes, State, ALIGNMENT, ARENA_OBJECT, IN_RUNTIME, LARGE, MGMT_ARENAS, MGMT_IN_STATE,
-    MGMT_MAXARENAS, MGMT_NARENAS, POOL_OVERHEAD, SIZE_CLASSES, SMALL,
+    Layout, Sizes, State, ALIGNMENT, ARENA_OBJECT, DEBUG_COOKIE, DEBUG_INTERPRETERS_HEAD,
+    IN_RUNTIME, LARGE, MGMT_ARENAS, MGMT_IN_STATE, MGMT_MAXARENAS, MGMT_NARENAS, POOL_OVERHEAD,
+    RUNTIME_SPAN, SIZE_CLASSES, SMALL,
 };
 use super::{PythonHeap, Unmeasured};
 use crate::collect::heap::reader::{u32_at, u64_at, Fault, Target};
@@ -98,11 +99,16 @@ pub fn place<T: Target>(t: &mut T, layout: &Layout, bias: u64) -> Result<Place, 
                 // 3.11's state is in static variables, which `strip` removed.
                 return Err(Unmeasured::Stripped);
             }
-            let &(_, at, pointer) = IN_RUNTIME
+            let &(_, main, obmalloc, pointer) = IN_RUNTIME
                 .iter()
-                .find(|(minor, _, _)| *minor == m)
+                .find(|(minor, ..)| *minor == m)
                 .ok_or(Unmeasured::UnknownVersion)?;
-            let mut state = runtime.wrapping_add(bias).wrapping_add(at);
+            let runtime = runtime.wrapping_add(bias);
+            let main = match main {
+                Some(at) => runtime.wrapping_add(at),
+                None => main_interpreter(t, runtime).map_err(|e| e.unwrap_or_else(fault))?,
+            };
+            let mut state = main.wrapping_add(obmalloc);
             if pointer {
                 state = word(t, state).map_err(fault)?;
             }
@@ -117,6 +123,28 @@ pub fn place<T: Target>(t: &mut T, layout: &Layout, bias: u64) -> Result<Place, 
         }
         (State::Runtime { .. }, None) => Err(Unmeasured::Stripped),
     }
+}
+
+/// Where the main interpreter is, from `_PyRuntime`'s debug offsets (3.13): the cookie
+/// must be there, and the interpreter inside `_PyRuntime`, or nothing is believed
+/// (`Ok(Err)`: a layout not known; `Err`: a failed read).
+fn main_interpreter<T: Target>(t: &mut T, runtime: u64) -> Result<u64, Result<Unmeasured, Fault>> {
+    let unknown = Err(Ok(Unmeasured::UnknownLayout));
+    let mut cookie = [0u8; 8];
+    t.read(runtime, &mut cookie).map_err(Err)?;
+    if &cookie != DEBUG_COOKIE {
+        return unknown;
+    }
+    let head = word(t, runtime.wrapping_add(DEBUG_INTERPRETERS_HEAD)).map_err(Err)?;
+    if head >= RUNTIME_SPAN {
+        return unknown;
+    }
+    // `interpreters.main` follows `interpreters.head`.
+    let main = word(t, runtime.wrapping_add(head).wrapping_add(8)).map_err(Err)?;
+    if main <= runtime || main - runtime >= RUNTIME_SPAN {
+        return unknown;
+    }
+    Ok(main)
 }
 
 /// 3.10 and 3.11 have large pools with the radix tree (the default), 4 KiB pools in 1 MiB
