@@ -131,6 +131,7 @@ pub(super) fn host_findings(h: &Host, s: &Snapshot) -> Vec<Finding> {
 pub(super) fn process_findings(
     p: &ProcessReport,
     low_memory: bool,
+    in_depth: bool,
     live: &Live,
     out: &mut Vec<Finding>,
 ) {
@@ -139,6 +140,10 @@ pub(super) fn process_findings(
     let allocator = id.map(|i| i.allocator);
     let runtime = id.map_or(Runtime::Native, |i| i.runtime);
     let pid = p.sample.pid;
+    // A heap that could not be measured is a finding where it could hold much back, or
+    // where it was asked about; else coverage tells it.
+    let tell_unmeasured = in_depth
+        || p.sample.status.vm_rss_bytes.unwrap_or(0) >= super::report::UNMEASURED_FINDING_RSS_BYTES;
     let mut push = |kind, bytes, certainty, evidence: String, remedy: Remedy| {
         out.push(Finding {
             kind,
@@ -200,7 +205,7 @@ pub(super) fn process_findings(
             remedy::python_arenas().into(),
         );
     }
-    if let Some(why) = sig.unmeasured::<Python>() {
+    if let Some(why) = sig.unmeasured::<Python>().filter(|_| tell_unmeasured) {
         let (evidence, fix) = remedy::python_unmeasured(why);
         push(
             "python_arenas_unmeasured",
@@ -210,7 +215,7 @@ pub(super) fn process_findings(
             fix.into(),
         );
     }
-    if let Some(why) = sig.unmeasured::<Go>() {
+    if let Some(why) = sig.unmeasured::<Go>().filter(|_| tell_unmeasured) {
         let (evidence, fix) = remedy::go_unmeasured(why);
         push("go_heap_unmeasured", 0, "observed", evidence, fix.into());
     }
@@ -235,7 +240,10 @@ pub(super) fn process_findings(
         .figure::<Jvm>()
         .is_some_and(|j| j.resident_bytes.is_none());
     let jvm_unmeasured = sig.unmeasured::<Jvm>().map(Some);
-    if let Some(why) = jvm_unmeasured.or(no_resident.then_some(None)) {
+    if let Some(why) = jvm_unmeasured
+        .or(no_resident.then_some(None))
+        .filter(|_| tell_unmeasured)
+    {
         let (evidence, fix) = remedy::java_unmeasured(why);
         push("java_heap_unmeasured", 0, "observed", evidence, fix.into());
     }

@@ -15,7 +15,8 @@ mod report;
 use findings::{host_findings, process_findings};
 use report::{available_ratio, frees, subject};
 pub use report::{
-    rank, size, Coverage, Denied, Finding, Host, Subject, Victim, INFORM_BELOW_RSS_BYTES,
+    rank, size, Coverage, Denied, Finding, Host, Subject, UnmeasuredHeaps, Victim,
+    INFORM_BELOW_RSS_BYTES, UNMEASURED_FINDING_RSS_BYTES,
 };
 
 use serde::Serialize;
@@ -90,7 +91,8 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
     let low_memory = available_ratio(&host).is_some_and(|r| r < signals::LOW_MEMORY_RATIO);
     let chosen = |p: &&ProcessReport| opts.pids.is_empty() || opts.pids.contains(&p.sample.pid);
     for p in s.top.iter().filter(chosen) {
-        process_findings(p, low_memory, &opts.live, &mut findings);
+        let in_depth = opts.pids.contains(&p.sample.pid);
+        process_findings(p, low_memory, in_depth, &opts.live, &mut findings);
     }
     rank(&mut findings);
     let mut order: Vec<&ProcessReport> = s.top.iter().filter(chosen).collect();
@@ -140,6 +142,7 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
                     .map(|p| p.sample.comm.clone()),
             })
             .collect(),
+        unmeasured_heaps: unmeasured_heaps(s.top.iter().filter(chosen)),
     };
     Diagnosis {
         schema: SCHEMA,
@@ -162,6 +165,67 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
                 .collect()
         },
     }
+}
+
+/// The runtime heaps of `processes` that could not be measured, grouped by runtime and
+/// reason, the most RSS first.
+fn unmeasured_heaps<'a>(
+    processes: impl Iterator<Item = &'a ProcessReport>,
+) -> Vec<UnmeasuredHeaps> {
+    use crate::collect::heap::golang::Go;
+    use crate::collect::heap::jvm::Jvm;
+    use crate::collect::heap::python::Python;
+    let mut groups: Vec<(UnmeasuredHeaps, Vec<(u64, String)>)> = Vec::new();
+    for p in processes {
+        let sig = &p.signals;
+        let rss = p.sample.status.vm_rss_bytes.unwrap_or(0);
+        let reasons = [
+            ("go", sig.unmeasured_label::<Go>()),
+            ("jvm", sig.unmeasured_label::<Jvm>()),
+            ("python", sig.unmeasured_label::<Python>()),
+        ];
+        for (runtime, reason) in reasons {
+            let Some(reason) = reason else { continue };
+            let at = match groups
+                .iter()
+                .position(|(g, _)| g.runtime == runtime && g.reason == reason)
+            {
+                Some(at) => at,
+                None => {
+                    groups.push((
+                        UnmeasuredHeaps {
+                            runtime,
+                            reason,
+                            ..UnmeasuredHeaps::default()
+                        },
+                        Vec::new(),
+                    ));
+                    groups.len() - 1
+                }
+            };
+            let (g, names) = &mut groups[at];
+            g.processes += 1;
+            g.rss_bytes = g.rss_bytes.saturating_add(rss);
+            names.push((rss, p.sample.comm.clone()));
+        }
+    }
+    let mut out: Vec<UnmeasuredHeaps> = groups
+        .into_iter()
+        .map(|(mut g, mut names)| {
+            names.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+            for (_, comm) in names {
+                if g.comms.len() == report::UNMEASURED_NAMES {
+                    break;
+                }
+                if !g.comms.contains(&comm) {
+                    g.comms.push(comm);
+                }
+            }
+            g
+        })
+        .collect();
+    out.sort_by(|a, b| b.rss_bytes.cmp(&a.rss_bytes).then(a.runtime.cmp(b.runtime)));
+    out
 }
 
 #[cfg(test)]

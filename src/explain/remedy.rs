@@ -283,7 +283,7 @@ pub fn go_unmeasured(why: GoUnmeasured) -> (String, Advice) {
     let (evidence, fix) = match why {
         GoUnmeasured::Stripped => (
             "the Go binary has no symbol table (built with -ldflags=-s), so its runtime's figures cannot be found",
-            "build without -s (GoReleaser's default ldflags carry it); -w alone keeps the symbols but not the DWARF the fields' places come from",
+            "where you build it, build without -s (GoReleaser's default ldflags carry it; -w alone keeps the symbols but not the DWARF the fields' places come from); where it is a vendor's build (a container runtime, the kubelet, most packaged Go services), read the figure from what it exposes itself: its Prometheus metrics give go_memstats_heap_idle_bytes - go_memstats_heap_released_bytes, the free heap it keeps, and its pprof endpoint (/debug/pprof/heap?debug=1) the same as HeapIdle - HeapReleased",
         ),
         GoUnmeasured::NoDwarf => (
             "the Go binary has no DWARF (built with -ldflags=-w), so where its runtime keeps its figures is unknown",

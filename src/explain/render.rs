@@ -113,6 +113,25 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
             ),
         );
     }
+    for u in &c.unmeasured_heaps {
+        let runtime = match u.runtime {
+            "go" => "Go",
+            "jvm" => "JVM",
+            _ => "CPython",
+        };
+        wrapped(
+            &mut out,
+            "  unread    ",
+            &format!(
+                "{} {runtime} heap{} not measured ({}), {} of RSS: {}",
+                u.processes,
+                if u.processes == 1 { "" } else { "s" },
+                u.reason,
+                super::size(u.rss_bytes),
+                u.comms.join(", ")
+            ),
+        );
+    }
     if !c.denied_processes.is_empty() {
         let named: Vec<String> = c
             .denied_processes

@@ -43,7 +43,34 @@ pub struct Coverage {
     /// The processes whose files the latest scan was refused, by pid (the lowest 16),
     /// with their name where their `status` could still be read.
     pub denied_processes: Vec<Denied>,
+    /// Runtime heaps that could not be measured, by runtime and reason: how many
+    /// processes, how much RSS, which programs. Only a process with
+    /// [`UNMEASURED_FINDING_RSS_BYTES`] of RSS or more (or one asked for with `--pid`) is
+    /// also a finding.
+    pub unmeasured_heaps: Vec<UnmeasuredHeaps>,
 }
+
+/// The processes of one runtime whose heap could not be measured for one reason.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct UnmeasuredHeaps {
+    /// `go`, `jvm`, `python`.
+    pub runtime: &'static str,
+    /// The reader's reason (`stripped`, `not_published`, ...), as its metric labels it.
+    pub reason: &'static str,
+    pub processes: u64,
+    pub rss_bytes: u64,
+    /// The programs' names, the largest by RSS first, at most [`UNMEASURED_NAMES`].
+    pub comms: Vec<String>,
+}
+
+/// Names listed per group of unmeasured heaps.
+pub const UNMEASURED_NAMES: usize = 8;
+
+/// A process whose runtime heap could not be measured is a finding from this much RSS
+/// on (or when asked for with `--pid`): below it, what it could hold back is small beside a
+/// host, and its binary is often a vendor's (a node's container runtime and kubelet are
+/// stripped Go), so it is told in coverage instead.
+pub const UNMEASURED_FINDING_RSS_BYTES: u64 = 1 << 30;
 
 /// A process the exporter was refused: its pid, and its name when known.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]

@@ -269,3 +269,83 @@ fn bare(kind: &'static str, bytes: u64, process: Option<Subject>) -> Finding {
         next_start: None,
     }
 }
+
+/// A stripped Go program (a node's container runtime, its kubelet) below 1 GiB of RSS is
+/// told in coverage, with how many, how much RSS and which programs; it is a finding only
+/// from 1 GiB, or when asked for with --pid, and its remedy then fits a vendor's build.
+#[test]
+fn small_unmeasured_heaps_are_coverage_and_large_ones_findings() {
+    use crate::collect::heap::golang::Unmeasured as GoUnmeasured;
+    use crate::collect::heap::readers::Reading;
+    use crate::collect::heap::runtime::{Allocator, Identity, Runtime};
+    use crate::collect::heap::HeapReading;
+    use std::sync::Arc;
+    let stripped = |pid: u32, comm: &str, rss: u64| {
+        let signals = Signals {
+            reading: Some(Arc::new(HeapReading {
+                identity: Identity {
+                    allocator: Allocator::Go,
+                    runtime: Runtime::Go,
+                    version: String::new(),
+                },
+                memory_cgroup: None,
+                readings: vec![Reading::Go(Err(GoUnmeasured::Stripped))],
+                read_at_unix_seconds: 0.0,
+            })),
+            ..Signals::default()
+        };
+        let mut r = report(pid, u64::from(pid), rss, 666, signals);
+        r.sample.comm = comm.into();
+        r
+    };
+    let mut s = host(24 * GIB, 20 * GIB);
+    s.top = vec![
+        stripped(1, "containerd", 271 << 20),
+        stripped(2, "kubelet", 120 << 20),
+        stripped(3, "ctr", 47 << 20),
+    ];
+    let d = diagnose(&s, &Options::default());
+    assert!(kinds(&d).is_empty(), "{:?}", kinds(&d));
+    assert_eq!(
+        d.coverage.unmeasured_heaps,
+        [UnmeasuredHeaps {
+            runtime: "go",
+            reason: "stripped",
+            processes: 3,
+            rss_bytes: (271 + 120 + 47) << 20,
+            comms: vec!["containerd".into(), "kubelet".into(), "ctr".into()],
+        }]
+    );
+    assert_eq!(d.exit_code(), 0);
+    let text = render::text(&d, false);
+    assert!(
+        text.contains(
+            "3 Go heaps not measured (stripped), 438.0 MiB of RSS: containerd, kubelet, ctr"
+        ),
+        "{text}"
+    );
+    // Asked for, it is a finding, whatever its size.
+    let d = diagnose(
+        &s,
+        &Options {
+            pids: vec![2],
+            ..Options::default()
+        },
+    );
+    assert_eq!(kinds(&d), ["go_heap_unmeasured"]);
+    assert_eq!(d.coverage.unmeasured_heaps[0].comms, ["kubelet"]);
+    // From 1 GiB of RSS it is a finding, with advice for a vendor's build too.
+    s.top
+        .push(stripped(4, "dockerd", UNMEASURED_FINDING_RSS_BYTES));
+    let d = diagnose(&s, &Options::default());
+    assert_eq!(kinds(&d), ["go_heap_unmeasured"]);
+    let f = &d.findings[0];
+    assert_eq!(f.process.as_ref().unwrap().pid, 4);
+    assert!(
+        f.remedy.contains("go_memstats_heap_idle_bytes"),
+        "{}",
+        f.remedy
+    );
+    assert_eq!(d.coverage.unmeasured_heaps[0].processes, 4);
+    assert_eq!(d.coverage.unmeasured_heaps[0].comms[0], "dockerd");
+}
