@@ -1,7 +1,8 @@
 //! The remedies `explain` prints for a Java heap, applied exactly as printed to real
 //! JVMs of every JDK here (11, 17, 21, 25) and every collector: each gives back at least
 //! 80 % of what it promises, measured by the process's own RssAnon (and, for ZGC, its heap
-//! file's blocks), and every flag it prints for a next start starts the JVM.
+//! file's blocks), and leaves the program's waiting read and kept data as they were; every
+//! flag it prints for a next start starts the JVM.
 
 use crate::common;
 use common::explain::*;
@@ -20,7 +21,7 @@ fn java_heap_remedies_give_back_what_explain_promises() {
     for jdk in common::java::jdks() {
         let bin = jdk.java.parent().unwrap();
         // Above its floor: 300 MiB filled, 20 kept, in a heap that may shrink to 64 MiB.
-        let r = Repro::java(&jdk.java, &["-XX:+UseG1GC", "-Xms64m", "-Xmx512m"], 300, 20);
+        let mut r = Repro::java(&jdk.java, &["-XX:+UseG1GC", "-Xms64m", "-Xmx512m"], 300, 20);
         let (_, doc) = explain_json(r.pid());
         let f = finding(&doc, "java_heap", r.pid());
         let now = f["now"]
@@ -47,6 +48,9 @@ fn java_heap_remedies_give_back_what_explain_promises() {
             "JDK {}: {fell} of {gives} in 30 s",
             jdk.feature
         );
+        // jcmd attaches through the JVM's own listener: the program's Java thread, waiting
+        // in a read all along, gets its byte, its kept arrays intact.
+        assert_eq!(r.wake("read"), "woke read ok ok", "JDK {}", jdk.feature);
         // At its floor: nothing at run time; the next start's -Xms.
         let pinned = ["-XX:+UseG1GC", "-Xms512m", "-Xmx512m"];
         let r = Repro::java(&jdk.java, &pinned, 300, 20);

@@ -4,10 +4,13 @@
 // usage: java JavaHeap.java FILL_MIB KEEP_MIB [nogc]
 // (nogc: drop without System.gc(), leaving the collector to find the garbage itself)
 // Prints "ready" and one NAME:TYPE:COMMITTED:USED:MAX per pool (spaces as _) on
-// one line, then sleeps.
+// one line, then waits in a read of stdin, as tests/reproducers/blocked.h's "read" does:
+// each byte wakes it to print "woke read CALL DATA" (CALL "ok" where the read gave the
+// byte; DATA "ok" where the kept arrays hash as before), then it waits again.
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
 import java.util.ArrayList;
+import java.util.Arrays;
 
 public class JavaHeap {
     static ArrayList<byte[]> kept = new ArrayList<>();
@@ -31,8 +34,21 @@ public class JavaHeap {
                 + p.getType().toString().replace(' ', '_') + ":"
                 + u.getCommitted() + ":" + u.getUsed() + ":" + u.getMax());
         }
+        long start = checksum();
         System.out.println(line);
         System.out.flush();
-        Thread.sleep(Long.MAX_VALUE);
+        for (;;) {
+            int c = System.in.read();
+            if (c < 0) Thread.sleep(Long.MAX_VALUE);
+            System.out.println("woke read " + (c == 'x' ? "ok" : "got=" + c) + " "
+                + (checksum() == start ? "ok" : "changed"));
+            System.out.flush();
+        }
+    }
+
+    static long checksum() {
+        long h = 0;
+        for (byte[] b : kept) h = h * 31 + Arrays.hashCode(b);
+        return h;
     }
 }
