@@ -230,6 +230,44 @@ fn a_live_tool_that_harms_a_process_gets_no_live_command() {
     );
 }
 
+/// Where the exporter may not ptrace (a seccomp filter, as the systemd unit's), nothing is
+/// proven: `explain` prints no live command and says why and how to get one; `trim`
+/// refuses in one line.
+#[test]
+fn without_ptrace_nothing_is_proven_and_nothing_printed() {
+    let r = Repro::start("hoard", &["3", "1", "0"], &[]);
+    let pid = r.pid().to_string();
+    let refused = common::repro::build("noptrace");
+    let out = Command::new(&refused)
+        .args([
+            bin(),
+            "explain",
+            "--explain.interval=500ms",
+            "--format",
+            "json",
+            "--pid",
+            &pid,
+        ])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = finding(&doc, "hoarding", r.pid());
+    assert_eq!(f["now"], Value::Null, "{f:#}");
+    let remedy = f["remedy"].as_str().unwrap();
+    assert!(
+        remedy.contains("could not be proven harmless") && remedy.contains("ptrace refused"),
+        "{remedy}"
+    );
+    let out = Command::new(&refused)
+        .args([bin(), "trim", "--pid", &pid])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("ptrace refused"), "{err}");
+}
+
 /// `trim` refuses what it cannot do in one line and exit 1, and bad usage with exit 2.
 #[test]
 fn trim_says_why_it_did_nothing() {

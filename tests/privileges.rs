@@ -48,12 +48,15 @@ fn once_as(caps: Option<&str>) -> Output {
 }
 
 fn once_as_with(caps: Option<&str>, extra: &[&str]) -> Output {
-    // Every process is deep-read, so the heap walk runs on the root-owned sleeper too.
+    // Every process is deep-read, so the heap walk runs on the root-owned sleeper too:
+    // no CPU budget, which a host's large processes (the test runner's own cargo) would
+    // spend before the sleeper's turn.
     let mut args = vec![
         "--once",
         "--once.interval=0s",
         "--collector.processes.top-k=100000",
         "--collector.processes.deep-min-size=0",
+        "--collector.processes.deep-budget=1h",
     ];
     args.extend(extra);
     run_as(caps, &args)

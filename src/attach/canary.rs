@@ -8,12 +8,13 @@
 //! with its kernel, its CPU or the tool, none of which changes under a running process).
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use super::child::{self, KINDS};
+use super::live::{Live, Refusal};
 use crate::config::LiveTool;
 
 /// How long the child's threads may take to reach their waits, and the child its end.
@@ -22,81 +23,6 @@ const CHILD_WAIT: Duration = Duration::from_secs(20);
 const GDB_WAIT: Duration = Duration::from_secs(60);
 /// The system call each waiter waits in (x86-64 numbers), in [`KINDS`]' order.
 const WAITS: [i64; 4] = [34, 35, 0, 202];
-
-/// Whether live commands are printed on this host, and with what.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Live {
-    pub tool: LiveTool,
-    /// The tool as it names itself (`membloat_exporter 0.1.0`, `GNU gdb (Debian 13.1-3)
-    /// 13.1`); empty when it could not be run.
-    pub version: String,
-    /// This binary's path, for the exporter's own `trim`.
-    pub exe: PathBuf,
-    /// Why no live command is printed; `None`: the canary held.
-    pub refused: Option<Refusal>,
-}
-
-/// Why live commands are not printed on this host.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub why: String,
-}
-
-impl Live {
-    /// The command that calls `malloc_trim(0)` in `pid`, where the canary held.
-    pub fn malloc_trim(&self, pid: u32) -> Option<String> {
-        if self.refused.is_some() {
-            return None;
-        }
-        match self.tool {
-            LiveTool::Exporter => Some(format!("{} trim --pid {pid}", quoted(&self.exe))),
-            LiveTool::Gdb => Some(format!(
-                "gdb -p {pid} -batch -ex 'call (int) malloc_trim(0)'"
-            )),
-            LiveTool::None => None,
-        }
-    }
-
-    /// The cost of a live command, as an operator weighs it.
-    pub fn cost(&self) -> &'static str {
-        match self.tool {
-            LiveTool::Gdb => "gdb stops every thread of the process while it attaches and calls (tens of milliseconds to seconds); proven harmless on this host on a throw-away child",
-            _ => "one thread of the process is stopped for the call (milliseconds, and the time glibc takes to give the pages back); proven harmless on this host on a throw-away child",
-        }
-    }
-
-    /// A verdict for tests and callers that prove nothing: no live command, and why.
-    pub fn refused(tool: LiveTool, why: &str) -> Live {
-        Live {
-            tool,
-            version: String::new(),
-            exe: PathBuf::new(),
-            refused: Some(Refusal { why: why.into() }),
-        }
-    }
-}
-
-impl Default for Live {
-    /// Nothing proven: no live command.
-    fn default() -> Live {
-        Live::refused(
-            LiveTool::None,
-            "no live command was proven harmless on this host",
-        )
-    }
-}
-
-/// A path as a POSIX shell reads it back.
-fn quoted(p: &Path) -> String {
-    let s = p.to_string_lossy();
-    if s.bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))
-    {
-        s.into_owned()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
 
 /// The verdict for `tool` on this host, proven once per process with the child run from
 /// `exe` (this binary).
@@ -128,11 +54,16 @@ pub fn prove(tool: LiveTool, exe: &Path) -> Live {
         },
     };
     let refused = run(tool, exe).err().map(|e| Refusal {
-        why: format!(
-            "{version} did not leave a throw-away process on this host as it found it, so no live command is printed: {e}{}; the next-start remedy applies instead{}",
-            amx_note(),
-            if tool == LiveTool::Gdb { ", or --explain.live-tool=exporter (the default), which saves and writes back a thread's whole extended state" } else { "" }
-        ),
+        why: match e {
+            Failed::Harmed(e) => format!(
+                "{version} did not leave a throw-away process on this host as it found it: {e}{}; the next-start remedy applies instead{}",
+                amx_note(),
+                if tool == LiveTool::Gdb { ", or --explain.live-tool=exporter (the default), which saves and writes back a thread's whole extended state" } else { "" }
+            ),
+            Failed::Unproven(e) => format!(
+                "{version} could not be proven harmless on this host: {e}; `membloat_exporter explain` run as root on the host proves it and prints it"
+            ),
+        },
     });
     Live {
         tool,
@@ -162,6 +93,27 @@ fn amx_note() -> String {
     }
 }
 
+/// Why the canary did not hold.
+enum Failed {
+    /// The tool was applied and left the child otherwise than it found it.
+    Harmed(String),
+    /// The proof could not be made: the child did not start, or ptrace was refused (a
+    /// service's seccomp filter, no CAP_SYS_PTRACE).
+    Unproven(String),
+}
+
+impl From<String> for Failed {
+    fn from(e: String) -> Failed {
+        Failed::Harmed(e)
+    }
+}
+
+impl From<&str> for Failed {
+    fn from(e: &str) -> Failed {
+        Failed::Harmed(e.into())
+    }
+}
+
 /// The child, killed and reaped when dropped.
 struct Kid(Child);
 
@@ -178,18 +130,20 @@ struct Started {
     probe: u64,
 }
 
-fn run(tool: LiveTool, exe: &Path) -> Result<(), String> {
+fn run(tool: LiveTool, exe: &Path) -> Result<(), Failed> {
     let mut kid = Kid(Command::new(exe)
         .arg(child::ARG)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("the throw-away child could not be started: {e}"))?);
+        .map_err(|e| {
+            Failed::Unproven(format!("the throw-away child could not be started: {e}"))
+        })?);
     let pid = kid.0.id();
     let mut lines = BufReader::new(kid.0.stdout.take().ok_or("no stdout")?).lines();
-    let started = started(&mut lines)?;
-    reach_waits(pid, &started.tids)?;
+    let started = started(&mut lines).map_err(Failed::Unproven)?;
+    reach_waits(pid, &started.tids).map_err(Failed::Unproven)?;
     // Where the tool failed, the child still says what the failure did to it.
     let applied = apply(tool, pid, &started);
     // Woken: a byte for read (which wakes the futex), SIGUSR1 for pause and nanosleep.
@@ -208,10 +162,7 @@ fn run(tool: LiveTool, exe: &Path) -> Result<(), String> {
             )
         };
         if r != 0 {
-            return Err(format!(
-                "the child's {} thread could not be woken",
-                KINDS[i]
-            ));
+            return Err(format!("the child's {} thread could not be woken", KINDS[i]).into());
         }
     }
     let calls = match tool {
@@ -220,15 +171,17 @@ fn run(tool: LiveTool, exe: &Path) -> Result<(), String> {
     };
     let judged = judge(&mut lines, calls);
     match (applied, judged) {
-        (Err(a), Err(j)) => return Err(format!("{a}, and {j}")),
-        (Err(e), Ok(())) | (Ok(()), Err(e)) => return Err(e),
+        (Err(Failed::Unproven(e)), _) => return Err(Failed::Unproven(e)),
+        (Err(Failed::Harmed(a)), Err(j)) => return Err(Failed::Harmed(format!("{a}, and {j}"))),
+        (Err(e), Ok(())) => return Err(e),
+        (Ok(()), Err(e)) => return Err(Failed::Harmed(e)),
         (Ok(()), Ok(())) => {}
     }
     let deadline = Instant::now() + CHILD_WAIT;
     loop {
         match kid.0.try_wait() {
             Ok(Some(s)) if s.success() => return Ok(()),
-            Ok(Some(s)) => return Err(format!("the child ended with {s}")),
+            Ok(Some(s)) => return Err(format!("the child ended with {s}").into()),
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
             _ => return Err("the child did not end".into()),
         }
@@ -283,15 +236,20 @@ fn reach_waits(pid: u32, tids: &[u32; 4]) -> Result<(), String> {
 }
 
 /// The mechanism, applied as a live command would apply it.
-fn apply(tool: LiveTool, pid: u32, s: &Started) -> Result<(), String> {
+fn apply(tool: LiveTool, pid: u32, s: &Started) -> Result<(), Failed> {
     match tool {
         LiveTool::Exporter => {
             for (i, &tid) in s.tids.iter().enumerate() {
                 let arg = i as u64 + 1;
-                let got = super::call(tid, s.probe, arg, Duration::from_secs(5))
-                    .map_err(|e| format!("the call in its {} thread failed: {e}", KINDS[i]))?;
+                let got = super::call(tid, s.probe, arg, Duration::from_secs(5)).map_err(|e| {
+                    let what = format!("the call in its {} thread failed: {e}", KINDS[i]);
+                    match e {
+                        super::CallError::Denied(_) => Failed::Unproven(what),
+                        _ => Failed::Harmed(what),
+                    }
+                })?;
                 if got != child::probed(arg) {
-                    return Err(format!("the call in its {} thread returned {got:#x}, not what the function returned", KINDS[i]));
+                    return Err(format!("the call in its {} thread returned {got:#x}, not what the function returned", KINDS[i]).into());
                 }
             }
             Ok(())
@@ -316,20 +274,21 @@ fn apply(tool: LiveTool, pid: u32, s: &Started) -> Result<(), String> {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
-                .map_err(|e| format!("gdb could not be run: {e}"))?;
+                .map_err(|e| Failed::Unproven(format!("gdb could not be run: {e}")))?;
             let deadline = Instant::now() + GDB_WAIT;
             while gdb.try_wait().ok().flatten().is_none() {
                 if Instant::now() > deadline {
                     let _ = gdb.kill();
                     let _ = gdb.wait();
-                    return Err(format!(
-                        "gdb did not finish within {} s",
-                        GDB_WAIT.as_secs()
-                    ));
+                    return Err(
+                        format!("gdb did not finish within {} s", GDB_WAIT.as_secs()).into(),
+                    );
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
-            let out = gdb.wait_with_output().map_err(|e| e.to_string())?;
+            let out = gdb
+                .wait_with_output()
+                .map_err(|e| Failed::Unproven(e.to_string()))?;
             let said = format!(
                 "{}\n{}",
                 String::from_utf8_lossy(&out.stdout),
@@ -345,11 +304,12 @@ fn apply(tool: LiveTool, pid: u32, s: &Started) -> Result<(), String> {
                     "gdb's call failed ({}: {})",
                     out.status,
                     errors.join("; ").trim_end_matches('.')
-                ));
+                )
+                .into());
             }
             Ok(())
         }
-        LiveTool::None => Err("no tool".into()),
+        LiveTool::None => Err(Failed::Unproven("no tool".into())),
     }
 }
 

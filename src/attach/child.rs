@@ -188,7 +188,7 @@ fn waiter(kind: &str) -> Came {
         "pause" => waits(libc::SYS_pause, [0; 4], &[EINTR], woken),
         "nanosleep" => {
             let long = libc::timespec {
-                tv_sec: WATCHDOG.as_secs() as libc::time_t,
+                tv_sec: WATCHDOG.as_secs() as _,
                 tv_nsec: 0,
             };
             let mut rem = libc::timespec {

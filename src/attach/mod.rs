@@ -10,10 +10,11 @@
 mod call;
 pub mod canary;
 pub mod child;
+mod live;
 mod threads;
 
 pub use call::{call, CallError};
-pub use canary::{Live, Refusal};
+pub use live::{Live, Refusal};
 
 use std::time::Duration;
 

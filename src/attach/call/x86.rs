@@ -185,7 +185,7 @@ impl Saved {
 
 /// `PTRACE_GETREGSET`/`PTRACE_SETREGSET` of `NT_X86_XSTATE` with `buf`: the bytes the
 /// kernel filled or took.
-fn regset(t: Pid, request: libc::c_uint, buf: &mut [u8]) -> Result<usize, Errno> {
+fn regset(t: Pid, request: ptrace::RequestType, buf: &mut [u8]) -> Result<usize, Errno> {
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
@@ -208,7 +208,7 @@ fn regset(t: Pid, request: libc::c_uint, buf: &mut [u8]) -> Result<usize, Errno>
 }
 
 /// `PTRACE_GETFPREGS`/`PTRACE_SETFPREGS` with a 512-byte `buf` (`user_fpregs_struct`).
-fn fpregs(t: Pid, request: libc::c_uint, buf: &mut [u8]) -> Result<usize, CallError> {
+fn fpregs(t: Pid, request: ptrace::RequestType, buf: &mut [u8]) -> Result<usize, CallError> {
     if buf.len() != std::mem::size_of::<libc::user_fpregs_struct>() {
         return Err(CallError::State("the FXSAVE area is not 512 bytes".into()));
     }
