@@ -132,18 +132,20 @@ pub fn check(live: bool) {
             &["2", "1", "0"],
             &[("LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")],
         );
-        // CPython with its symbols (measured), and Debian's stripped one (unmeasured).
+        // Debian's CPython 3.13 as shipped (measured through what it exports), and its
+        // 3.11 as shipped (stripped: unmeasured).
         let stats = tempfile::tempdir().unwrap();
-        let python = |interpreter: &str, name: &str| {
-            let path = which(interpreter);
-            super::python::pyarenas(&path, &[], (1, 50_000, 50), &stats.path().join(name))
+        let python = |path: &std::path::Path, name: &str| {
+            super::python::pyarenas(path, &[], (1, 50_000, 50), &stats.path().join(name))
         };
-        let _python = python("python3", "measured");
-        let _stripped_python = python("/usr/bin/python3.11", "stripped");
+        let _python = python(&super::python::debian_of("3.13").stripped, "measured");
+        let _stripped_python = python(&super::python::debian_of("3.11").stripped, "stripped");
         let live = run(&[
             "--once",
             "--once.interval=1s",
             "--collector.processes.deep-min-size=0",
+            // Every process read, whatever else runs beside the test.
+            "--collector.processes.deep-budget=1h",
             "--collector.processes.top-k=500",
         ]);
         assert!(
