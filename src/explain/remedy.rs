@@ -9,41 +9,12 @@ use std::borrow::Cow;
 use crate::attach::Live;
 use crate::collect::heap::HeapMeasure;
 
+mod advice;
+mod glibc;
 mod python;
+pub use advice::{Advice, Remedy, GLIBC_TUNABLES};
+use glibc::glibc_hoarding;
 pub use python::{python_arenas, python_unmeasured};
-
-/// What to change, and what the change costs where it costs something.
-pub type Advice = (String, Option<&'static str>);
-
-/// What to change, what it costs, and the exact commands where the facts measured make
-/// them right: none is printed for a case where it would not give the memory back.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Remedy {
-    pub what: String,
-    pub cost: Option<Cow<'static, str>>,
-    /// A command that gives the memory back now, as it runs (the process's pid in it).
-    pub now: Option<String>,
-    /// What `now` gives back, in bytes of RAM, as far as the measurement tells.
-    pub now_gives_back_bytes: Option<u64>,
-    /// The environment or flags to start the program with, so that it does not happen
-    /// again.
-    pub next_start: Option<String>,
-}
-
-impl From<Advice> for Remedy {
-    fn from((what, cost): Advice) -> Remedy {
-        Remedy {
-            what,
-            cost: cost.map(Cow::Borrowed),
-            ..Remedy::default()
-        }
-    }
-}
-
-/// glibc's thresholds fixed at their defaults: the dynamic mmap threshold, which a freed
-/// large block raises (and with it the trim threshold, to twice as much), stays off.
-pub const GLIBC_TUNABLES: &str =
-    "GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072:glibc.malloc.mmap_threshold=131072";
 
 /// jemalloc's settings that give its dirty pages back within a second, idle or not.
 pub const JEMALLOC_CONF: &str =
@@ -88,69 +59,6 @@ pub fn hoarding_after_kill(allocator: Option<Allocator>, runtime: Runtime) -> St
             format!("{trim} (no threshold reaches memory freed below blocks still in use), or {GLIBC_TUNABLES} where it was the top of a heap")
         }
         _ => hoarding(allocator, runtime, None, 0, &Live::default()).what,
-    }
-}
-
-/// glibc's hoarding: `malloc_trim(0)` now wherever it lies (where a live command was
-/// proven harmless on this host; else why none is printed); the thresholds at the next
-/// start only where they reach it (the top of a heap); below live blocks nothing but a
-/// trim does, so the program's own call after its bursts, or a restart.
-fn glibc_hoarding(runtime: Runtime, heap: Option<&HeapMeasure>, pid: u32, live: &Live) -> Remedy {
-    let now = live.malloc_trim(pid);
-    let (trim_now, live_cost) = match &live.refused {
-        None => ("malloc_trim(0) in the process (now)", Some(live.cost())),
-        Some(_) => ("malloc_trim(0) in the process", None),
-    };
-    let cost = |base: &str| -> Option<Cow<'static, str>> {
-        match (base, live_cost) {
-            ("", None) => None,
-            ("", Some(l)) => Some(Cow::Borrowed(l)),
-            (b, None) => Some(Cow::Owned(b.to_string())),
-            (b, Some(l)) => Some(Cow::Owned(format!("{b}; {l}"))),
-        }
-    };
-    let refused = live
-        .refused
-        .as_ref()
-        .map_or(String::new(), |r| format!(" (no live command: {})", r.why));
-    let in_program = match runtime {
-        Runtime::Python => "ctypes.CDLL('libc.so.6').malloc_trim(0) after large frees",
-        Runtime::Jvm => {
-            "MALLOC_ARENA_MAX=2 in the JVM's environment (native memory, not the Java heap)"
-        }
-        Runtime::Go => {
-            "malloc_trim(0) from the C (cgo) side after bursts (the Go heap is not glibc's)"
-        }
-        _ => "malloc_trim(0) in the program after its bursts",
-    };
-    let Some(h) = heap else {
-        return Remedy {
-            what: format!("{trim_now} gives back the free pages glibc holds, wherever they lie{refused}; measured (grant the exporter ptrace access), the walk says whether a threshold at the next start would keep them from building up; or {in_program}"),
-            cost: cost(""),
-            now,
-            now_gives_back_bytes: None,
-            next_start: None,
-        };
-    };
-    let top = h.top_reclaimable_bytes();
-    let below = h.reclaimable_bytes().saturating_sub(top);
-    let given = now.is_some().then(|| h.reclaimable_bytes());
-    if top >= below {
-        Remedy {
-            what: format!("most of it is the top of a heap, kept because a large block freed earlier raised glibc's trim threshold (the dynamic mmap threshold): started with both thresholds fixed (next start), glibc trims the top at each free; {trim_now} gives it back at once{refused}"),
-            cost: cost("more mmap/munmap and page faults on allocation-heavy paths"),
-            now,
-            now_gives_back_bytes: given,
-            next_start: Some(GLIBC_TUNABLES.into()),
-        }
-    } else {
-        Remedy {
-            what: format!("it lies below blocks still in use, where no threshold reaches (glibc trims only the top of a heap): {trim_now} gives it back{refused}; to keep it from building up, {in_program}, or restart it"),
-            cost: cost("a trim in the program costs page faults when the memory is used again"),
-            now,
-            now_gives_back_bytes: given,
-            next_start: None,
-        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! What to do about the arenas CPython's allocator keeps, and why they could not be read.
 
-use super::Advice;
+use super::advice::Advice;
 use crate::collect::heap::python::Unmeasured;
 
 /// pymalloc gives an arena back only once its last object is freed, and nothing outside
