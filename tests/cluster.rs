@@ -68,6 +68,24 @@ fn gofree(dir: &Path) -> PathBuf {
     out
 }
 
+/// The host settings the kubelet sets at its start (its defaults for a node): the node
+/// must give them back when it goes.
+fn kubelet_settings() -> [(&'static str, String); 6] {
+    [
+        "vm/overcommit_memory",
+        "vm/panic_on_oom",
+        "kernel/panic",
+        "kernel/panic_on_oops",
+        "kernel/keys/root_maxkeys",
+        "kernel/keys/root_maxbytes",
+    ]
+    .map(|k| {
+        (
+            k,
+            std::fs::read_to_string(format!("/proc/sys/{k}")).unwrap_or_default(),
+        )
+    })
+}
 #[test]
 #[ignore = "needs root"]
 fn the_chart_on_a_real_node() {
@@ -106,6 +124,7 @@ fn the_chart_on_a_real_node() {
         .expect("JDK 21 (scripts/jdks.sh)");
     let java_home = jdk.java.parent().unwrap().parent().unwrap();
     let out = dir.path().join("results.json");
+    let host = kubelet_settings();
     let status = Command::new("python3")
         .arg(root().join("tests/cluster/node.py"))
         .arg("--kubenode")
@@ -154,6 +173,11 @@ fn the_chart_on_a_real_node() {
             );
         }
     }
+    assert_eq!(
+        kubelet_settings(),
+        host,
+        "the host's settings after the node"
+    );
     assert!(failed.is_empty(), "failed:\n{}", failed.join("\n"));
     assert!(status.success(), "node.py: {status}");
     let names: Vec<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();

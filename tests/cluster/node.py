@@ -891,6 +891,32 @@ def check_oom_kill(n, a, prom):
             f"MembloatContainerOOMKill firing for it")
 
 
+# The kubelet sets these at its start, as its defaults for a node (--protect-kernel-defaults
+# off); the host gets its own back when the node goes.
+KUBELET_SYSCTLS = ["vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
+                   "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"]
+
+
+def sysctls():
+    saved = {}
+    for k in KUBELET_SYSCTLS:
+        try:
+            with open(f"/proc/sys/{k}") as f:
+                saved[k] = f.read().strip()
+        except OSError:
+            pass
+    return saved
+
+
+def restore(saved):
+    for k, v in saved.items():
+        try:
+            with open(f"/proc/sys/{k}", "w") as f:
+                f.write(v)
+        except OSError as e:
+            log(f"could not restore {k}={v}: {e}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     for f in ["kubenode", "helm", "chart", "image", "crds", "repro", "java-home", "classes", "work", "out", "k8s-source"]:
@@ -900,6 +926,7 @@ def main():
     r = Run()
     state = {}
     prom = None
+    host = sysctls()
     try:
         ok = r.check("node", lambda: (n.up(), f"node Ready: {n.facts}")[1])
         if ok and r.check("install", lambda: check_install(n, a)):
@@ -921,6 +948,7 @@ def main():
         if prom:
             prom.stop()
         n.down()
+        restore(host)
         with open(a.out, "w") as f:
             json.dump({"facts": n.facts, "checks": r.checks}, f, indent=1)
     sys.exit(0 if all(c["ok"] for c in r.checks) else 1)
