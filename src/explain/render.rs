@@ -8,7 +8,7 @@ mod style;
 
 use super::{size, Diagnosis, Finding};
 pub use style::WIDTH;
-use style::{opt, wrapped, Style};
+use style::{opt, visible, wrapped, Style};
 
 pub fn json(d: &Diagnosis) -> String {
     let mut s = serde_json::to_string_pretty(d).unwrap_or_else(|_| "{}".into());
@@ -29,7 +29,7 @@ fn who(f: &Finding) -> String {
     match &f.process {
         None => "host".into(),
         Some(p) => {
-            let comm: String = p.comm.chars().take(24).collect();
+            let comm: String = visible(&p.comm).chars().take(24).collect();
             format!("{comm} (pid {})", p.pid)
         }
     }
@@ -239,7 +239,7 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
         "pid", "process", "oom_score", "adj", "would free"
     );
     for v in &d.oom_order {
-        let comm: String = v.comm.chars().take(24).collect();
+        let comm: String = visible(&v.comm).chars().take(24).collect();
         let _ = writeln!(
             out,
             "  {:>4}  {:>8}  {:<24} {:>9} {:>6}  {:>11}",
@@ -275,7 +275,7 @@ fn kills(out: &mut String, d: &Diagnosis, st: Style) {
         let when = k.unix_seconds.map_or("at an unknown time".into(), |t| {
             crate::log::rfc3339::format(t as i64, None)
         });
-        let comm: String = k.comm.chars().take(24).collect();
+        let comm: String = visible(&k.comm).chars().take(24).collect();
         let limit = k
             .limit_of
             .as_deref()

@@ -349,3 +349,40 @@ fn small_unmeasured_heaps_are_coverage_and_large_ones_findings() {
     assert_eq!(d.coverage.unmeasured_heaps[0].processes, 4);
     assert_eq!(d.coverage.unmeasured_heaps[0].comms[0], "dockerd");
 }
+
+/// A process that names itself with terminal escapes (`ESC[2J ESC[3J ESC[H` clears an
+/// operator's screen), a line break or a direction override has them shown as text in
+/// every place the text form names it; only the form's own emphasis reaches a terminal.
+#[test]
+fn control_characters_in_names_never_reach_a_terminal() {
+    let mut s = host(24 * GIB, 1 << 30);
+    let mut p = report(7, 1, 20 * GIB, 900, Signals::default());
+    p.sample.comm = "\u{1b}[2J\u{1b}[3J\u{1b}[H\nFAKE\u{202e}x".into();
+    s.top = vec![p];
+    let d = diagnose(
+        &s,
+        &Options {
+            pids: vec![7],
+            ..Options::default()
+        },
+    );
+    assert!(!d.oom_order.is_empty() && !d.processes.is_empty());
+    let own = regex::Regex::new("\u{1b}\\[[0-9;]*m").unwrap();
+    for colour in [false, true] {
+        let text = render::text(&d, colour);
+        assert!(
+            text.contains("\\x1b[2J\\x1b[3J\\x1b[H\\x0aFAKE\\u{202e}x"),
+            "{text}"
+        );
+        assert!(!text.contains('\u{202e}'), "{text}");
+        assert!(!text.lines().any(|l| l.starts_with("FAKE")), "{text}");
+        // What escapes remain are the form's own emphasis (SGR).
+        let rest = own.replace_all(&text, "");
+        assert!(!rest.contains('\u{1b}'), "{rest}");
+        assert_eq!(text.contains('\u{1b}'), colour);
+    }
+    // The JSON keeps the name as it is, escaped by JSON itself.
+    let json = render::json(&d);
+    assert!(json.contains("\\u001b[2J"), "{json}");
+    assert!(!json.contains('\u{1b}'));
+}
