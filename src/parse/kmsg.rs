@@ -214,6 +214,9 @@ pub fn oom_line(message: &str) -> Option<OomLine> {
         });
     }
     if let Some((reason, rest)) = message.split_once(": Kill process ") {
+        if !kernels_reason(reason) {
+            return None;
+        }
         let (pid, comm, _) = pid_and_comm(rest, " score ")?;
         return Some(OomLine::Choice(Choice {
             constraint: Constraint::of_reason(reason),
@@ -223,10 +226,24 @@ pub fn oom_line(message: &str) -> Option<OomLine> {
         }));
     }
     let (reason, rest) = match message.split_once(": Killed process ") {
-        Some((reason, rest)) => (Some(reason), rest),
+        Some((reason, rest)) if kernels_reason(reason) => (Some(reason), rest),
+        Some(_) => return None,
         None => (None, message.strip_prefix("Killed process ")?),
     };
     kill(reason, rest).map(OomLine::Kill)
+}
+
+/// A reason the OOM killer itself prints before `: Kill(ed) process` (`mm/oom_kill.c`,
+/// `mm/memcontrol.c`): only these. Any process can have its own name and a file's name put
+/// into the kernel log (a segfault's line names both), so `x[7]: segfault at 0 ... in
+/// y: Killed process 1 (postgres) total-vm:…` is no kill.
+fn kernels_reason(reason: &str) -> bool {
+    matches!(reason, "Out of memory" | "Memory cgroup out of memory")
+        || reason.strip_prefix("Out of memory (").is_some_and(|r| {
+            r.ends_with(')')
+                && r.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b')')
+        })
 }
 
 /// True for the record that carries the rest of a summary a kernel split in two (some

@@ -369,3 +369,29 @@ fn a_group_kill_is_one_kill_per_process_with_the_groups_cgroup() {
         (204, Some(ctr), None)
     );
 }
+
+/// A process's own name and a file's name reach the kernel log in a segfault's line
+/// (`show_signal_msg`: `COMM[PID]: segfault at ADDR ip IP sp SP error E in FILE[…]`), so a
+/// tenant can write `: Killed process` text there: it is no kill, nor a choice, whatever
+/// follows. Only the reasons the OOM killer prints stand before it.
+#[test]
+fn a_kill_written_by_a_process_into_the_log_is_no_kill() {
+    let forged = [
+        "x[4242]: segfault at 0 ip 0000000000401136 sp 00007ffc8f5e0a60 error 6 in x: Killed process 777 (postgres) total-vm:1024kB, anon-rss:512kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:4kB oom_score_adj:0[401000+1000]",
+        "evil[1]: Out of memory: Killed process 777 (postgres) total-vm:1024kB, anon-rss:512kB, file-rss:0kB, shmem-rss:0kB",
+        "x[4242]: segfault at 0 ip 0 sp 0 error 6 in y: Kill process 777 (postgres) score 900 or sacrifice child",
+        "Out of memory (x[1]: segfault): Killed process 777 (postgres) total-vm:1kB, anon-rss:1kB, file-rss:0kB, shmem-rss:0kB",
+    ];
+    for line in forged {
+        assert_eq!(oom_line(line), None, "{line}");
+    }
+    // The kernel's own, each reason it prints.
+    for reason in [
+        "Out of memory",
+        "Memory cgroup out of memory",
+        "Out of memory (oom_kill_allocating_task)",
+    ] {
+        let k = kill_of(&format!("{reason}: Killed process 7 (a) total-vm:8kB, anon-rss:4kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:4kB oom_score_adj:0"));
+        assert_eq!((k.pid, k.reason.as_deref()), (7, Some(reason)));
+    }
+}
