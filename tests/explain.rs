@@ -222,19 +222,11 @@ fn a_live_tool_that_harms_a_process_gets_no_live_command() {
             assert!(!harms, "{version} on AMX: {woke}");
         }
         let r = Repro::start("hoard", &["3", "1", "0"], &[]);
-        let out = Command::new(bin())
-            .args([
-                "explain",
-                "--explain.interval=500ms",
-                "--format",
-                "json",
-                "--pid",
-            ])
-            .arg(r.pid().to_string())
-            .arg("--explain.live-tool=gdb")
-            .env("PATH", &path)
-            .output()
-            .unwrap();
+        let pid = r.pid().to_string();
+        let out = explain_env(
+            &["--format", "json", "--pid", &pid, "--explain.live-tool=gdb"],
+            &[("PATH", &path)],
+        );
         let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
         let f = finding(&doc, "hoarding", r.pid());
         let remedy = f["remedy"].as_str().unwrap();

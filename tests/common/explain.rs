@@ -10,10 +10,16 @@ use std::time::{Duration, Instant};
 pub const MIB: f64 = 1048576.0;
 
 pub fn explain(args: &[&str]) -> Output {
+    explain_env(args, &[])
+}
+
+/// `explain` with `env` set (a PATH that puts another tool first).
+pub fn explain_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(bin())
         .arg("explain")
         .arg("--explain.interval=500ms")
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .unwrap()
 }
