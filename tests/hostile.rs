@@ -2,8 +2,9 @@
 //! nobody) C programs that only rewrite their own memory or their own executable
 //! (`tests/reproducers/hostile.c`, `godress.c`), and a glibc hoarder, a Go program and an
 //! idle JVM that must still be measured right. The exporter runs at its defaults, one scan
-//! a second, for `MEMBLOAT_HOSTILE_SECONDS` (100 by default): it must stay up, never go
-//! blind (every scan reads processes), stay under the chart's memory limit, keep its CPU
+//! a second, for `MEMBLOAT_HOSTILE_SECONDS` (100 by default), in a memory cgroup of the
+//! chart's limit: it must never be OOM-killed, never go blind (every scan reads
+//! processes), keep its cgroup's peak charge under half that limit, keep its CPU
 //! within its budgets, and serve no measured figure larger than its process's resident
 //! memory. Needs root: the programs are started as another user (setpriv).
 
@@ -27,36 +28,77 @@ fn as_nobody(name: &str, program: &std::path::Path, args: &[&str]) -> Repro {
     Repro::spawn(name, cmd)
 }
 
-/// `godress.c` with a compressed `.debug_info` that inflates to 255 MiB.
-fn dressed_as_go() -> PathBuf {
-    let dir =
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("hostile-{}", std::process::id()));
+/// A DWARF unit of `n` one-byte type entries (a base type with no attributes), and its
+/// abbreviation table.
+fn tiny_types(n: usize) -> (Vec<u8>, Vec<u8>) {
+    let abbrev = vec![1, 0x11, 1, 0, 0, 2, 0x24, 0, 0, 0, 0];
+    let mut info = vec![0u8; 11];
+    info[4..6].copy_from_slice(&4u16.to_le_bytes());
+    info[10] = 8;
+    info.push(1);
+    info.resize(info.len() + n, 2);
+    info.push(0);
+    let len = u32::try_from(info.len() - 4).unwrap();
+    info[..4].copy_from_slice(&len.to_le_bytes());
+    (abbrev, info)
+}
+
+/// `godress.c` with DWARF added and compressed, a few hundred KiB on disk at most:
+/// - `bomb`: a `.debug_info` that inflates to 255 MiB;
+/// - `pair`: a `.debug_info` and a `.debug_str` of 47 MiB each, each under the one-section
+///   cap, together past the layout's budget;
+/// - `types`: 1 Mi one-byte type entries (~300 MiB as types, were they all kept).
+fn dressed_as_go(kind: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("hostile-{}-{kind}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/godress.c");
     let (plain, added, out) = (dir.join("plain"), dir.join("added"), dir.join("godress"));
     assert!(repro::cc(&plain, &src).status().unwrap().success());
-    let zeros = dir.join("zeros");
-    std::fs::File::create(&zeros)
-        .unwrap()
-        .set_len(255 << 20)
-        .unwrap();
-    let section = format!(".debug_info={}", zeros.display());
-    let run = |args: &[&str]| {
+    let zeros = |name: &str, bytes: u64| {
+        let path = dir.join(name);
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(bytes)
+            .unwrap();
+        path
+    };
+    let sections: Vec<(&str, PathBuf)> = match kind {
+        "bomb" => vec![(".debug_info", zeros("info", 255 << 20))],
+        "pair" => vec![
+            (".debug_info", zeros("info", 47 << 20)),
+            (".debug_str", zeros("str", 47 << 20)),
+        ],
+        "types" => {
+            let (abbrev, info) = tiny_types(1 << 20);
+            std::fs::write(dir.join("abbrev"), abbrev).unwrap();
+            std::fs::write(dir.join("info"), info).unwrap();
+            vec![
+                (".debug_abbrev", dir.join("abbrev")),
+                (".debug_info", dir.join("info")),
+            ]
+        }
+        _ => panic!("{kind}"),
+    };
+    let run = |args: &[String]| {
         let ok = tool("objcopy").args(args).status().unwrap().success();
         assert!(ok, "objcopy {args:?}");
     };
+    let mut args = Vec::new();
+    for (name, file) in &sections {
+        args.push("--add-section".to_string());
+        args.push(format!("{name}={}", file.display()));
+    }
+    args.extend([plain.display().to_string(), added.display().to_string()]);
+    run(&args);
     run(&[
-        "--add-section",
-        &section,
-        plain.to_str().unwrap(),
-        added.to_str().unwrap(),
+        "--compress-debug-sections=zlib".into(),
+        added.display().to_string(),
+        out.display().to_string(),
     ]);
-    run(&[
-        "--compress-debug-sections=zlib",
-        added.to_str().unwrap(),
-        out.to_str().unwrap(),
-    ]);
-    std::fs::remove_file(&zeros).unwrap();
+    for (_, file) in sections {
+        std::fs::remove_file(file).unwrap();
+    }
     std::fs::remove_file(&added).unwrap();
     let size = std::fs::metadata(&out).unwrap().len();
     assert!(
@@ -88,7 +130,8 @@ fn labelled(text: &str, metric: &str, label: &str) -> f64 {
 fn start_hostile() -> Vec<(String, Repro)> {
     // The hostile: five top chunks of 1-16 TiB looked up page by page (the pages past the
     // first of each reservation), one over a whole reservation, 1,000 overlapping chunks,
-    // 60,000 mappings, and a binary whose DWARF inflates to 255 MiB.
+    // 60,000 mappings, and three binaries dressed as Go whose DWARF would take hundreds of
+    // MiB to hold.
     let hostile_bin = repro::build("hostile");
     let mut hostile: Vec<(String, Repro)> = Vec::new();
     for tib in ["1", "2", "4", "8", "16"] {
@@ -101,8 +144,10 @@ fn start_hostile() -> Vec<(String, Repro)> {
     hostile.push(("overlap 1000".into(), r));
     let r = as_nobody("hostile", &hostile_bin, &["maps", "60000"]);
     hostile.push(("maps 60000".into(), r));
-    let r = as_nobody("godress", &dressed_as_go(), &[]);
-    hostile.push(("dressed as Go".into(), r));
+    for kind in ["bomb", "pair", "types"] {
+        let r = as_nobody("godress", &dressed_as_go(kind), &[]);
+        hostile.push((format!("dressed as Go: {kind}"), r));
+    }
 
     hostile
 }
@@ -203,7 +248,15 @@ fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
     );
     let hostile = start_hostile();
 
-    let mut d = Daemon::start(&["--scan.interval=1s"]);
+    // The exporter in a memory cgroup of its own with the chart's limit, joined before it
+    // starts: all it allocates is charged there.
+    let cg = TestCgroup::new("hostile").expect("the v1 memory controller");
+    cg.set_limit(CHART_LIMIT_BYTES as u64);
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("{} && exec \"$0\" \"$@\"", cg.join()))
+        .arg(bin());
+    let mut d = Daemon::start_with(cmd, &["--scan.interval=1s"]);
     let daemon = d.child.id();
     let (cpu_before, started) = (cpu_seconds(daemon), Instant::now());
     let w = watch(&d, seconds, fordblks);
@@ -211,15 +264,23 @@ fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
     let elapsed = started.elapsed().as_secs_f64();
     let cpu = (cpu_seconds(daemon) - cpu_before) / elapsed;
     let peak = status_bytes(daemon, "VmHWM");
+    let oom_kills = cg
+        .read_lines("memory.oom_control")
+        .find_map(|l| l.strip_prefix("oom_kill ").map(str::to_owned))
+        .map_or(0, |n| n.trim().parse::<u64>().unwrap());
+    let charged = cg.read("memory.max_usage_in_bytes") as f64;
     assert!(d.child.try_wait().unwrap().is_none(), "the exporter exited");
+    assert_eq!(oom_kills, 0, "the exporter was OOM-killed in its cgroup");
     let walks = |o: &str| labelled(&t, "membloat_heap_walks_total", &format!("outcome=\"{o}\""));
     let go_reads = |o: &str| labelled(&t, "membloat_go_reads_total", &format!("outcome=\"{o}\""));
     let jvm_reads = |o: &str| labelled(&t, "membloat_jvm_reads_total", &format!("outcome=\"{o}\""));
     eprintln!(
-        "{elapsed:.0} s, {scans_seen} scans, at most {gap:?} between two: exporter peak RSS {:.1} MiB, \
+        "{elapsed:.0} s, {scans_seen} scans, at most {gap:?} between two: exporter peak RSS {:.1} MiB \
+         (its cgroup's peak charge {:.1} MiB, page cache included), \
          CPU {:.1} % of a core; glibc measured at {glibc_at:?}; walks budget {} inconsistent {} \
          implausible {} measured {}; Go reads budget {} measured {}; JVM reads measured {}",
         peak / 1048576.0,
+        charged / 1048576.0,
         cpu * 100.0,
         walks("budget"),
         walks("inconsistent"),
@@ -231,6 +292,14 @@ fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
     );
     // Scans went on: none waited out more than two read timeouts (5 s each).
     assert!(gap < Duration::from_secs(12), "no scan for {gap:?}");
+    // Every reader at its caps at once (the layouts' budget among them) stays under half
+    // the chart's limit, as its cgroup charges it (RSS also counts the binary's own text,
+    // charged to whoever read it first).
+    assert!(
+        charged < CHART_LIMIT_BYTES / 2.0,
+        "charged {:.1} MiB: over half the chart's limit",
+        charged / 1048576.0
+    );
     assert!(
         peak < CHART_LIMIT_BYTES,
         "peak RSS {peak} over the chart's limit"
@@ -259,8 +328,9 @@ fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
         walks("budget")
     );
     assert!(
-        go_reads("budget") >= 1.0,
-        "the dressed binary was not refused for its size"
+        go_reads("budget") >= 3.0,
+        "the dressed binaries were not all refused for their size: {}",
+        go_reads("budget")
     );
     assert!(
         walks("inconsistent") + walks("implausible") >= 1.0,
@@ -268,6 +338,9 @@ fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
     );
     no_measured_figure_over_resident(&t);
     drop((hoard, go, jvm, hostile));
+    let _ = d.child.kill();
+    let _ = d.child.wait();
+    drop(cg);
 }
 
 /// The exporter in a memory cgroup of its own with the chart's limit, beside 10,000 idle

@@ -53,6 +53,17 @@ impl TestCgroup {
         let _ = std::fs::write(self.dir.join("memory.swappiness"), "0");
     }
 
+    /// A v1 file of the cgroup, line by line.
+    #[allow(dead_code, reason = "not every test binary reads one")]
+    pub fn read_lines(&self, file: &str) -> impl Iterator<Item = String> {
+        std::fs::read_to_string(self.dir.join(file))
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
     /// A v1 file of the cgroup, as a number.
     pub fn read(&self, file: &str) -> u64 {
         std::fs::read_to_string(self.dir.join(file))

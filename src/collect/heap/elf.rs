@@ -234,84 +234,98 @@ impl Elf {
         })
     }
 
-    /// The addresses of the symbols named in `wanted`, from the symbol table (`.symtab`),
-    /// in their order; `Stripped` without one.
+    /// The addresses of the symbols named exactly as in `wanted`, in their order;
+    /// `Stripped` without a symbol table (`.symtab`). The tables are read in pieces, once a
+    /// name ([`Elf::find_symbol`]): never held whole.
     pub fn symbols<B: Binary + ?Sized, const N: usize>(
         &self,
         bin: &B,
         wanted: [&str; N],
     ) -> Result<[Option<u64>; N], Fault> {
-        let table = self
-            .sections
-            .iter()
-            .find(|s| s.kind == SHT_SYMTAB)
-            .ok_or(Fault::Stripped)?;
-        let strings = self
-            .sections
-            .get(table.link as usize)
-            .ok_or(Fault::Malformed)?;
-        let symbols = read_bounded(bin, table.offset, table.size, MAX_SYMBOLS_BYTES)?;
-        let strings = read_bounded(bin, strings.offset, strings.size, MAX_SYMBOLS_BYTES)?;
+        if !self.has_symtab() {
+            return Err(Fault::Stripped);
+        }
         let mut found = [None; N];
-        for sym in symbols.chunks_exact(24) {
-            let name = u32_at(sym, 0) as usize;
-            if name == 0 {
-                continue;
-            }
-            for (i, want) in wanted.iter().enumerate() {
-                if found[i].is_none() && Self::is_named(&strings, name, want.as_bytes()) {
-                    found[i] = Some(u64_at(sym, 8));
-                }
-            }
+        for (i, want) in wanted.iter().enumerate() {
+            let want = want.as_bytes();
+            found[i] = self
+                .find_symbol(bin, |n| (n == want).then_some(()))?
+                .map(|((), at)| at);
         }
         Ok(found)
     }
 
-    /// A section's bytes, inflated when the linker compressed it (Go does, with zlib),
-    /// at most [`MAX_DWARF_BYTES`] of them.
-    pub fn data<B: Binary + ?Sized>(&self, bin: &B, s: &Section) -> Result<Vec<u8>, Fault> {
-        let bad = Fault::Malformed;
+    /// Where a compressed section's data starts and the size its header claims once
+    /// inflated; `None` for a section stored as it is.
+    fn packing<B: Binary + ?Sized>(
+        &self,
+        bin: &B,
+        s: &Section,
+    ) -> Result<Option<(u64, u64)>, Fault> {
         let gnu = self
             .names
             .get(s.name as usize..)
             .is_some_and(|n| n.starts_with(b".zdebug_"));
-        let (start, size) = if s.flags & SHF_COMPRESSED != 0 {
+        if s.flags & SHF_COMPRESSED != 0 {
             let h = read_bounded(bin, s.offset, 24, 24)?;
             if u32_at(&h, 0) != ELFCOMPRESS_ZLIB {
-                return Err(bad);
+                return Err(Fault::Malformed);
             }
-            (24, u64_at(&h, 8))
+            Ok(Some((24, u64_at(&h, 8))))
         } else if gnu {
             // Before the ELF compression header: "ZLIB" and the size, big-endian.
             let h = read_bounded(bin, s.offset, 12, 12)?;
             if &h[..4] != b"ZLIB" {
-                return Err(bad);
+                return Err(Fault::Malformed);
             }
-            let size = h[4..12].iter().fold(0u64, |v, &b| v << 8 | u64::from(b));
-            (12, size)
+            Ok(Some((
+                12,
+                h[4..12].iter().fold(0u64, |v, &b| v << 8 | u64::from(b)),
+            )))
         } else {
+            Ok(None)
+        }
+    }
+
+    /// The bytes a section holds once inflated, as its header claims: what a reader sums
+    /// over the sections it needs before it inflates any ([`Elf::data`] refuses data
+    /// that holds more or less).
+    pub fn claimed<B: Binary + ?Sized>(&self, bin: &B, s: &Section) -> Result<u64, Fault> {
+        Ok(self.packing(bin, s)?.map_or(s.size, |(_, size)| size))
+    }
+
+    /// A section's bytes, inflated when the linker compressed it (Go does, with zlib),
+    /// at most [`MAX_DWARF_BYTES`] of them. The buffer is the claimed size, reserved
+    /// once (the caller has charged that claim to its budget): inflating never grows it.
+    pub fn data<B: Binary + ?Sized>(&self, bin: &B, s: &Section) -> Result<Vec<u8>, Fault> {
+        let Some((start, size)) = self.packing(bin, s)? else {
             return read_bounded(bin, s.offset, s.size, MAX_DWARF_BYTES);
         };
         if size > MAX_DWARF_BYTES {
             return Err(Fault::TooLarge);
         }
         if s.size < start {
-            return Err(bad);
+            return Err(Fault::Malformed);
         }
         let compressed = Chunks {
             bin,
             at: s.offset + start,
             left: s.size - start,
         };
-        // What the header claims sizes no allocation up front: the data decides.
-        let mut out = Vec::with_capacity((size as usize).min(CHUNK * 16));
-        // One byte more than claimed is asked for: data that holds more is refused too.
-        flate2::read::ZlibDecoder::new(compressed)
-            .take(size + 1)
+        let mut out = Vec::new();
+        out.try_reserve_exact(size as usize)
+            .map_err(|_| Fault::TooLarge)?;
+        let mut inflater = flate2::read::ZlibDecoder::new(compressed);
+        (&mut inflater)
+            .take(size)
             .read_to_end(&mut out)
-            .map_err(|_| bad)?;
-        if out.len() as u64 != size {
-            return Err(bad);
+            .map_err(|_| Fault::Malformed)?;
+        // Data that holds more than claimed is refused too: one more byte is asked for,
+        // into the stack, never by growing the buffer.
+        let mut more = [0u8; 1];
+        let past = inflater.read(&mut more).map_err(|_| Fault::Malformed)?;
+        if out.len() as u64 != size || past != 0 {
+            return Err(Fault::Malformed);
         }
         Ok(out)
     }

@@ -1,6 +1,6 @@
 //! Crafted executables: what a tenant can write into its own binary.
 
-use super::super::golang::image::{self, elf, part, Part, RUNTIME};
+use super::super::golang::image::{self, elf, elf_with, part, Part, RUNTIME};
 use super::super::golang::{layout, Unmeasured};
 use super::{Binary, Elf, Fault, MAX_DWARF_BYTES, MAX_SYMBOLS_BYTES};
 
@@ -163,4 +163,107 @@ fn a_sparse_section_larger_than_its_cap_is_refused_from_its_header() {
 #[test]
 fn the_layout_is_read_from_the_dwarf_of_a_binary() {
     assert_eq!(layout(&image::go_binary()[..]), Ok(image::layout()));
+}
+
+/// A binary's bytes, counting what is read of them.
+struct Counted<'a>(&'a [u8], std::cell::Cell<u64>);
+
+impl Binary for Counted<'_> {
+    fn size(&self) -> u64 {
+        self.0.size()
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> bool {
+        self.1.set(self.1.get() + buf.len() as u64);
+        self.0.read_at(offset, buf)
+    }
+}
+
+/// `bytes` zlib-compressed in an ELF compression header, as a section flagged so.
+fn compressed(name: &'static str, bytes: &[u8]) -> Part {
+    use std::io::Write;
+    let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(bytes).unwrap();
+    let mut out = vec![0u8; 24];
+    out[0..4].copy_from_slice(&1u32.to_le_bytes());
+    out[8..16].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
+    out.extend(e.finish().unwrap());
+    Part {
+        flags: 1 << 11,
+        ..part(name, 1, out)
+    }
+}
+
+/// Two DWARF sections of 47 MiB each, each under the one-section cap, together past the
+/// layout's budget: refused from their headers, before a byte of either is inflated (the
+/// compressed data, 47 KiB a section, is never read).
+#[test]
+fn the_sections_claims_are_summed_before_any_is_inflated() {
+    let zeros = vec![0u8; 47 << 20];
+    let bin = elf_with(
+        &RUNTIME,
+        vec![
+            compressed(".debug_info", &zeros),
+            compressed(".debug_str", &zeros),
+        ],
+    );
+    drop(zeros);
+    let counted = Counted(&bin, std::cell::Cell::new(0));
+    assert_eq!(layout(&counted), Err(Unmeasured::Budget));
+    assert!(counted.1.get() < 16 << 10, "{} bytes read", counted.1.get());
+    // One of them alone fits, and is read (it holds no types: an unknown layout).
+    let bin = elf_with(&RUNTIME, vec![compressed(".debug_info", &[0u8; 4096])]);
+    assert_eq!(layout(&bin[..]), Err(Unmeasured::UnknownLayout));
+}
+
+/// A DWARF unit of `n` one-byte type entries (a base type with no attributes).
+fn tiny_types(n: usize) -> (Vec<u8>, Vec<u8>) {
+    let abbrev = vec![1, 0x11, 1, 0, 0, 2, 0x24, 0, 0, 0, 0];
+    let mut info = vec![0u8; 11];
+    info[4..6].copy_from_slice(&4u16.to_le_bytes());
+    info[10] = 8;
+    info.push(1);
+    info.resize(info.len() + n, 2);
+    info.push(0);
+    let len = (info.len() - 4) as u32;
+    info[..4].copy_from_slice(&len.to_le_bytes());
+    (abbrev, info)
+}
+
+/// A million one-byte type entries (a few KiB compressed) would be ~300 MiB of types: each
+/// is charged to the layout's budget as it is made, and the layout is refused there. A
+/// thousand fit, and are an unknown layout (none is the runtime's).
+#[test]
+fn a_million_tiny_types_are_refused_within_the_layout_budget() {
+    for (n, want) in [
+        (1usize << 20, Unmeasured::Budget),
+        (1000, Unmeasured::UnknownLayout),
+    ] {
+        let (abbrev, info) = tiny_types(n);
+        let bin = elf_with(
+            &RUNTIME,
+            vec![
+                part(".debug_abbrev", 1, abbrev),
+                compressed(".debug_info", &info),
+            ],
+        );
+        assert!(bin.len() < 8 << 10, "{} bytes", bin.len());
+        assert_eq!(layout(&bin[..]), Err(want), "{n} types");
+    }
+}
+
+/// Go's linker writes an abbreviation table of under 1 KiB; one of 1 MiB (parsed, many
+/// times that) is refused before it is parsed.
+#[test]
+fn a_large_abbreviation_table_is_refused_before_it_is_parsed() {
+    let (mut abbrev, info) = image::dwarf();
+    abbrev.resize(1 << 20, 0);
+    let bin = elf_with(
+        &RUNTIME,
+        vec![
+            compressed(".debug_abbrev", &abbrev),
+            part(".debug_info", 1, info),
+        ],
+    );
+    assert_eq!(layout(&bin[..]), Err(Unmeasured::Budget));
 }

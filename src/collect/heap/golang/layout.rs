@@ -4,9 +4,13 @@
 //! The binary is untrusted: `elf.rs` checks every size before it reads, the DWARF
 //! sections types are read from are the only ones loaded (not the line tables, locations or
 //! ranges, which are as large again), names are compared where they lie in those
-//! sections, never copied, and the types and members kept are capped.
+//! sections, never copied, and all a layout holds is charged to one budget before it is
+//! held: the sections' claimed sizes, summed before any is inflated, then each type and
+//! member kept. One binary is learnt at a time, so the budget is the most any number of
+//! reader threads hold for layouts together.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use super::{Layout, Unmeasured};
 use crate::collect::heap::elf::{Binary, Elf};
@@ -19,10 +23,20 @@ const SECTIONS: [&str; 5] = [
     ".debug_str_offsets",
     ".debug_line_str",
 ];
-/// Types kept at most (a kubelet's DWARF has some hundred thousand).
-const MAX_TYPES: usize = 1 << 20;
-/// Members kept at most: only the runtime's own structures keep theirs.
-const MAX_MEMBERS: usize = 1 << 18;
+/// What learning one binary's layout may hold at once: its DWARF sections and the types
+/// and members kept. The go command (a 20 MB binary with its DWARF: 5.3 MB of it
+/// inflated, 15,461 types) takes 9.6 MiB of it.
+pub const MAX_LAYOUT_BYTES: u64 = 20 << 20;
+/// Go's linker writes one abbreviation table of under 1 KiB; a parsed table is many
+/// times the size of its bytes, so a larger one is refused before it is parsed.
+const MAX_ABBREV_BYTES: u64 = 64 << 10;
+/// What one type costs: its slot, with room for the vector's doubling, and its entries
+/// in the two indexes.
+const TYPE_BYTES: u64 = 2 * std::mem::size_of::<Type>() as u64 + 2 * 48;
+/// What one kept member costs, with room for its vector's doubling.
+const MEMBER_BYTES: u64 = 2 * std::mem::size_of::<(&[u8], u64, Option<usize>)>() as u64;
+/// One binary's DWARF in memory at a time, whichever reader thread learns it.
+static LEARNING: Mutex<()> = Mutex::new(());
 /// Structures whose members are kept: the runtime's, and its atomic wrappers'.
 const KEPT: [&[u8]; 4] = [
     b"runtime.",
@@ -53,23 +67,30 @@ pub fn layout<B: Binary + ?Sized>(bin: &B) -> Result<Layout, Unmeasured> {
     let (Some(gc_controller), Some(mheap), Some(allp)) = (gc_controller, mheap, allp) else {
         return Err(Unmeasured::Stripped);
     };
-    let mut sections: HashMap<&'static str, Vec<u8>> = HashMap::new();
-    let mut loaded = 0u64;
+    let _one = LEARNING.lock().unwrap_or_else(|e| e.into_inner());
+    // Every section's claim is charged before any is inflated: a claim that does not fit
+    // costs nothing.
+    let mut left = MAX_LAYOUT_BYTES;
+    let mut wanted = Vec::new();
     for name in SECTIONS {
         let Some(section) = elf.section(name) else {
             continue;
         };
-        let data = elf.data(bin, section)?;
-        loaded += data.len() as u64;
-        if loaded > crate::collect::heap::elf::MAX_DWARF_BYTES {
+        let claimed = elf.claimed(bin, section)?;
+        if name == ".debug_abbrev" && claimed > MAX_ABBREV_BYTES {
             return Err(Unmeasured::Budget);
         }
-        sections.insert(name, data);
+        left = left.checked_sub(claimed).ok_or(Unmeasured::Budget)?;
+        wanted.push((name, section));
+    }
+    let mut sections: HashMap<&'static str, Vec<u8>> = HashMap::new();
+    for (name, section) in wanted {
+        sections.insert(name, elf.data(bin, section)?);
     }
     if !sections.contains_key(".debug_info") {
         return Err(Unmeasured::NoDwarf);
     }
-    let types = dwarf_types(&sections)?;
+    let types = dwarf_types(&sections, left)?;
     let symbols = Symbols {
         gc_controller,
         mheap,
@@ -108,8 +129,11 @@ fn name_of<'a>(
 }
 
 /// Every structure, array, pointer and base type of the DWARF, by its offset in
-/// `.debug_info`, with the members of the runtime's structures.
-fn dwarf_types<'a>(sections: &'a HashMap<&'static str, Vec<u8>>) -> Result<Types<'a>, Unmeasured> {
+/// `.debug_info`, with the members of the runtime's structures, within `left` bytes.
+fn dwarf_types<'a>(
+    sections: &'a HashMap<&'static str, Vec<u8>>,
+    left: u64,
+) -> Result<Types<'a>, Unmeasured> {
     use gimli::{AttributeValue, DwAt, LittleEndian, SectionId};
     let bad = Unmeasured::UnknownLayout;
     let load = |id: SectionId| -> Result<Slice<'_>, gimli::Error> {
@@ -117,8 +141,10 @@ fn dwarf_types<'a>(sections: &'a HashMap<&'static str, Vec<u8>>) -> Result<Types
         Ok(gimli::EndianSlice::new(data, LittleEndian))
     };
     let dwarf = gimli::Dwarf::load(load).map_err(|_| bad)?;
-    let mut t = Types::default();
-    let mut members = 0usize;
+    let mut t = Types {
+        left,
+        ..Types::default()
+    };
     let mut units = dwarf.units();
     while let Ok(Some(header)) = units.next() {
         let abbrevs = dwarf.abbreviations(&header).map_err(|_| bad)?;
@@ -180,10 +206,7 @@ fn dwarf_types<'a>(sections: &'a HashMap<&'static str, Vec<u8>>) -> Result<Types
                 }
                 gimli::DW_TAG_member => {
                     if let (Some(&(_, p, true)), Some(n)) = (parent.last(), name) {
-                        members += 1;
-                        if members > MAX_MEMBERS {
-                            return Err(Unmeasured::Budget);
-                        }
+                        t.charge(MEMBER_BYTES)?;
                         let offset = attr(gimli::DW_AT_data_member_location)
                             .and_then(|v| v.udata_value())
                             .unwrap_or(0);
@@ -215,18 +238,23 @@ struct Types<'a> {
     types: Vec<Type<'a>>,
     at: HashMap<usize, usize>,
     by_name: HashMap<&'a [u8], usize>,
+    /// What is left of the layout's budget.
+    left: u64,
 }
 
 impl<'a> Types<'a> {
-    /// The slot of the type at `offset`, made when first referred to; `Budget` past
-    /// [`MAX_TYPES`].
+    /// Takes `bytes` from the budget; `Budget` when they are not left.
+    fn charge(&mut self, bytes: u64) -> Result<(), Unmeasured> {
+        self.left = self.left.checked_sub(bytes).ok_or(Unmeasured::Budget)?;
+        Ok(())
+    }
+
+    /// The slot of the type at `offset`, made when first referred to and charged.
     fn index(&mut self, offset: usize) -> Result<usize, Unmeasured> {
         if let Some(&i) = self.at.get(&offset) {
             return Ok(i);
         }
-        if self.types.len() >= MAX_TYPES {
-            return Err(Unmeasured::Budget);
-        }
+        self.charge(TYPE_BYTES)?;
         self.types.push(Type::default());
         self.at.insert(offset, self.types.len() - 1);
         Ok(self.types.len() - 1)

@@ -39,7 +39,7 @@ pub enum Unmeasured {
     /// The figures moved under two reads, or disagree with the page allocator's bitmaps.
     Moving,
     /// The read ran out of its budget of time or pages ([`super::READER_BUDGET`]), or
-    /// the binary's symbols or DWARF are larger than a layout is read from.
+    /// the DWARF a layout needs is more than its budget (`MAX_LAYOUT_BYTES`).
     Budget,
     /// The free heap it found in resident pages is more than the process has resident:
     /// not believed.
