@@ -511,3 +511,45 @@ fn a_binary_on_a_fuse_mount_that_stops_answering_holds_no_reader() {
     assert_eq!(stalled, 0.0, "a reader waits on the mount");
     drop((_answer, later, served, d, server));
 }
+
+/// A tenant's process whose main thread exits (`pthread_exit`) while a worker keeps
+/// 256 MiB (`tests/reproducers/headless.c`): `/proc/PID` shows no memory (state Z, no
+/// VmRSS, a statm of zeros), though the OOM killer can pick it. It is read through its
+/// live thread: its series and its group's show what the kernel's thread files say.
+#[test]
+#[ignore = "needs root"]
+fn a_process_whose_main_thread_exited_is_seen_through_a_live_thread() {
+    needs_root("the program runs as another user");
+    let r = as_nobody("headless", &repro::build("headless"), &["256"]);
+    let pid = r.pid();
+    let tid: u32 = r.ready.split_whitespace().nth(1).unwrap().parse().unwrap();
+    // The premise: the process's own directory shows no memory, its thread's does.
+    let own = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    assert!(field_bytes(&own, "VmRSS").is_none(), "{own}");
+    let thread = || std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).unwrap();
+    let kernel = field_bytes(&thread(), "VmRSS").unwrap();
+    assert!(kernel >= 256.0 * 1048576.0, "{kernel}");
+    let d = Daemon::start(&["--scan.interval=1s"]);
+    let series = format!("membloat_process_resident_bytes{{pid=\"{pid}\",comm=\"headless\"}}");
+    let mut t = String::new();
+    d.wait_until(Duration::from_secs(30), || {
+        t = d.metrics();
+        value(&t, &series).is_some()
+    });
+    let kernel = field_bytes(&thread(), "VmRSS").unwrap();
+    let served = value(&t, &series).unwrap();
+    assert!(
+        (served - kernel).abs() <= 0.02 * kernel,
+        "served {served}, the thread's VmRSS {kernel}"
+    );
+    let group = value(&t, "membloat_group_resident_bytes{group=\"headless\"}").unwrap();
+    assert!(group >= served, "group {group}, process {served}");
+    let score: f64 = std::fs::read_to_string(format!("/proc/{pid}/oom_score"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let oom = format!("membloat_process_oom_score{{pid=\"{pid}\",comm=\"headless\"}}");
+    assert_eq!(value(&t, &oom), Some(score), "the kernel says {score}");
+    drop((d, r));
+}

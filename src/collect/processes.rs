@@ -347,6 +347,7 @@ fn descriptor_budget(limit: Option<u64>, cap: Option<u64>) -> usize {
 const DEFAULT_KEPT: usize = 2048;
 
 mod context;
+mod dir;
 mod files;
 pub(super) mod known;
 mod plan;

@@ -15,6 +15,9 @@ pub struct Stat {
     pub utime_ticks: u64,
     /// Field 15, system CPU time in ticks.
     pub stime_ticks: u64,
+    /// Field 20, its threads. A process whose main thread exited while others run shows
+    /// state `Z` and more than one.
+    pub threads: u64,
     /// Field 22, start time in ticks after boot; with the pid it identifies a process.
     pub start_ticks: u64,
 }
@@ -57,12 +60,14 @@ impl Stat {
         };
         let utime_ticks = number(fields.nth(10), "utime")?; // field 14
         let stime_ticks = number(fields.next(), "stime")?; // field 15
-        let start_ticks = number(fields.nth(6), "starttime")?; // field 22
+        let threads = number(fields.nth(4), "num_threads")?; // field 20
+        let start_ticks = number(fields.nth(1), "starttime")?; // field 22
         Ok(Stat {
             comm,
             state,
             utime_ticks,
             stime_ticks,
+            threads,
             start_ticks,
         })
     }

@@ -21,6 +21,18 @@ impl Source {
         }
     }
 
+    /// A thread of process `pid` other than its main one (`None` with none): where the
+    /// process's memory shows once its main thread has exited while others run
+    /// (`/proc/PID` then shows none). The first the directory lists, not all of them.
+    pub fn other_thread(&self, pid: u32, buf: &mut Buffer) -> Option<u32> {
+        set_path(&mut buf.path, &self.procfs, Some(pid), "task");
+        std::fs::read_dir(&buf.path)
+            .ok()?
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .find(|&tid| tid != pid)
+    }
+
     /// The mounts of process `pid` whose files no reader may touch (FUSE, network
     /// filesystems: `parse::mountinfo::remote`), from its own `mountinfo`; `None` when it
     /// cannot be told (longer than a file is read): then any file may be. A `mountinfo`

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::dir::Dir;
 use super::known::{cpu_ticks, still, Standing};
 use super::plan::{plan, Prior};
 use super::{progress, Known, ProcessRead, ReadContext};
@@ -99,13 +100,15 @@ fn read_process_files(
     progress::at(at, progress::File::Stat);
     let stat = source.parse_pid(pid, "stat", &mut bufs.main, Stat::parse)?;
     let known = prior.filter(|k| k.start_ticks == stat.start_ticks);
-    if known.is_none() {
-        // The process that statm was read from ended between the two reads.
+    let dir = Dir::of(ctx, bufs, pid, &stat);
+    if known.is_none() || dir.tid.is_some() {
+        // The process that statm was read from ended between the two reads, or the
+        // statm kept is its main thread's, which has exited.
         kept = None;
     }
     let (statm, mut fd) = match kept {
         Some((f, m)) => (m, Some(f)),
-        None => (read_statm(ctx, bufs, at, pid, read), None),
+        None => (read_statm(ctx, bufs, at, dir, read), None),
     };
     // No memory at all: a kernel thread, or a process that exited and is not reaped yet
     // (`status` would show no VmRSS either).
@@ -118,7 +121,8 @@ fn read_process_files(
         Some(k) if !plan.status => k.reading.status.clone(),
         _ => {
             progress::at(at, progress::File::Status);
-            let status = source.parse_pid(pid, "status", &mut bufs.main, Status::parse)?;
+            let status =
+                source.parse_pid(pid, &dir.file("status"), &mut bufs.main, Status::parse)?;
             if status.vm_rss_bytes.is_none() {
                 read.memoryless = Some(stat.start_ticks);
                 return Ok(None);
@@ -129,7 +133,9 @@ fn read_process_files(
     };
     // A process with memory and no descriptor kept yet (new, or the budget was spent):
     // keep one now when the budget allows, for the next scan's pread.
-    if let (None, Some(budget), true) = (&fd, &ctx.descriptors, ctx.rollup_refresh > 1) {
+    // (A process read through another thread keeps none: that thread may end first.)
+    let keep = ctx.rollup_refresh > 1 && dir.tid.is_none();
+    if let (None, Some(budget), true) = (&fd, &ctx.descriptors, keep) {
         match source.keep_pid(pid, "statm", budget, &mut bufs.main) {
             Ok(Some(f)) => fd = Some(Arc::new(f)),
             Ok(None) => read.unkept = true,
@@ -137,7 +143,7 @@ fn read_process_files(
         }
     }
     let rollup = if plan.rollup {
-        read_rollup(ctx, bufs, at, pid, read)?
+        read_rollup(ctx, bufs, at, dir, read)?
     } else {
         known.and_then(|k| k.reading.rollup)
     };
@@ -149,7 +155,7 @@ fn read_process_files(
         Some(k) if !plan.regroup && !matches!(*ctx.grouping, Grouping::Comm) => {
             k.reading.group.clone()
         }
-        _ => group_of(ctx, bufs, at, pid, &stat.comm, stuck)?,
+        _ => group_of(ctx, bufs, at, dir, &stat.comm, stuck)?,
     };
     let files = ProcessFiles {
         pid,
@@ -270,15 +276,18 @@ fn read_statm(
     ctx: &ReadContext,
     bufs: &mut Buffers,
     at: &pool::Progress,
-    pid: u32,
+    dir: Dir,
     read: &mut ProcessRead,
 ) -> Option<[u64; 3]> {
     if ctx.rollup_refresh <= 1 {
         return None;
     }
     progress::at(at, progress::File::Statm);
-    match ctx.source.read_pid(pid, "statm", &mut bufs.main) {
-        Ok(text) => parsed(read, pid, "statm", statm::parse(text)),
+    match ctx
+        .source
+        .read_pid(dir.pid, &dir.file("statm"), &mut bufs.main)
+    {
+        Ok(text) => parsed(read, dir.pid, "statm", statm::parse(text)),
         // Without a baseline the next scan reads the process again.
         Err(_) => None,
     }
@@ -305,13 +314,21 @@ fn read_rollup(
     ctx: &ReadContext,
     bufs: &mut Buffers,
     at: &pool::Progress,
-    pid: u32,
+    dir: Dir,
     read: &mut ProcessRead,
 ) -> Result<Option<SmapsRollup>, Reason> {
     read.rollup_read = true;
     progress::at(at, progress::File::SmapsRollup);
-    match ctx.source.read_pid(pid, "smaps_rollup", &mut bufs.main) {
-        Ok(text) => Ok(parsed(read, pid, "smaps_rollup", SmapsRollup::parse(text))),
+    match ctx
+        .source
+        .read_pid(dir.pid, &dir.file("smaps_rollup"), &mut bufs.main)
+    {
+        Ok(text) => Ok(parsed(
+            read,
+            dir.pid,
+            "smaps_rollup",
+            SmapsRollup::parse(text),
+        )),
         Err(ReadError::Gone(_)) => Err(Reason::Vanished),
         Err(e) => {
             read.rollup_error = Some(e.process_reason());
@@ -327,10 +344,11 @@ fn group_of(
     ctx: &ReadContext,
     bufs: &mut Buffers,
     at: &pool::Progress,
-    pid: u32,
+    dir: Dir,
     comm: &str,
     stuck: bool,
 ) -> Result<Option<String>, Reason> {
+    let pid = dir.pid;
     Ok(match &*ctx.grouping {
         Grouping::Comm => Some(comm.to_string()),
         Grouping::Cgroup => {
@@ -344,7 +362,7 @@ fn group_of(
             let cmdline = if m.needs_cmdline() && !stuck {
                 progress::at(at, progress::File::Cmdline);
                 ctx.source
-                    .read_pid(pid, "cmdline", &mut bufs.aux)
+                    .read_pid(pid, &dir.file("cmdline"), &mut bufs.aux)
                     .map_err(|e| e.process_reason())?
             } else {
                 ""
