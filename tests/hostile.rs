@@ -553,3 +553,46 @@ fn a_process_whose_main_thread_exited_is_seen_through_a_live_thread() {
     assert_eq!(value(&t, &oom), Some(score), "the kernel says {score}");
     drop((d, r));
 }
+
+/// A tenant's program dressed as a JVM running ZGC (`tests/reproducers/zgcdress.c`, run
+/// as `java`): a real JVM's perf data mapped where HotSpot maps it, and a memfd named
+/// `java_heap` with 1 GiB allocated of which it maps 2 MiB. Its Java heap is served as
+/// resident only as far as its views map the file: 2 MiB, not the memfd's 1 GiB (a
+/// "held Java heap" of 968 MiB before this bound), and no measured figure exceeds what it
+/// has resident.
+#[test]
+#[ignore = "needs root"]
+fn a_memfd_named_as_zgcs_heap_is_believed_only_as_far_as_it_is_mapped() {
+    use std::os::unix::fs::PermissionsExt;
+    needs_root("the program runs as another user");
+    let dir = tempfile::Builder::new()
+        .prefix("membloat-zgc-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let java = dir.path().join("java");
+    std::fs::copy(repro::build("zgcdress"), &java).unwrap();
+    let perf = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hsperfdata/jdk17-z");
+    let dir_arg = dir.path().to_str().unwrap();
+    let r = as_nobody("java", &java, &[perf.to_str().unwrap(), dir_arg, "1024"]);
+    let pid = r.pid();
+    let d = Daemon::start(&["--scan.interval=1s"]);
+    let resident =
+        format!("membloat_process_jvm_heap_resident_bytes{{pid=\"{pid}\",comm=\"java\"}}");
+    let mut t = String::new();
+    d.wait_until(Duration::from_secs(60), || {
+        t = d.metrics();
+        value(&t, &resident).is_some()
+    });
+    let served = value(&t, &resident).unwrap();
+    assert!(
+        served <= 2.0 * 1048576.0,
+        "{served} bytes of Java heap served as resident: its views map 2 MiB"
+    );
+    let held = format!(
+        "membloat_process_runtime_held_bytes{{pid=\"{pid}\",comm=\"java\",runtime=\"jvm\"}}"
+    );
+    assert!(value(&t, &held).unwrap_or(0.0) <= 2.0 * 1048576.0, "{held}");
+    no_measured_figure_over_resident(&t);
+    drop((d, r, dir));
+}

@@ -80,7 +80,8 @@ impl Source {
 
     /// The bytes allocated to the file a process holds open as `target` (the name its
     /// `fd` link reads, as `/memfd:java_heap (deleted)`): its resident pages, for a memfd
-    /// or tmpfs file. Looks at most 4,096 descriptors; `None` when none is it.
+    /// or tmpfs file no directory names (a link count of 0). Looks at most 4,096
+    /// descriptors; `None` when none is it.
     pub fn open_file_bytes(&self, pid: u32, target: &str) -> Option<u64> {
         use std::os::unix::fs::MetadataExt;
         let mut dir = PathBuf::new();
@@ -89,7 +90,9 @@ impl Source {
         for entry in entries.flatten().take(4096) {
             let path = entry.path();
             if std::fs::read_link(&path).is_ok_and(|l| l.as_os_str() == target) {
-                return std::fs::metadata(&path).ok().map(|m| m.blocks() * 512);
+                // A memfd has no name in any directory: a file that still has one is not it.
+                let m = std::fs::metadata(&path).ok()?;
+                return (m.nlink() == 0).then(|| m.blocks().saturating_mul(512));
             }
         }
         None

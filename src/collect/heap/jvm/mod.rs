@@ -117,11 +117,15 @@ pub struct JavaHeap {
 
 impl JavaHeap {
     pub fn committed_bytes(&self) -> u64 {
-        self.spaces.iter().map(|s| s.committed_bytes).sum()
+        self.spaces
+            .iter()
+            .fold(0u64, |sum, s| sum.saturating_add(s.committed_bytes))
     }
 
     pub fn used_bytes(&self) -> u64 {
-        self.spaces.iter().map(|s| s.used_bytes).sum()
+        self.spaces
+            .iter()
+            .fold(0u64, |sum, s| sum.saturating_add(s.used_bytes))
     }
 
     /// The most the heap may grow to (`-Xmx`): its reserved range, or for ZGC (no range
@@ -240,7 +244,8 @@ const MAX_COLLECTORS: usize = 4;
 
 /// Reads the perf data of the JVM whose mappings are `vmas`, through `target` (its memory),
 /// and what of its heap is resident: pages present in its reserved range, or for ZGC's
-/// heap file `heap_file_bytes()` (its allocated bytes).
+/// heap file `heap_file_bytes()` (its allocated bytes), at most what its views map and
+/// the perf data says is committed.
 pub fn read<T: Target>(
     target: &mut T,
     vmas: &[Vma],
@@ -277,7 +282,15 @@ pub fn read_with<T: Target>(
     if vmas.iter().any(|v| v.library == Some(Library::ZgcHeap)) {
         // Only ZGC maps its heap from a file; JDK 11's names its collectors otherwise.
         heap.collector = Collector::Z;
-        heap.resident_bytes = heap_file_bytes();
+        // The heap file's pages, as the kernel counts them, are believed only as far as
+        // the heap's views map that file and the perf data says is committed: a memfd of
+        // that name held open, and never mapped, is its owner's RAM but no Java heap.
+        let views = vmas
+            .iter()
+            .filter(|v| v.library == Some(Library::ZgcHeap))
+            .fold(0u64, |sum, v| sum.saturating_add(v.size_bytes));
+        let committed = heap.committed_bytes();
+        heap.resident_bytes = heap_file_bytes().map(|b| b.min(views).min(committed));
     } else {
         heap.reserved = reserved::find_with(target, vmas, learnt);
         heap.resident_bytes = heap.reserved.and_then(|r| resident_in(target, vmas, r));
