@@ -596,3 +596,55 @@ fn a_memfd_named_as_zgcs_heap_is_believed_only_as_far_as_it_is_mapped() {
     no_measured_figure_over_resident(&t);
     drop((d, r, dir));
 }
+
+/// A tenant's jemalloc program (`tests/reproducers/jeshare.c`, jemalloc linked in
+/// statically) whose one dirty extent it maps over with shared memory, forked into 21
+/// processes: each one's jemalloc lists the same 64 MiB as its own kept pages, which every
+/// process counts whole in its resident memory. An extent outside private anonymous
+/// memory is not believed (`implausible`), and no group sum exceeds the group's Pss:
+/// 21 x 64 MiB was served as the group's measured hoarding before these bounds.
+#[test]
+#[ignore = "needs root"]
+fn one_shared_memory_listed_by_many_processes_is_not_multiplied() {
+    needs_root("the program runs as another user");
+    let r = as_nobody("jeshare", &repro::build("jeshare"), &["64", "21"]);
+    let d = Daemon::start(&["--scan.interval=1s", "--collector.processes.top-k=100000"]);
+    // Every process read once, whatever the outcome.
+    let reads = |t: &str| -> f64 {
+        t.lines()
+            .filter(|l| l.starts_with("membloat_jemalloc_reads_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    let mut t = String::new();
+    d.wait_until(Duration::from_secs(60), || {
+        t = d.metrics();
+        reads(&t) >= 21.0
+    });
+    let implausible = labelled(
+        &t,
+        "membloat_jemalloc_reads_total",
+        "outcome=\"implausible\"",
+    );
+    assert!(
+        implausible >= 21.0,
+        "{implausible} reads found it implausible"
+    );
+    let measured = value(
+        &t,
+        "membloat_group_hoarded_bytes{group=\"jeshare\",method=\"measured\"}",
+    );
+    let pss = value(&t, "membloat_group_pss_bytes{group=\"jeshare\"}").unwrap();
+    let held = value(
+        &t,
+        "membloat_group_runtime_held_bytes{group=\"jeshare\",runtime=\"jemalloc\"}",
+    );
+    eprintln!("group jeshare: measured {measured:?}, jemalloc held {held:?}, Pss {pss}");
+    assert!(
+        measured.unwrap_or(0.0) <= pss,
+        "measured {measured:?} over the group's Pss {pss}"
+    );
+    assert!(held.is_none(), "jemalloc's held pages believed: {held:?}");
+    no_measured_figure_over_resident(&t);
+    drop((d, r));
+}

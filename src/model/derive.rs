@@ -90,7 +90,8 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
             sig.hoarded_bytes.filter(|&b| b > 0),
             state.heap().and_then(|h| h.memory_cgroup.as_ref()),
         ) {
-            *cgroup_hoarded_bytes.entry(cgroup.clone()).or_insert(0u64) += bytes;
+            let sum = cgroup_hoarded_bytes.entry(cgroup.clone()).or_insert(0u64);
+            *sum = u64::saturating_add(*sum, bytes);
         }
         if let (Some(held), Some(runtime), Some(cgroup)) = (
             sig.runtime_held_bytes,
@@ -98,7 +99,8 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
             state.heap().and_then(|h| h.memory_cgroup.as_ref()),
         ) {
             let key = (cgroup.clone(), runtime);
-            *cgroup_runtime_held_bytes.entry(key).or_insert(0u64) += held;
+            let sum = cgroup_runtime_held_bytes.entry(key).or_insert(0u64);
+            *sum = u64::saturating_add(*sum, held);
         }
         states.insert(p.key(), state);
         sigs.push(sig);

@@ -42,6 +42,8 @@ pub struct GroupStats {
     /// Processes whose runtime's (or jemalloc's) held memory was measured, and its sum
     /// (part of the measured hoarded bytes), by reader in the order of `readers::NAMES`.
     pub runtime_held: [(u64, u64); crate::collect::heap::readers::COUNT],
+    /// A process with a measured figure whose Pss is not known: the sums are not capped.
+    pub pss_unknown: bool,
 }
 
 impl GroupStats {
@@ -72,6 +74,11 @@ impl GroupStats {
                 .saturating_add(h.reclaimable_bytes());
         }
         let s = &p.status;
+        if sig.hoard_method == Some(Method::Measured)
+            && p.rollup.and_then(|r| r.pss_bytes).is_none()
+        {
+            self.pss_unknown = true;
+        }
         let r = p.rollup.unwrap_or_default();
         self.processes += 1;
         for (sum, v) in [
@@ -97,6 +104,21 @@ impl GroupStats {
         }
         self.oom_score_max = self.oom_score_max.max(p.oom_score.unwrap_or(0));
     }
+
+    /// The measured sums, at most the group's memory as the kernel counts it with shared
+    /// pages once (its Pss): each process's figure is checked against its own resident
+    /// memory, where a page it shares counts whole, so processes that share one memory
+    /// could otherwise add it up once each.
+    fn capped(mut self) -> GroupStats {
+        if !self.pss_unknown {
+            let most = self.pss_bytes;
+            self.hoarded_measured_bytes = self.hoarded_measured_bytes.min(most);
+            for (_, bytes) in &mut self.runtime_held {
+                *bytes = (*bytes).min(most);
+            }
+        }
+        self
+    }
 }
 
 /// The groups in name order, at most `max` of them plus [`OTHER_GROUP`]: past the cap,
@@ -105,7 +127,7 @@ impl GroupStats {
 pub fn groups(processes: &[ProcessSample], sigs: &[Signals], max: usize) -> (Vec<GroupStats>, u64) {
     let all = sum_groups(processes, sigs, |name| name);
     if all.len() <= max {
-        return (all.into_values().collect(), 0);
+        return (all.into_values().map(GroupStats::capped).collect(), 0);
     }
     let mut ranked: Vec<(&str, u64)> = all.iter().map(|(n, g)| (*n, g.resident_bytes)).collect();
     ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
@@ -118,7 +140,10 @@ pub fn groups(processes: &[ProcessSample], sigs: &[Signals], max: usize) -> (Vec
             OTHER_GROUP
         }
     });
-    (capped.into_values().collect(), folded)
+    (
+        capped.into_values().map(GroupStats::capped).collect(),
+        folded,
+    )
 }
 
 fn sum_groups<'a>(
@@ -141,4 +166,61 @@ fn sum_groups<'a>(
             .add(p, sig);
     }
     by_name
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::groups;
+    use crate::collect::ProcessSample;
+    use crate::model::derive::tests_support::process;
+    use crate::model::signals::{Method, Signals};
+    use crate::parse::smaps_rollup::SmapsRollup;
+
+    /// A process of group "postgres" whose measured hoarding is `hoarded` and Pss `pss`.
+    fn shared(pid: u32, hoarded: u64, pss: Option<u64>) -> (ProcessSample, Signals) {
+        let mut p = process(pid, "postgres");
+        let mut reading = (*p.reading).clone();
+        reading.rollup = Some(SmapsRollup {
+            pss_bytes: pss,
+            ..SmapsRollup::default()
+        });
+        p = ProcessSample::new(Arc::new(reading), 'S', Some(0.5));
+        let sig = Signals {
+            hoarded_bytes: Some(hoarded),
+            hoard_method: Some(Method::Measured),
+            runtime_held_bytes: Some(hoarded),
+            runtime_held_by: Some(crate::collect::heap::readers::NAMES[1]),
+            ..Signals::default()
+        };
+        (p, sig)
+    }
+
+    /// 21 processes that each measure the same 256 MiB (one shared memory, whose pages
+    /// each counts whole in its own resident memory) sum to at most their Pss, which
+    /// counts those pages once: not 21x the memory.
+    #[test]
+    fn a_groups_measured_sums_never_exceed_its_pss() {
+        let mib = 1u64 << 20;
+        let (ps, sigs): (Vec<_>, Vec<_>) = (1..=21)
+            .map(|pid| shared(pid, 256 * mib, Some(256 * mib / 21 + mib)))
+            .unzip();
+        let (g, _) = groups(&ps, &sigs, 10);
+        let pss = g[0].pss_bytes;
+        assert!(pss < 300 * mib, "{pss}");
+        assert_eq!(g[0].hoarded_measured_bytes, pss);
+        assert_eq!(g[0].runtime_held[1], (21, pss));
+        // Figures under the Pss stand; with a Pss unknown nothing is capped.
+        let (ps, sigs): (Vec<_>, Vec<_>) = [shared(1, mib, Some(8 * mib)), shared(2, mib, None)]
+            .into_iter()
+            .unzip();
+        let (g, _) = groups(&ps, &sigs, 10);
+        assert_eq!(g[0].hoarded_measured_bytes, 2 * mib);
+        let (ps, sigs): (Vec<_>, Vec<_>) =
+            [shared(1, 9 * mib, Some(8 * mib)), shared(2, mib, None)]
+                .into_iter()
+                .unzip();
+        assert_eq!(groups(&ps, &sigs, 10).0[0].hoarded_measured_bytes, 10 * mib);
+    }
 }

@@ -276,7 +276,7 @@ pub const CGROUP_HOARDED_BYTES: Metric = crate::family::metric!(
     ["cgroup"],
     SECTION,
     "/proc/PID/mem, pagemap, cgroup (the heap walk)",
-    "Freed memory the glibc allocators of the cgroup's processes hold and malloc_trim would return, measured by the heap walk and summed by memory cgroup (cgroups with some only): the share of a container's usage its allocators would give back.",
+    "Freed memory the glibc allocators of the cgroup's processes hold and malloc_trim would return, measured by the heap walk and summed by memory cgroup (cgroups with some only): the share of a container's usage its allocators would give back; at most that usage.",
 );
 
 pub const CGROUP_RUNTIME_HELD_BYTES: Metric = crate::family::metric!(
@@ -286,7 +286,7 @@ pub const CGROUP_RUNTIME_HELD_BYTES: Metric = crate::family::metric!(
     ["cgroup", "runtime"],
     SECTION,
     "/proc/PID/mem (hsperfdata, libjvm, Go's runtime, jemalloc's and pymalloc's arenas), pagemap, cgroup",
-    "Resident memory a managed runtime or jemalloc holds unused, summed by memory cgroup (runtime=\"jvm\", \"go\", \"jemalloc\" or \"python\"): its share of membloat_cgroup_hoarded_bytes. Only cgroups with such a process.",
+    "Resident memory a managed runtime or jemalloc holds unused, summed by memory cgroup (runtime=\"jvm\", \"go\", \"jemalloc\" or \"python\"): its share of membloat_cgroup_hoarded_bytes; at most the cgroup's usage. Only cgroups with such a process.",
 );
 
 pub const CGROUP_OOM_KILLS_TOTAL: Metric = crate::family::metric!(

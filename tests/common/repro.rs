@@ -36,9 +36,9 @@ pub fn build(name: &str) -> PathBuf {
             .arg(&out)
             .arg(src.join("idle.c"))
             .status()
-    } else if name == "jefree" {
+    } else if name == "jefree" || name == "jeshare" {
         // jemalloc linked in statically, from Debian's libjemalloc-dev.
-        cc(&out, &src.join("jefree.c"))
+        cc(&out, &src.join(format!("{name}.c")))
             .args(["-Wl,-Bstatic", "-ljemalloc", "-Wl,-Bdynamic", "-lm", "-ldl"])
             .status()
     } else {

@@ -13,11 +13,13 @@ use super::glibc::{
 };
 use super::reader::{Fault, Target};
 
-/// Memory made of regions; pages listed in `absent` are not resident.
+/// Memory made of regions; pages listed in `absent` are not resident, ranges listed in
+/// `shared` are a shared mapping's (not private anonymous memory).
 #[derive(Debug, Clone, Default)]
 pub struct Image {
     pub regions: Vec<(u64, Vec<u8>)>,
     pub absent: Vec<u64>,
+    pub shared: Vec<(u64, u64)>,
 }
 
 pub const PAGE: u64 = 4096;
@@ -79,6 +81,10 @@ impl Target for Image {
             })
             .sum();
         Ok(end.saturating_sub(start).saturating_sub(gone))
+    }
+
+    fn private_anonymous(&self, start: u64, end: u64) -> bool {
+        !self.shared.iter().any(|&(lo, hi)| lo < end && start < hi)
     }
 }
 

@@ -32,6 +32,8 @@ struct Mapped {
     start: u64,
     end: u64,
     rss: u64,
+    /// Private anonymous memory (no file, not shared).
+    private_anonymous: bool,
 }
 
 pub struct ProcessMemory {
@@ -130,6 +132,7 @@ impl ProcessMemory {
                 } else {
                     v.private_bytes()
                 },
+                private_anonymous: !v.file_backed && v.perms[3] == b'p',
             })
             .collect();
         // smaps lists mappings in address order; anything else is not believed.
@@ -281,6 +284,25 @@ impl Target for ProcessMemory {
 
     fn page_size(&self) -> u64 {
         self.page
+    }
+
+    /// Mappings that cover `[start, end)` without a gap, each private and anonymous.
+    fn private_anonymous(&self, start: u64, end: u64) -> bool {
+        if self.mapped.is_empty() {
+            return true;
+        }
+        let mut at = start;
+        let first = self.mapped.partition_point(|m| m.end <= start);
+        for m in &self.mapped[first..] {
+            if at >= end {
+                break;
+            }
+            if m.start > at || !m.private_anonymous {
+                return false;
+            }
+            at = m.end;
+        }
+        at >= end
     }
 
     fn resident_bytes(&mut self, start: u64, end: u64) -> Result<u64, Fault> {

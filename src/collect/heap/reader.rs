@@ -25,6 +25,15 @@ pub trait Target {
     /// `pagemap` (4 KiB on x86-64, 16 or 64 KiB on some arm64 kernels). No default: each
     /// target says what it is.
     fn page_size(&self) -> u64;
+    /// Whether `[start, end)` lies wholly in the process's private anonymous memory, what
+    /// an allocator's heap is made of: a range in a shared or file mapping, or outside
+    /// every mapping, holds nothing the allocator could give back, and a figure over it
+    /// could be counted in every process that maps it. A target that knows no mappings
+    /// cannot tell, and answers `true`.
+    fn private_anonymous(&self, start: u64, end: u64) -> bool {
+        let _ = (start, end);
+        true
+    }
 }
 
 /// Why a read gave no number.
@@ -38,6 +47,9 @@ pub enum Fault {
     Unreadable,
     /// No glibc arena that fits was found: not a layout this exporter knows.
     NotFound,
+    /// A range the allocator says it holds lies outside the process's private anonymous
+    /// memory ([`Target::private_anonymous`]): not believed.
+    Outside,
 }
 
 /// The little-endian `u64` at `at` of `b`; `None` past its end.

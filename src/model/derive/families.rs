@@ -74,14 +74,17 @@ pub(super) fn derived(s: &Snapshot) -> Vec<(&'static str, Family)> {
     if let Some(cgroups) = s.host.get::<cgroup::Cgroups>() {
         let mut hoarded = Family::new(&cgroup::CGROUP_HOARDED_BYTES);
         let mut held = Family::new(&cgroup::CGROUP_RUNTIME_HELD_BYTES);
-        for (path, _) in &cgroups.0 {
+        for (path, stat) in &cgroups.0 {
+            // At most what the kernel charges the cgroup: its processes' figures are each
+            // checked against their own resident memory, where shared pages count whole.
+            let most = stat.usage_bytes.unwrap_or(u64::MAX);
             if let Some(bytes) = s.cgroup_hoarded_bytes.get(path) {
-                hoarded.push(vec![("cgroup", path.clone())], Num::U(*bytes));
+                hoarded.push(vec![("cgroup", path.clone())], Num::U((*bytes).min(most)));
             }
             for runtime in held_by() {
                 if let Some(bytes) = s.cgroup_runtime_held_bytes.get(&(path.clone(), runtime)) {
                     let labels = vec![("cgroup", path.clone()), ("runtime", runtime.to_string())];
-                    held.push(labels, Num::U(*bytes));
+                    held.push(labels, Num::U((*bytes).min(most)));
                 }
             }
         }

@@ -116,6 +116,7 @@ impl Unmeasured {
             Fault::Budget => Unmeasured::Budget,
             Fault::Unreadable => Unmeasured::Unreadable,
             Fault::NotFound => Unmeasured::Unsupported,
+            Fault::Outside => Unmeasured::Implausible,
         }
     }
 }

@@ -8,8 +8,9 @@ use crate::collect::heap::reader::{u32_at, u64_at, Fault, Target};
 
 /// `MALLOCX_ARENA_LIMIT`: the most arenas jemalloc 5 has.
 const MAX_ARENAS: u64 = 4095;
-/// Extents followed at most, every list of every arena together.
-pub const MAX_EXTENTS: u64 = 1 << 20;
+/// Extents followed at most, every list of every arena together: each is kept (16 bytes)
+/// until all are known distinct, 4 MiB at most.
+pub const MAX_EXTENTS: u64 = 1 << 18;
 /// The low bits of `e_bits` that hold an extent's arena (`MALLOCX_ARENA_BITS`).
 const ARENA_BITS: u64 = 12;
 
@@ -32,6 +33,7 @@ pub fn read<T: Target>(
         Fault::Budget => Unmeasured::Budget,
         Fault::Inconsistent => Unmeasured::Moving,
         Fault::NotFound => Unmeasured::UnknownLayout,
+        Fault::Outside => Unmeasured::Implausible,
     };
     for _ in 0..2 {
         let first = arenas(target, layout, bias).map_err(fault)?;
@@ -55,7 +57,10 @@ fn arenas<T: Target>(t: &mut T, layout: &Layout, bias: u64) -> Result<JemallocHe
         version: layout.version,
         ..JemallocHeap::default()
     };
-    let mut budget = MAX_EXTENTS;
+    let mut seen = Seen {
+        left: MAX_EXTENTS,
+        ranges: Vec::new(),
+    };
     let o = &layout.offsets;
     for i in 0..n {
         let arena = word(t, layout.arenas.wrapping_add(bias).wrapping_add(8 * i))?;
@@ -69,7 +74,7 @@ fn arenas<T: Target>(t: &mut T, layout: &Layout, bias: u64) -> Result<JemallocHe
         )?;
         for (sets, state) in [(o.dirty, STATE_DIRTY), (o.muzzy, STATE_MUZZY)] {
             for &lru in sets {
-                let (bytes, resident) = kept(t, o, arena.wrapping_add(lru), i, state, &mut budget)?;
+                let (bytes, resident) = kept(t, o, arena.wrapping_add(lru), i, state, &mut seen)?;
                 let (all, res) = if state == STATE_DIRTY {
                     (&mut h.dirty_bytes, &mut h.dirty_resident_bytes)
                 } else {
@@ -80,7 +85,19 @@ fn arenas<T: Target>(t: &mut T, layout: &Layout, bias: u64) -> Result<JemallocHe
             }
         }
     }
+    // No two extents of any list of any arena share a page: one memory listed twice (or
+    // in every process that maps it) is counted once, or not believed.
+    seen.ranges.sort_unstable();
+    if seen.ranges.windows(2).any(|w| w[0].1 > w[1].0) {
+        return Err(Fault::Inconsistent);
+    }
     Ok(h)
+}
+
+/// The extents a pass has followed: how many more it may, and their ranges.
+struct Seen {
+    left: u64,
+    ranges: Vec<(u64, u64)>,
 }
 
 fn pages(n: u64) -> Result<u64, Fault> {
@@ -101,7 +118,7 @@ fn kept<T: Target>(
     set: u64,
     index: u64,
     state: u64,
-    budget: &mut u64,
+    seen: &mut Seen,
 ) -> Result<(u64, u64), Fault> {
     let mut head = [0u8; 24];
     t.read(set, &mut head)?;
@@ -115,14 +132,14 @@ fn kept<T: Target>(
     let (mut bytes, mut resident, mut e) = (0u64, 0u64, first);
     while e != 0 {
         // A list longer than its pages (each extent is a page at least) is not one.
-        if *budget == 0 || bytes / PAGE >= npages {
-            return Err(if *budget == 0 {
+        if seen.left == 0 || bytes / PAGE >= npages {
+            return Err(if seen.left == 0 {
                 Fault::Budget
             } else {
                 Fault::Inconsistent
             });
         }
-        *budget -= 1;
+        seen.left -= 1;
         let bits = word(t, e.wrapping_add(o.e_bits))?;
         let addr = word(t, e.wrapping_add(o.e_addr))?;
         let size = word(t, e.wrapping_add(o.e_size))? & !(PAGE - 1);
@@ -133,6 +150,12 @@ fn kept<T: Target>(
         if size == 0 || addr % PAGE != 0 {
             return Err(Fault::Inconsistent);
         }
+        // An extent is jemalloc's own anonymous private memory (its `pages_map`): one in
+        // a shared or file mapping, counted in every process that maps it, is no heap.
+        if !t.private_anonymous(addr, end) {
+            return Err(Fault::Outside);
+        }
+        seen.ranges.push((addr, end));
         bytes = add(bytes, size)?;
         resident = add(resident, t.resident_bytes(addr, end)?)?;
         e = word(t, e.wrapping_add(o.e_next))?;

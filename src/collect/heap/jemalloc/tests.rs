@@ -73,6 +73,28 @@ fn crafted_lists_are_not_believed() {
     assert!(read(&mut m, &layout(), 0).is_err());
 }
 
+/// One memory listed as two extents, or an extent over a shared mapping (which every
+/// process that maps it would count: 21 forks made 21x their memory measured), is not
+/// believed.
+#[test]
+fn extents_listed_twice_or_outside_private_anonymous_memory_are_not_believed() {
+    let o = VERSIONS[1].1;
+    let mut m = image(1, &[3, 3]);
+    m.put(EXTENTS + 128 + o.e_addr, MEMORY);
+    assert_eq!(read(&mut m, &layout(), 0), Err(Unmeasured::Moving));
+    // Overlapping by one page is overlapping.
+    let mut m = image(1, &[3, 3]);
+    m.put(EXTENTS + 128 + o.e_addr, MEMORY + 2 * PAGE);
+    assert_eq!(read(&mut m, &layout(), 0), Err(Unmeasured::Moving));
+    let mut m = image(1, &[3, 3]);
+    m.shared = vec![(MEMORY + 5 * PAGE, MEMORY + 6 * PAGE)];
+    assert_eq!(read(&mut m, &layout(), 0), Err(Unmeasured::Implausible));
+    // Side by side, in private memory: counted.
+    let mut m = image(1, &[3, 3]);
+    m.shared = vec![(MEMORY + 6 * PAGE, MEMORY + 7 * PAGE)];
+    assert_eq!(read(&mut m, &layout(), 0).unwrap().dirty_bytes, 6 * PAGE);
+}
+
 #[test]
 fn every_version_says_its_sets_apart() {
     // Each version's places are distinct and inside an arena of its size (DWARF: 29,496,

@@ -155,3 +155,39 @@ fn the_zero_page_is_not_resident() {
         0
     );
 }
+
+/// What the kernel maps private and anonymous is a heap's ground; a shared anonymous
+/// mapping, a file's mapping and the gap past a mapping are not.
+#[test]
+fn only_private_anonymous_mappings_are_a_heaps_ground() {
+    let private = Mapping::new(16, &[0]);
+    // SAFETY: a fresh shared anonymous mapping of 16 pages, unmapped below.
+    let shared = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            16 * PAGE as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(shared, libc::MAP_FAILED);
+    let shared = shared as u64;
+    let (m, vmas) = own_memory();
+    let exe = vmas.iter().find(|v| v.file_backed).unwrap();
+    let m = m.with_mappings(&vmas);
+    let inside = m.private_anonymous(private.0, private.0 + 16 * PAGE);
+    let partly = m.private_anonymous(private.0 + 8 * PAGE, private.0 + 17 * PAGE);
+    let in_shared = m.private_anonymous(shared, shared + PAGE);
+    let in_file = m.private_anonymous(exe.start, exe.start + PAGE);
+    // SAFETY: the mapping made above, unmapped once.
+    unsafe { libc::munmap(shared as *mut libc::c_void, 16 * PAGE as usize) };
+    assert!(inside);
+    assert!(!in_shared && !in_file);
+    // Past the mapping's end lies a gap, or another mapping the kernel did not merge.
+    let next = vmas.iter().find(|v| v.start == private.0 + 16 * PAGE);
+    if next.is_none_or(|v| v.file_backed || v.perms[3] != b'p') {
+        assert!(!partly);
+    }
+}

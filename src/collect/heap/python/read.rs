@@ -170,6 +170,7 @@ pub fn read<T: Target>(t: &mut T, layout: &Layout, bias: u64) -> Result<PythonHe
         Fault::Budget => Unmeasured::Budget,
         Fault::Inconsistent => Unmeasured::Moving,
         Fault::NotFound => Unmeasured::UnknownLayout,
+        Fault::Outside => Unmeasured::Implausible,
     };
     let mut last = None;
     for _ in 0..2 {
