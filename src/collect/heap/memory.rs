@@ -13,6 +13,7 @@
 use std::time::{Duration, Instant};
 
 use super::reader::{Fault, Target};
+use crate::parse::mountinfo::Remote;
 use crate::parse::smaps::Vma;
 use crate::source::PidFile;
 
@@ -34,6 +35,8 @@ struct Mapped {
     rss: u64,
     /// Private anonymous memory (no file, not shared).
     private_anonymous: bool,
+    /// Not a file of a FUSE or network mount: its pages may be read.
+    readable: bool,
 }
 
 pub struct ProcessMemory {
@@ -119,7 +122,9 @@ impl ProcessMemory {
 
     /// The process's mappings as smaps gave them (in address order): a range's residency
     /// is then read from pagemap only where their `Rss` cannot say it.
-    pub fn with_mappings(mut self, vmas: &[Vma]) -> ProcessMemory {
+    /// A mapping of a file on one of `remote`'s mounts (every file's, when the mounts
+    /// cannot be told) is never read.
+    pub fn with_mappings(mut self, vmas: &[Vma], remote: Option<&Remote>) -> ProcessMemory {
         self.mapped = vmas
             .iter()
             .map(|v| Mapped {
@@ -133,11 +138,22 @@ impl ProcessMemory {
                     v.private_bytes()
                 },
                 private_anonymous: !v.file_backed && v.perms[3] == b'p',
+                readable: match v.file_id {
+                    Some((dev, _)) => remote.is_some_and(|r| !r.has_device(dev)),
+                    None => true,
+                },
             })
             .collect();
-        // smaps lists mappings in address order; anything else is not believed.
+        // smaps lists mappings in address order; anything else is not believed, and no
+        // address is read then.
         if !self.mapped.windows(2).all(|w| w[0].end <= w[1].start) {
-            self.mapped.clear();
+            self.mapped = vec![Mapped {
+                start: 0,
+                end: u64::MAX,
+                rss: 0,
+                private_anonymous: false,
+                readable: false,
+            }];
         }
         self
     }
@@ -255,9 +271,28 @@ impl ProcessMemory {
     }
 }
 
+impl ProcessMemory {
+    /// Whether `[addr, addr + len)` may be read: outside every known mapping the kernel
+    /// fails the read itself; in a mapping of a FUSE or network mount's file it could
+    /// wait on that file's server for good, so it is never asked.
+    fn may_read(&self, addr: u64, len: usize) -> Result<(), Fault> {
+        let end = addr.saturating_add(len as u64);
+        let first = self.mapped.partition_point(|m| m.end <= addr);
+        let remote = self.mapped[first..]
+            .iter()
+            .take_while(|m| m.start < end)
+            .any(|m| !m.readable);
+        if remote {
+            return Err(Fault::Remote);
+        }
+        Ok(())
+    }
+}
+
 impl Target for ProcessMemory {
     fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), Fault> {
         self.check_time()?;
+        self.may_read(addr, buf.len())?;
         self.mem
             .read_exact_at(addr, buf)
             .map_err(|_| Fault::Unreadable)
@@ -265,6 +300,9 @@ impl Target for ProcessMemory {
 
     fn read_many(&mut self, at: &[(u64, usize)], out: &mut [u8]) -> Result<(), Fault> {
         self.check_time()?;
+        for &(addr, len) in at {
+            self.may_read(addr, len)?;
+        }
         let mut rest = out;
         for at in at.chunks(IOV_MAX) {
             let len: usize = at.iter().map(|r| r.1).sum();

@@ -130,7 +130,8 @@ pub fn read_with(
             remote: remote.as_ref(),
         };
         // Its memory is opened only when a reader reads it.
-        let open = || ProcessMemory::open(source, pid).map(|m| m.with_mappings(vmas));
+        let open =
+            || ProcessMemory::open(source, pid).map(|m| m.with_mappings(vmas, remote.as_ref()));
         let mut ceiling = Ceiling(resident_ceiling(vmas));
         readers::read_all(&process, open, &binaries.readers, &mut ceiling)
     } else {

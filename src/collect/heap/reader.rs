@@ -50,6 +50,9 @@ pub enum Fault {
     /// A range the allocator says it holds lies outside the process's private anonymous
     /// memory ([`Target::private_anonymous`]): not believed.
     Outside,
+    /// An address lies in a mapping of a file on a FUSE or network mount, whose page a
+    /// read could fault in from a server that never answers: not read.
+    Remote,
 }
 
 /// The little-endian `u64` at `at` of `b`; `None` past its end.

@@ -117,6 +117,7 @@ impl Unmeasured {
             Fault::Unreadable => Unmeasured::Unreadable,
             Fault::NotFound => Unmeasured::Unsupported,
             Fault::Outside => Unmeasured::Implausible,
+            Fault::Remote => Unmeasured::RemoteFile,
         }
     }
 }

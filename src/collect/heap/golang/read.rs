@@ -36,7 +36,9 @@ pub fn read<T: Target>(target: &mut T, layout: &Layout, bias: u64) -> Result<GoH
     let fault = |f: Fault| match f {
         Fault::Unreadable => Unmeasured::Unreadable,
         Fault::Budget => Unmeasured::Budget,
-        _ => Unmeasured::Moving,
+        Fault::Remote => Unmeasured::Unreadable,
+        Fault::Outside => Unmeasured::Implausible,
+        Fault::Inconsistent | Fault::NotFound => Unmeasured::Moving,
     };
     for _ in 0..2 {
         let before = figures(target, layout, bias).map_err(fault)?;

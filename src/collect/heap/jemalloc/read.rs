@@ -34,6 +34,7 @@ pub fn read<T: Target>(
         Fault::Inconsistent => Unmeasured::Moving,
         Fault::NotFound => Unmeasured::UnknownLayout,
         Fault::Outside => Unmeasured::Implausible,
+        Fault::Remote => Unmeasured::RemoteFile,
     };
     for _ in 0..2 {
         let first = arenas(target, layout, bias).map_err(fault)?;

@@ -2,6 +2,7 @@
 //! reads another process's (`/proc/PID/mem`, `pagemap`, smaps for the shortcuts).
 
 use super::*;
+use crate::parse::mountinfo::Remote;
 use crate::parse::smaps;
 use crate::source::Source;
 
@@ -59,7 +60,7 @@ fn residency_from_the_mappings_equals_pagemap_and_costs_no_entry() {
     let truth = by_pagemap.resident_bytes(map.0, end).unwrap();
     assert_eq!(truth, 4 * PAGE);
     let (m, _) = own_memory();
-    let mut m = m.with_mappings(&vmas);
+    let mut m = m.with_mappings(&vmas, Some(&Remote::default()));
     // The whole mapping: its Rss, not a single pagemap entry.
     m.budget(Budget {
         time: Duration::from_secs(60),
@@ -108,7 +109,7 @@ fn an_untouched_reservation_is_free_to_look_at_and_time_is_checked_on_every_read
         assert_eq!(r, 0);
     }
     let (m, vmas) = own_memory();
-    let mut m = m.with_mappings(&vmas);
+    let mut m = m.with_mappings(&vmas, Some(&Remote::default()));
     m.budget(Budget {
         time: Duration::from_secs(60),
         pages: 0,
@@ -147,7 +148,7 @@ fn the_zero_page_is_not_resident() {
         0
     );
     // Through smaps: the whole mapping, as its private pages say.
-    let mut mem = mem.with_mappings(&vmas);
+    let mut mem = mem.with_mappings(&vmas, Some(&Remote::default()));
     assert_eq!(mem.resident_bytes(m.0, end).unwrap(), 6 * PAGE);
     assert_eq!(
         mem.resident_bytes(m.0 + 20 * PAGE, m.0 + 40 * PAGE)
@@ -176,7 +177,7 @@ fn only_private_anonymous_mappings_are_a_heaps_ground() {
     let shared = shared as u64;
     let (m, vmas) = own_memory();
     let exe = vmas.iter().find(|v| v.file_backed).unwrap();
-    let m = m.with_mappings(&vmas);
+    let m = m.with_mappings(&vmas, Some(&Remote::default()));
     let inside = m.private_anonymous(private.0, private.0 + 16 * PAGE);
     let partly = m.private_anonymous(private.0 + 8 * PAGE, private.0 + 17 * PAGE);
     let in_shared = m.private_anonymous(shared, shared + PAGE);
@@ -190,4 +191,33 @@ fn only_private_anonymous_mappings_are_a_heaps_ground() {
     if next.is_none_or(|v| v.file_backed || v.perms[3] != b'p') {
         assert!(!partly);
     }
+}
+
+/// A mapping of a file on a FUSE or network mount is never read (a page not in memory
+/// would be asked of its server), nor any file's when the mounts cannot be told;
+/// anonymous memory still is.
+#[test]
+fn a_mapping_of_a_remote_file_is_never_read() {
+    let anon = Mapping::new(1, &[0]);
+    let (m, vmas) = own_memory();
+    let exe = vmas.iter().find(|v| v.file_backed).unwrap();
+    let (dev, _) = exe.file_id.unwrap();
+    let remote = Remote {
+        mount_ids: vec![1],
+        devices: vec![dev],
+    };
+    let mut m = m.with_mappings(&vmas, Some(&remote));
+    let mut b = [0u8; 8];
+    assert_eq!(m.read(exe.start, &mut b), Err(Fault::Remote));
+    assert_eq!(
+        m.read_many(&[(anon.0, 8), (exe.start, 8)], &mut [0u8; 16]),
+        Err(Fault::Remote)
+    );
+    assert_eq!(m.read(anon.0, &mut b), Ok(()));
+    let (m, vmas) = own_memory();
+    let mut unknown = m.with_mappings(&vmas, None);
+    assert_eq!(unknown.read(exe.start, &mut b), Err(Fault::Remote));
+    let (m, vmas) = own_memory();
+    let mut local = m.with_mappings(&vmas, Some(&Remote::default()));
+    assert_eq!(local.read(exe.start, &mut b), Ok(()));
 }

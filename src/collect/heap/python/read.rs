@@ -171,6 +171,7 @@ pub fn read<T: Target>(t: &mut T, layout: &Layout, bias: u64) -> Result<PythonHe
         Fault::Inconsistent => Unmeasured::Moving,
         Fault::NotFound => Unmeasured::UnknownLayout,
         Fault::Outside => Unmeasured::Implausible,
+        Fault::Remote => Unmeasured::RemoteFile,
     };
     let mut last = None;
     for _ in 0..2 {
