@@ -183,6 +183,25 @@ fn rules_and_dashboards_are_the_mixins_files() {
     assert_eq!(pr["spec"], yaml(&rules_file()));
 }
 
+/// A NetworkPolicy asked for with no client named is refused with a message saying so,
+/// not rendered open to every pod.
+#[test]
+fn a_network_policy_without_clients_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let values = dir.path().join("values.yaml");
+    std::fs::write(&values, "networkPolicy:\n  enabled: true\n").unwrap();
+    let out = tool("helm")
+        .args(["template", "membloat"])
+        .arg(chart())
+        .arg("-f")
+        .arg(&values)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("networkPolicy.from"), "{err}");
+}
+
 /// What each value set is, and what its render must show.
 struct Case {
     name: &'static str,
@@ -223,7 +242,8 @@ fn cases() -> Vec<Case> {
                  nodeSelector:\n  node-role.kubernetes.io/worker: \"\"\n\
                  tolerations: []\n\
                  resources:\n  limits:\n    memory: 128Mi\n\
-                 serviceMonitor:\n  basicAuth:\n    username:\n      name: scrape-creds\n      key: user\n    password:\n      name: scrape-creds\n      key: password\n"
+                 serviceMonitor:\n  basicAuth:\n    username:\n      name: scrape-creds\n      key: user\n    password:\n      name: scrape-creds\n      key: password\n\
+                 networkPolicy:\n  enabled: true\n  from:\n    - namespaceSelector:\n        matchLabels:\n          kubernetes.io/metadata.name: monitoring\n      podSelector:\n        matchLabels:\n          app.kubernetes.io/name: prometheus\n"
             ),
         },
         Case {
@@ -352,6 +372,26 @@ fn every_value_set_validates_and_says_what_it_was_asked() {
             values["prometheusRule"]["enabled"] == Value::Bool(false),
             "{name}"
         );
+        // The NetworkPolicy: only when asked, selecting the exporter's pods, open to the
+        // clients named and to the metrics port alone.
+        let policies = kind(&objects, "NetworkPolicy");
+        if values["networkPolicy"]["enabled"] == Value::Bool(true) {
+            let np = policies[0];
+            assert_eq!(policies.len(), 1, "{name}");
+            assert_eq!(
+                np["spec"]["podSelector"]["matchLabels"],
+                ds["spec"]["selector"]["matchLabels"],
+                "{name}"
+            );
+            let ingress = &np["spec"]["ingress"];
+            assert_eq!(ingress.as_sequence().unwrap().len(), 1, "{name}");
+            assert_eq!(ingress[0]["from"], values["networkPolicy"]["from"], "{name}");
+            assert_eq!(ingress[0]["ports"][0]["port"].as_str(), Some("metrics"));
+            let port = &container["ports"][0];
+            assert_eq!(port["name"].as_str(), Some("metrics"), "{name}");
+        } else {
+            assert!(policies.is_empty(), "{name}");
+        }
         for o in &objects {
             if o["kind"] != "PriorityClass" {
                 assert_eq!(
