@@ -379,13 +379,15 @@ fn every_value_set_validates_and_says_what_it_was_asked() {
             let np = policies[0];
             assert_eq!(policies.len(), 1, "{name}");
             assert_eq!(
-                np["spec"]["podSelector"]["matchLabels"],
-                ds["spec"]["selector"]["matchLabels"],
+                np["spec"]["podSelector"]["matchLabels"], ds["spec"]["selector"]["matchLabels"],
                 "{name}"
             );
             let ingress = &np["spec"]["ingress"];
             assert_eq!(ingress.as_sequence().unwrap().len(), 1, "{name}");
-            assert_eq!(ingress[0]["from"], values["networkPolicy"]["from"], "{name}");
+            assert_eq!(
+                ingress[0]["from"], values["networkPolicy"]["from"],
+                "{name}"
+            );
             assert_eq!(ingress[0]["ports"][0]["port"].as_str(), Some("metrics"));
             let port = &container["ports"][0];
             assert_eq!(port["name"].as_str(), Some("metrics"), "{name}");

@@ -77,6 +77,16 @@ fn a_real_kill_is_named_with_what_was_measured_of_its_victim() {
 
     // The test's own cursor at the end of the kernel log: only this kill from now on.
     let mut log = common::kmsg::at_end();
+    // A kill forged by a process that can write to /dev/kmsg (root, here), in the kernel's
+    // own words and at its level, before the real one: the kernel files it under LOG_USER,
+    // and the exporter, which reads the real kill after it, counts none of it.
+    let forged = std::process::id();
+    for line in [
+        format!("<3>oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/x,task_memcg=/x,task=postgres,pid={forged},uid=0"),
+        format!("<3>Memory cgroup out of memory: Killed process {forged} (postgres) total-vm:1024kB, anon-rss:512kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:4kB oom_score_adj:0"),
+    ] {
+        std::fs::write("/dev/kmsg", line).unwrap();
+    }
 
     // The limit 16 MiB above what the cgroup holds; another process allocates 64 MiB, and
     // the hoarder is the OOM killer's first choice (oom_score_adj 1000; lowering the other's
@@ -127,6 +137,13 @@ fn a_real_kill_is_named_with_what_was_measured_of_its_victim() {
         ),
         Some(1.0)
     );
+    let counted: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("membloat_oom_kills_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert_eq!(counted, 1.0, "the forged kill was counted");
+    assert!(!text.contains("postgres"), "the forged victim is named");
     let killed = |kind: &str| {
         value(
             &text,

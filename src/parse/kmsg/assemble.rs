@@ -65,6 +65,12 @@ impl Assembler {
             self.malformed += 1;
             return None;
         };
+        // Only the kernel logs with facility 0: a record a process wrote to /dev/kmsg is
+        // given LOG_USER (or its own facility) by the kernel, whatever it asked for, so no
+        // process can write the kernel's OOM lines, even a root one where the device is.
+        if r.priority >> 3 != 0 {
+            return None;
+        }
         let joined;
         let message = match r.continuation {
             Continuation::Whole => {

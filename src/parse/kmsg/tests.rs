@@ -282,6 +282,18 @@ fn the_assembler_makes_one_kill_of_the_summary_and_the_kill_line() {
     assert_eq!(a.malformed, 0);
     assert_eq!(a.push("not a record"), None);
     assert_eq!(a.malformed, 1);
+    // The same lines written to /dev/kmsg by a process: the kernel gives them LOG_USER
+    // (facility 1: priority 8 + level), or the facility the writer named, never 0.
+    let mut a = Assembler::default();
+    for facility in [1u32, 3, 23] {
+        for r in &records {
+            let (prio, rest) = r.split_once(',').unwrap();
+            let prio: u32 = prio.parse().unwrap();
+            let forged = format!("{},{rest}", facility * 8 + prio);
+            assert_eq!(a.push(&forged), None, "{forged}");
+        }
+    }
+    assert_eq!(a.malformed, 0);
 }
 
 /// Kernel 4.19's three lines (see `a_memory_cgroup_kill_on_kernel_4_19`) make one kill with
