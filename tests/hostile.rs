@@ -1,5 +1,5 @@
 //! A tenant's programs against the exporter, beside benign ones: unprivileged (run as
-//! nobody) C programs that only rewrite their own memory or their own executable
+//! uid 64000, a user of their own) C programs that only rewrite their own memory or their own executable
 //! (`tests/reproducers/hostile.c`, `godress.c`), and a glibc hoarder, a Go program and an
 //! idle JVM that must still be measured right. The exporter runs at its defaults, one scan
 //! a second, for `MEMBLOAT_HOSTILE_SECONDS` (100 by default), in a memory cgroup of the
@@ -19,10 +19,11 @@ use std::time::{Duration, Instant};
 /// The chart's memory limit (deploy/helm: resources.limits.memory).
 const CHART_LIMIT_BYTES: f64 = 64.0 * 1048576.0;
 
-/// A program started as nobody, with no groups: any tenant.
-fn as_nobody(name: &str, program: &std::path::Path, args: &[&str]) -> Repro {
+/// A program started as a tenant, uid 64000 with no groups: any unprivileged user, one no
+/// other test runs as (the hidepid test counts the processes nobody sees).
+fn as_tenant(name: &str, program: &std::path::Path, args: &[&str]) -> Repro {
     let mut cmd = tool("setpriv");
-    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+    cmd.args(["--reuid=64000", "--regid=64000", "--clear-groups", "--"])
         .arg(program)
         .args(args);
     Repro::spawn(name, cmd)
@@ -108,6 +109,24 @@ fn dressed_as_go(kind: &str) -> PathBuf {
     out
 }
 
+/// The exporter's command line in `cg`, given the chart's memory limit: joined before it
+/// starts, so all it allocates is charged there.
+fn in_charts_cgroup(cg: &TestCgroup) -> std::process::Command {
+    cg.set_limit(CHART_LIMIT_BYTES as u64);
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("{} && exec \"$0\" \"$@\"", cg.join()))
+        .arg(bin());
+    cmd
+}
+
+/// Processes of `cg` the OOM killer killed.
+fn oom_kills(cg: &TestCgroup) -> u64 {
+    cg.read_lines("memory.oom_control")
+        .find_map(|l| l.strip_prefix("oom_kill ").map(str::to_owned))
+        .map_or(0, |n| n.trim().parse::<u64>().unwrap())
+}
+
 /// What a glibc reproducer's "ready FREE" line says glibc holds free (`mallinfo2`).
 fn fordblks_of(r: &Repro) -> f64 {
     r.ready.split_whitespace().nth(1).unwrap().parse().unwrap()
@@ -126,8 +145,9 @@ fn labelled(text: &str, metric: &str, label: &str) -> f64 {
     value(text, &format!("{metric}{{{label}}}")).unwrap_or(0.0)
 }
 
-/// The hostile programs, each as nobody, with what it attempts.
-fn start_hostile() -> Vec<(String, Repro)> {
+/// The hostile programs, each as the tenant, with what it attempts; `dir` is the tenant's
+/// own.
+fn start_hostile(dir: &std::path::Path) -> Vec<(String, Repro)> {
     // The hostile: five top chunks of 1-16 TiB looked up page by page (the pages past the
     // first of each reservation), one over a whole reservation, 1,000 overlapping chunks,
     // 60,000 mappings, and three binaries dressed as Go whose DWARF would take hundreds of
@@ -135,21 +155,56 @@ fn start_hostile() -> Vec<(String, Repro)> {
     let hostile_bin = repro::build("hostile");
     let mut hostile: Vec<(String, Repro)> = Vec::new();
     for tib in ["1", "2", "4", "8", "16"] {
-        let r = as_nobody("hostile", &hostile_bin, &["bigtop", tib, "1"]);
+        let r = as_tenant("hostile", &hostile_bin, &["bigtop", tib, "1"]);
         hostile.push((format!("bigtop {tib} TiB"), r));
     }
-    let r = as_nobody("hostile", &hostile_bin, &["bigtop", "4", "0"]);
+    let r = as_tenant("hostile", &hostile_bin, &["bigtop", "4", "0"]);
     hostile.push(("bigtop 4 TiB, whole".into(), r));
-    let r = as_nobody("hostile", &hostile_bin, &["overlap", "1000"]);
+    let r = as_tenant("hostile", &hostile_bin, &["overlap", "1000"]);
     hostile.push(("overlap 1000".into(), r));
-    let r = as_nobody("hostile", &hostile_bin, &["maps", "60000"]);
+    let r = as_tenant("hostile", &hostile_bin, &["maps", "60000"]);
     hostile.push(("maps 60000".into(), r));
     for kind in ["bomb", "pair", "types"] {
-        let r = as_nobody("godress", &dressed_as_go(kind), &[]);
+        let r = as_tenant("godress", &dressed_as_go(kind), &[]);
         hostile.push((format!("dressed as Go: {kind}"), r));
     }
-
+    // A process whose main thread exited, a memfd named as ZGC's heap, and one shared
+    // memory listed as jemalloc's by 21 processes.
+    let r = as_tenant("headless", &repro::build("headless"), &["256"]);
+    hostile.push(("headless".into(), r));
+    let (java, perf) = zgc_dressed(dir);
+    let args = [perf.to_str().unwrap(), dir.to_str().unwrap(), "1024"];
+    hostile.push(("dressed as ZGC".into(), as_tenant("java", &java, &args)));
+    let r = as_tenant("jeshare", &repro::build("jeshare"), &["64", "21"]);
+    hostile.push(("jeshare".into(), r));
     hostile
+}
+
+/// The program dressed as a ZGC JVM, copied as `java` into `dir` (which the tenant may
+/// write), and the real JVM's perf data it maps.
+fn zgc_dressed(dir: &std::path::Path) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let java = dir.join("java");
+    std::fs::copy(repro::build("zgcdress"), &java).unwrap();
+    let perf = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hsperfdata/jdk17-z");
+    (java, perf)
+}
+
+/// No group's measured figures are more than its Pss (shared pages once).
+fn no_group_figure_over_its_pss(t: &str) {
+    for line in t.lines().filter(|l| {
+        l.starts_with("membloat_group_hoarded_bytes{") && l.contains("method=\"measured\"")
+    }) {
+        let group = line
+            .split("group=\"")
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .unwrap();
+        let served: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        let pss = value(t, &format!("membloat_group_pss_bytes{{group=\"{group}\"}}")).unwrap();
+        assert!(served <= pss, "{line}: Pss {pss}");
+    }
 }
 
 /// What the scrapes showed over the run.
@@ -246,17 +301,14 @@ fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
         200,
         20,
     );
-    let hostile = start_hostile();
+    let tenant = tempfile::Builder::new()
+        .prefix("membloat-tenant-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let hostile = start_hostile(tenant.path());
 
-    // The exporter in a memory cgroup of its own with the chart's limit, joined before it
-    // starts: all it allocates is charged there.
     let cg = TestCgroup::new("hostile").expect("the v1 memory controller");
-    cg.set_limit(CHART_LIMIT_BYTES as u64);
-    let mut cmd = std::process::Command::new("sh");
-    cmd.arg("-c")
-        .arg(format!("{} && exec \"$0\" \"$@\"", cg.join()))
-        .arg(bin());
-    let mut d = Daemon::start_with(cmd, &["--scan.interval=1s"]);
+    let mut d = Daemon::start_with(in_charts_cgroup(&cg), &["--scan.interval=1s"]);
     let daemon = d.child.id();
     let (cpu_before, started) = (cpu_seconds(daemon), Instant::now());
     let w = watch(&d, seconds, fordblks);
@@ -264,10 +316,7 @@ fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
     let elapsed = started.elapsed().as_secs_f64();
     let cpu = (cpu_seconds(daemon) - cpu_before) / elapsed;
     let peak = status_bytes(daemon, "VmHWM");
-    let oom_kills = cg
-        .read_lines("memory.oom_control")
-        .find_map(|l| l.strip_prefix("oom_kill ").map(str::to_owned))
-        .map_or(0, |n| n.trim().parse::<u64>().unwrap());
+    let oom_kills = oom_kills(&cg);
     let charged = cg.read("memory.max_usage_in_bytes") as f64;
     assert!(d.child.try_wait().unwrap().is_none(), "the exporter exited");
     assert_eq!(oom_kills, 0, "the exporter was OOM-killed in its cgroup");
@@ -276,10 +325,12 @@ fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
     let jvm_reads = |o: &str| labelled(&t, "membloat_jvm_reads_total", &format!("outcome=\"{o}\""));
     eprintln!(
         "{elapsed:.0} s, {scans_seen} scans, at most {gap:?} between two: exporter peak RSS {:.1} MiB \
-         (its cgroup's peak charge {:.1} MiB, page cache included), \
+         ({:.1} MiB less its file pages; its cgroup's peak charge {:.1} MiB, page cache \
+         and kernel memory included), \
          CPU {:.1} % of a core; glibc measured at {glibc_at:?}; walks budget {} inconsistent {} \
          implausible {} measured {}; Go reads budget {} measured {}; JVM reads measured {}",
         peak / 1048576.0,
+        (peak - status_bytes(daemon, "RssFile")) / 1048576.0,
         charged / 1048576.0,
         cpu * 100.0,
         walks("budget"),
@@ -293,12 +344,14 @@ fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
     // Scans went on: none waited out more than two read timeouts (5 s each).
     assert!(gap < Duration::from_secs(12), "no scan for {gap:?}");
     // Every reader at its caps at once (the layouts' budget among them) stays under half
-    // the chart's limit, as its cgroup charges it (RSS also counts the binary's own text,
-    // charged to whoever read it first).
+    // the chart's limit: the peak RSS less the binary's own text and other file pages
+    // (the cgroup's charge also holds page cache and /proc dentries, which the kernel
+    // reclaims at the limit, and other tests' processes scanned at the same time).
+    let own = peak - status_bytes(daemon, "RssFile");
     assert!(
-        charged < CHART_LIMIT_BYTES / 2.0,
-        "charged {:.1} MiB: over half the chart's limit",
-        charged / 1048576.0
+        own < CHART_LIMIT_BYTES / 2.0,
+        "{:.1} MiB of its own at the peak: over half the chart's limit",
+        own / 1048576.0
     );
     assert!(
         peak < CHART_LIMIT_BYTES,
@@ -321,6 +374,17 @@ fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
         "the Go program was never measured"
     );
     assert!(jvm_reads("measured") >= 1.0, "the JVM was never measured");
+    each_attack_ended_as_its_bound_says(&t);
+    drop((hoard, go, jvm, hostile, tenant));
+    let _ = d.child.kill();
+    let _ = d.child.wait();
+    drop(cg);
+}
+
+/// What the scrapes of the whole run ended with: each attack stopped where its bound says.
+fn each_attack_ended_as_its_bound_says(t: &str) {
+    let walks = |o: &str| labelled(t, "membloat_heap_walks_total", &format!("outcome=\"{o}\""));
+    let go_reads = |o: &str| labelled(t, "membloat_go_reads_total", &format!("outcome=\"{o}\""));
     // Each attack ended as its bound says.
     assert!(
         walks("budget") >= 5.0,
@@ -336,11 +400,11 @@ fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
         walks("inconsistent") + walks("implausible") >= 1.0,
         "the overlapping chunks were believed"
     );
-    no_measured_figure_over_resident(&t);
-    drop((hoard, go, jvm, hostile));
-    let _ = d.child.kill();
-    let _ = d.child.wait();
-    drop(cg);
+    no_measured_figure_over_resident(t);
+    no_group_figure_over_its_pss(t);
+    // The process whose main thread exited is seen, with its memory.
+    let headless = value(t, "membloat_group_resident_bytes{group=\"headless\"}").unwrap_or(0.0);
+    assert!(headless >= 256.0 * 1048576.0, "headless: {headless}");
 }
 
 /// The exporter in a memory cgroup of its own with the chart's limit, beside 10,000 idle
@@ -520,7 +584,7 @@ fn a_binary_on_a_fuse_mount_that_stops_answering_holds_no_reader() {
 #[ignore = "needs root"]
 fn a_process_whose_main_thread_exited_is_seen_through_a_live_thread() {
     needs_root("the program runs as another user");
-    let r = as_nobody("headless", &repro::build("headless"), &["256"]);
+    let r = as_tenant("headless", &repro::build("headless"), &["256"]);
     let pid = r.pid();
     let tid: u32 = r.ready.split_whitespace().nth(1).unwrap().parse().unwrap();
     // The premise: the process's own directory shows no memory, its thread's does.
@@ -563,18 +627,14 @@ fn a_process_whose_main_thread_exited_is_seen_through_a_live_thread() {
 #[test]
 #[ignore = "needs root"]
 fn a_memfd_named_as_zgcs_heap_is_believed_only_as_far_as_it_is_mapped() {
-    use std::os::unix::fs::PermissionsExt;
     needs_root("the program runs as another user");
     let dir = tempfile::Builder::new()
         .prefix("membloat-zgc-")
         .tempdir_in("/tmp")
         .unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let java = dir.path().join("java");
-    std::fs::copy(repro::build("zgcdress"), &java).unwrap();
-    let perf = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hsperfdata/jdk17-z");
+    let (java, perf) = zgc_dressed(dir.path());
     let dir_arg = dir.path().to_str().unwrap();
-    let r = as_nobody("java", &java, &[perf.to_str().unwrap(), dir_arg, "1024"]);
+    let r = as_tenant("java", &java, &[perf.to_str().unwrap(), dir_arg, "1024"]);
     let pid = r.pid();
     let d = Daemon::start(&["--scan.interval=1s"]);
     let resident =
@@ -607,7 +667,7 @@ fn a_memfd_named_as_zgcs_heap_is_believed_only_as_far_as_it_is_mapped() {
 #[ignore = "needs root"]
 fn one_shared_memory_listed_by_many_processes_is_not_multiplied() {
     needs_root("the program runs as another user");
-    let r = as_nobody("jeshare", &repro::build("jeshare"), &["64", "21"]);
+    let r = as_tenant("jeshare", &repro::build("jeshare"), &["64", "21"]);
     let d = Daemon::start(&["--scan.interval=1s", "--collector.processes.top-k=100000"]);
     // Every process read once, whatever the outcome.
     let reads = |t: &str| -> f64 {
@@ -647,4 +707,104 @@ fn one_shared_memory_listed_by_many_processes_is_not_multiplied() {
     assert!(held.is_none(), "jemalloc's held pages believed: {held:?}");
     no_measured_figure_over_resident(&t);
     drop((d, r));
+}
+
+/// Six of a tenant's processes that each hold their own mmap lock for as long as their
+/// FUSE server keeps a read waiting (`tests/reproducers/lockhold.c`: a thread reads its
+/// own page of the mount through /proc/self/mem, another queues to map): every read that
+/// takes that lock waits behind them. They once took every reader thread (five), and no
+/// process was scanned again. Now at most four readers can ever wait there, the deep tier
+/// reads none of them, and every scan reads every other process: a hoarder started
+/// beside them is measured.
+#[test]
+#[ignore = "needs root"]
+fn processes_holding_their_own_mmap_lock_stop_no_scan() {
+    needs_root("a FUSE mount");
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (mnt, hold) = (dir.path().join("mnt"), dir.path().join("hold"));
+    std::fs::create_dir(&mnt).unwrap();
+    let _mounted = Mounted(mnt.clone());
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/fusefile.py");
+    let mut cmd = std::process::Command::new("/usr/bin/python3");
+    cmd.arg(script)
+        .arg(repro::build("hoard"))
+        .arg(&mnt)
+        .arg(&hold);
+    let server = Repro::spawn("fusefile", cmd);
+    let prog = mnt.join("prog");
+    let lockhold = repro::build("lockhold");
+    let mut holders: Vec<Repro> = (0..6)
+        .map(|_| as_tenant("lockhold", &lockhold, &[prog.to_str().unwrap()]))
+        .collect();
+    // From here on every request to the mount waits; dropped before the exporter and
+    // the holders, also when an assertion fails, so that every waiting read returns.
+    std::fs::write(&hold, "").unwrap();
+    let _answer = Answer(hold.clone());
+    for h in &mut holders {
+        use std::io::{BufRead, Write};
+        h.child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+        let mut line = String::new();
+        h.out.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "started");
+    }
+    // The premise, as the kernel tells it: each holder has a thread queued for its mmap
+    // lock (state D) behind the one that waits on the server.
+    for h in &holders {
+        let pid = h.pid();
+        let queued = || {
+            std::fs::read_dir(format!("/proc/{pid}/task"))
+                .unwrap()
+                .flatten()
+                .any(|t| {
+                    let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                    stat.rsplit_once(')')
+                        .and_then(|(_, r)| r.split_whitespace().next())
+                        == Some("D")
+                })
+        };
+        let started = Instant::now();
+        while !queued() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{pid}: no thread queued"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    let d = Daemon::start(&["--scan.interval=1s"]);
+    let later = Repro::start_as("hoard", "later", &["2", "1", "0"]);
+    let truth = fordblks_of(&later);
+    // Twenty scans: each read the other processes, and the hoarder is measured.
+    let scans = |t: &str| value(t, "membloat_scans_total").unwrap_or(0.0);
+    let (mut seen, mut measured_at) = (0.0, None);
+    let started = Instant::now();
+    let mut t = String::new();
+    while seen < 20.0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "{seen} scans in 120 s"
+        );
+        t = d.metrics();
+        if scans(&t) > seen {
+            seen = scans(&t);
+            let scanned = value(&t, "membloat_processes_scanned").unwrap_or(0.0);
+            assert!(scanned > 10.0, "scan {seen}: {scanned} processes scanned");
+        }
+        let free = value(&t, "membloat_group_heap_free_bytes{group=\"later\"}");
+        if measured_at.is_none() && free.is_some_and(|f| (f - truth).abs() <= 0.05 * truth) {
+            measured_at = Some(started.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let threads = std::fs::read_dir(format!("/proc/{}/task", d.child.id()))
+        .unwrap()
+        .count();
+    let stalled = value(&t, "membloat_scan_stalled_processes").unwrap_or(0.0);
+    eprintln!(
+        "{seen} scans: hoarder measured at {measured_at:?}; {stalled} processes stalled; \
+         the exporter has {threads} threads"
+    );
+    let measured_at = measured_at.expect("the hoarder was never measured");
+    assert!(measured_at < Duration::from_secs(60), "{measured_at:?}");
+    drop((_answer, later, d, holders, server));
 }

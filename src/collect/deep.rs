@@ -93,7 +93,11 @@ pub(super) fn read(
         .iter()
         .map(|&(_, _, i)| processes[i].start_ticks)
         .collect();
-    let work = reader(procs, deep, spent.clone(), starts);
+    // No read starts past the batch's deadline, whatever CPU it cost: reads that each
+    // take just under the stall limit (a process's mmap lock held, then let go) cannot
+    // stretch the scan past the liveness probe. The batch ends within two stall limits.
+    let until = started + procs.reading.timeout;
+    let work = reader(procs, deep, spent.clone(), starts, until);
     let batch = procs.deep_pool.run(
         due.iter().map(|&(_, _, i)| processes[i].pid).collect(),
         procs.reading.timeout,
@@ -149,7 +153,7 @@ pub(super) fn read(
 }
 
 /// What a deep reader does with one pid: smaps, the heap readers and the cgroup, while
-/// this scan's CPU budget (`spent` so far) lasts; every read's CPU is added to the
+/// this scan's CPU budget (`spent` so far) lasts and until the batch's deadline; every read's CPU is added to the
 /// processes' running totals when it ends, even one the scan stopped waiting for. A
 /// process whose start time (`starts`, by index in the batch) is not the same after the
 /// read is another process that took the pid meanwhile: the read is dropped as vanished.
@@ -158,17 +162,24 @@ fn reader(
     deep: &DeepConfig,
     spent: Arc<AtomicU64>,
     starts: Vec<u64>,
+    until: Instant,
 ) -> pool::Work<DeepRead> {
     let budget = deep.budget.as_nanos() as u64;
     let (source, total, walk) = (procs.source.clone(), procs.deep_cpu.clone(), deep.heap_walk);
     let binaries = procs.binaries.clone();
     Arc::new(move |bufs: &mut Buffers, at: &pool::Progress, pid, n| {
         super::processes::progress::at(at, super::processes::progress::File::Deep);
-        // One process is always read; the others while the budget lasts.
-        if n > 0 && spent.load(Ordering::Acquire) >= budget {
+        // One process is always read; the others while the budget and the time last.
+        if n > 0 && (spent.load(Ordering::Acquire) >= budget || Instant::now() >= until) {
             return DeepRead::Deferred;
         }
         let cpu = thread_cpu();
+        // A thread of it waits uninterruptibly, maybe for its own mmap lock behind a
+        // holder that waits on a server: smaps would wait with it. Left for its next
+        // deep interval, no reader held.
+        if source.waits_uninterruptibly(pid, &mut bufs.aux) {
+            return DeepRead::Done(Err(Reason::Timeout), 0);
+        }
         // What another process holds is untrusted: a reader that panics on it loses
         // that process's read, not the reader thread or the exporter.
         let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

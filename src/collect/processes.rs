@@ -68,6 +68,9 @@ pub(super) struct Processes {
     /// What the heap readers learn once per binary (layouts, the allocator linked in),
     /// bounded, for as long as the exporter runs.
     pub(super) binaries: Arc<super::heap::Binaries>,
+    /// The slots of the reads that take a process's mmap lock, across scans: a reader
+    /// stuck in one keeps its slot.
+    locked: Arc<LockSlots>,
 }
 
 /// CPU time the deep tier's reads spent and have not been reported yet (nanoseconds).
@@ -105,12 +108,14 @@ impl Processes {
             descriptors,
             descriptors_spent: false,
             scans: 0,
-            // Readers stuck in a read are replaced, up to four of them.
-            pool: Pool::new(reading.readers, reading.readers + 4),
+            // Readers stuck in a read are replaced: up to four stuck in files that take no
+            // mmap lock, and as many as there are slots for those that do.
+            pool: Pool::new(reading.readers, reading.readers + 4 + LOCK_SLOTS),
             // One deep read at a time; one more thread when a read is stuck in the kernel.
             deep_pool: Pool::new(1, 2),
             deep_cpu: Arc::default(),
             binaries: Arc::default(),
+            locked: Arc::default(),
         }
     }
 
@@ -157,6 +162,8 @@ impl Processes {
             same_pids,
             descriptors: self.descriptors.clone(),
             stuck: stuck.iter().map(|&(pid, _)| pid).collect(),
+            locked: self.locked.clone(),
+            lock_until: std::time::Instant::now() + self.reading.timeout,
         });
         self.scans += 1;
         let work: pool::Work<ProcessRead> =
@@ -177,15 +184,7 @@ impl Processes {
                 .pool
                 .run(chunk.to_vec(), self.reading.timeout, work.clone());
             for read in batch.results.into_iter().flatten() {
-                count(
-                    errs,
-                    Collector::Processes,
-                    Reason::Malformed,
-                    read.malformed,
-                );
-                if let Some(reason) = read.rollup_error {
-                    count(errs, Collector::Processes, reason, 1);
-                }
+                counted(errs, stats, &read);
                 if read.rollup_error == Some(Reason::Denied)
                     || matches!(read.outcome, Err(Reason::Denied))
                 {
@@ -194,9 +193,6 @@ impl Processes {
                     // Read this time, or gone: no longer refused.
                     cleared.push(read.pid);
                 }
-                stats.rollups_read += read.rollup_read as u64;
-                stats.unkept += read.unkept as u64;
-                stats.slowest_seconds = stats.slowest_seconds.max(read.seconds);
                 if !matches!(read.outcome, Err(Reason::Vanished)) {
                     listed.push(read.pid);
                 }
@@ -327,6 +323,28 @@ impl Processes {
         Ok((pids, odd, false))
     }
 }
+/// What one process's read adds to the scan's error counts and reading figures.
+fn counted(errs: &mut ErrorCounts, stats: &mut ReadStats, read: &ProcessRead) {
+    count(
+        errs,
+        Collector::Processes,
+        Reason::Malformed,
+        read.malformed,
+    );
+    if let Some(reason) = read.rollup_error {
+        count(errs, Collector::Processes, reason, 1);
+    }
+    // Every lock slot held by a stuck read: that file was not read this time.
+    count(
+        errs,
+        Collector::Processes,
+        Reason::Timeout,
+        read.lock_skipped,
+    );
+    stats.rollups_read += u64::from(read.rollup_read);
+    stats.unkept += u64::from(read.unkept);
+    stats.slowest_seconds = stats.slowest_seconds.max(read.seconds);
+}
 
 /// How many `statm` descriptors may be kept open: `--collector.processes.kept-descriptors`
 /// ([`DEFAULT_KEPT`] without it), and never more than the open-files limit less what the
@@ -349,11 +367,12 @@ const DEFAULT_KEPT: usize = 2048;
 mod context;
 mod dir;
 mod files;
+mod group;
 pub(super) mod known;
 mod plan;
 pub(super) mod progress;
 
-use context::{ProcessRead, ReadContext};
+use context::{LockSlots, ProcessRead, ReadContext, LOCK_SLOTS};
 use files::read_process;
 pub(super) use known::Known;
 

@@ -60,7 +60,7 @@ pub(super) fn command() -> Command {
             .help("Minimum time between two full /proc/PID/smaps reads of one candidate process (heap, arenas, commit)"))
         .arg(Arg::new("collector.processes.deep-budget").long("collector.processes.deep-budget").value_name("DURATION")
             .default_value("200ms").value_parser(positive_duration)
-            .help("CPU time the smaps reads may take per scan; the rest wait for the next scan"))
+            .help("CPU time the smaps reads may take per scan, and none starts once the deep reads have taken --collector.processes.read-timeout; the rest wait for the next scan"))
         .arg(Arg::new("collector.processes.deep-min-size").long("collector.processes.deep-min-size").value_name("SIZE")
             .default_value("64MiB").value_parser(parse_size)
             .help("Deep-read a process when its RssAnon reaches SIZE, or its unbacked address space (VmSize - VmRSS) 8 x SIZE"))

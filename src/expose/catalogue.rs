@@ -77,7 +77,7 @@ catalogue! {
     DEEP_SCAN_PROCESSES = membloat "deep_scan_processes", Gauge, None, [], EXPORTER, "the exporter",
         "Processes whose /proc/PID/smaps the deep tier read in the latest scan.";
     DEEP_SCAN_DEFERRED = membloat "deep_scan_deferred", Gauge, None, [], EXPORTER, "the exporter",
-        "Candidates due for a deep read but left for a later scan by --collector.processes.deep-budget.";
+        "Candidates due for a deep read but left for a later scan by --collector.processes.deep-budget (its CPU time, or the deep reads' deadline of one read timeout).";
     DEEP_SCAN_DURATION_SECONDS = membloat "deep_scan_duration", Gauge, Seconds, [], EXPORTER, "the exporter",
         "Wall time of the deep tier in the latest scan.";
     DEEP_SCAN_CPU_SECONDS = membloat "deep_scan_cpu", Gauge, Seconds, [], EXPORTER, "the exporter",
@@ -99,7 +99,7 @@ catalogue! {
     PYTHON_READS_TOTAL = membloat "python_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
         "Reads of deep-read CPython processes' small-object arenas (pymalloc's state, found through the binary's or libpython's symbols, and each pool's header) by outcome: measured; stripped (3.11 and older without a symbol table: Debian's python3.11); unknown_version (a CPython other than 3.8 to 3.13); free_threaded (python3.13t: mimalloc, not read); unknown_layout (what was read does not fit the version's layout: another build configuration, or a crafted table); unreadable (no ptrace access, or libpython could not be opened); moving (the arenas changed under two reads, tried again at the next scans); budget (the read ran out of its time or pages: backed off); implausible (more resident unused memory than the process has resident: not believed); remote_file (the interpreter lies on a FUSE or network mount, never read).";
     SCAN_ERRORS_TOTAL = membloat "scan_errors", Counter, None, ["collector", "reason"], EXPORTER, "the exporter",
-        "Values skipped by reason: vanished (the process exited while being read), permission_denied (the exporter may not read it), malformed (unparseable or absurd), unsupported (the kernel lacks the file), io, hidden (/proc has hidepid and the exporter lacks CAP_SYS_PTRACE: other users' processes are not listed; once per scan), timeout (a read that outlasted --collector.processes.read-timeout: a process once, when it is left behind; a system collector every scan its reader is still stuck).";
+        "Values skipped by reason: vanished (the process exited while being read), permission_denied (the exporter may not read it), malformed (unparseable or absurd), unsupported (the kernel lacks the file), io, hidden (/proc has hidepid and the exporter lacks CAP_SYS_PTRACE: other users' processes are not listed; once per scan), timeout (a read that outlasted --collector.processes.read-timeout: a process once, when it is left behind; a system collector every scan its reader is still stuck; a process's smaps_rollup or cmdline not read because four readers are stuck in such reads or the scan has spent one read timeout on them, or its deep read left because a thread of it waits uninterruptibly).";
     GROUPS_FOLDED = membloat "groups_folded", Gauge, None, [], PROCESSES, "the exporter",
         "Groups summed into group=\"other\" by --collector.processes.max-groups in the latest scan; above 0, raise the cap or group with a matcher file.";
     GROUP_PROCESSES = membloat "group_processes", Gauge, None, ["group"], PROCESSES, "/proc/PID",

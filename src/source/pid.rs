@@ -33,6 +33,31 @@ impl Source {
             .find(|&tid| tid != pid)
     }
 
+    /// Whether a thread of process `pid` (of its first 1,024) waits uninterruptibly
+    /// (state `D`). A thread queued for the process's mmap lock for writing (an `mmap`,
+    /// `munmap` or `brk` behind a holder that waits on a server) waits so, and every read
+    /// that takes the lock (`smaps`, `mem`, `pagemap`) would wait behind it for as long.
+    /// Each thread's `stat` is read, which takes no lock.
+    pub fn waits_uninterruptibly(&self, pid: u32, buf: &mut Buffer) -> bool {
+        set_path(&mut buf.path, &self.procfs, Some(pid), "task");
+        let Ok(tasks) = std::fs::read_dir(&buf.path) else {
+            return false;
+        };
+        let tids: Vec<u32> = tasks
+            .flatten()
+            .take(1024)
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
+        tids.into_iter().any(|tid| {
+            let file = format!("task/{tid}/stat");
+            self.read_pid(pid, &file, buf).is_ok_and(|t| {
+                t.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_ascii_whitespace().next())
+                    == Some("D")
+            })
+        })
+    }
+
     /// The mounts of process `pid` whose files no reader may touch (FUSE, network
     /// filesystems: `parse::mountinfo::remote`), from its own `mountinfo`; `None` when it
     /// cannot be told (longer than a file is read): then any file may be. A `mountinfo`

@@ -27,7 +27,7 @@ int main(int argc, char **argv) {
     fclose(in);
     struct passwd *pw = getpwuid(getuid());
     char dir[4096], path[4200];
-    snprintf(dir, sizeof dir, "%s/hsperfdata_%s", argv[2], pw ? pw->pw_name : "nobody");
+    snprintf(dir, sizeof dir, "%s/hsperfdata_%s", argv[2], pw ? pw->pw_name : "tenant");
     mkdir(dir, 0755);
     snprintf(path, sizeof path, "%s/%d", dir, (int)getpid());
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);

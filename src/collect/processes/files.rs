@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::dir::Dir;
+use super::group::group_of;
 use super::known::{cpu_ticks, still, Standing};
 use super::plan::{plan, Prior};
 use super::{progress, Known, ProcessRead, ReadContext};
-use crate::collect::matcher::Candidate;
 use crate::collect::{pool, Grouping, ProcessFiles, ProcessSample};
 use crate::parse::{
-    self, cgroup, smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status, ParseError,
+    self, smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status, ParseError,
 };
 use crate::source::{Buffers, Kept, ReadError, Reason};
 
@@ -30,6 +30,7 @@ pub(super) fn read_process(
         malformed: 0,
         rollup_error: None,
         rollup_read: false,
+        lock_skipped: 0,
         unkept: false,
         seconds: 0.0,
     };
@@ -143,7 +144,13 @@ fn read_process_files(
         }
     }
     let rollup = if plan.rollup {
-        read_rollup(ctx, bufs, at, dir, read)?
+        match ctx.lock_slot() {
+            Some(_slot) => read_rollup(ctx, bufs, at, dir, read)?,
+            None => {
+                read.lock_skipped += 1;
+                known.and_then(|k| k.reading.rollup)
+            }
+        }
     } else {
         known.and_then(|k| k.reading.rollup)
     };
@@ -155,7 +162,7 @@ fn read_process_files(
         Some(k) if !plan.regroup && !matches!(*ctx.grouping, Grouping::Comm) => {
             k.reading.group.clone()
         }
-        _ => group_of(ctx, bufs, at, dir, &stat.comm, stuck)?,
+        _ => group_of(ctx, bufs, at, dir, &stat.comm, stuck, read)?,
     };
     let files = ProcessFiles {
         pid,
@@ -335,41 +342,6 @@ fn read_rollup(
             Ok(None)
         }
     }
-}
-
-/// The group of a process, as `--collector.processes.group-by` says: its name, its memory
-/// cgroup, or what the matcher file makes of its name and command line (`None` when
-/// nothing matched). A reader stuck in its mmap lock does not read `cmdline` again.
-fn group_of(
-    ctx: &ReadContext,
-    bufs: &mut Buffers,
-    at: &pool::Progress,
-    dir: Dir,
-    comm: &str,
-    stuck: bool,
-) -> Result<Option<String>, Reason> {
-    let pid = dir.pid;
-    Ok(match &*ctx.grouping {
-        Grouping::Comm => Some(comm.to_string()),
-        Grouping::Cgroup => {
-            progress::at(at, progress::File::Cgroup);
-            Some(ctx.source.parse_pid(pid, "cgroup", &mut bufs.main, |t| {
-                // No memory controller line (a controller not mounted): no cgroup.
-                Ok(cgroup::memory_cgroup(t).unwrap_or("").to_string())
-            })?)
-        }
-        Grouping::Matcher(m) => {
-            let cmdline = if m.needs_cmdline() && !stuck {
-                progress::at(at, progress::File::Cmdline);
-                ctx.source
-                    .read_pid(pid, &dir.file("cmdline"), &mut bufs.aux)
-                    .map_err(|e| e.process_reason())?
-            } else {
-                ""
-            };
-            m.group(&Candidate { comm, cmdline })
-        }
-    })
 }
 
 /// A process the last scan found without memory (a kernel thread, a zombie) that is still
