@@ -806,5 +806,22 @@ fn processes_holding_their_own_mmap_lock_stop_no_scan() {
     );
     let measured_at = measured_at.expect("the hoarder was never measured");
     assert!(measured_at < Duration::from_secs(60), "{measured_at:?}");
+    // Its readers that wait behind the holders are abandoned, not joined: asked to stop
+    // while they still wait, the exporter ends.
+    let mut d = d;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(d.child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let asked = Instant::now();
+    while d.child.try_wait().unwrap().is_none() {
+        assert!(
+            asked.elapsed() < Duration::from_secs(10),
+            "the exporter did not end"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!(
+        "ended {:?} after SIGTERM, its readers still waiting",
+        asked.elapsed()
+    );
     drop((_answer, later, d, holders, server));
 }

@@ -51,7 +51,7 @@ pub(super) fn command() -> Command {
             .help("Group processes by name, by memory cgroup, or by --collector.processes.matcher-file"))
         .arg(Arg::new("collector.processes.max-groups").long("collector.processes.max-groups").value_name("N")
             .default_value("500").value_parser(value_parser!(u32).range(1..))
-            .help("Export at most N groups, the largest by RSS; the rest are summed into group=\"other\" (a local user who starts processes of many names cannot grow the series count)"))
+            .help("Export at most N groups, the largest by Pss (shared pages once); the rest are summed into group=\"other\" (a local user who starts processes of many names cannot grow the series count)"))
         .arg(Arg::new("collector.processes.matcher-file").long("collector.processes.matcher-file").value_name("FILE")
             .value_parser(value_parser!(PathBuf))
             .help("process-exporter-style YAML (process_names) naming the groups; implies --collector.processes.group-by=matcher"))

@@ -44,6 +44,9 @@ pub struct GroupStats {
     pub runtime_held: [(u64, u64); crate::collect::heap::readers::COUNT],
     /// A process with a measured figure whose Pss is not known: the sums are not capped.
     pub pss_unknown: bool,
+    /// What the group is ranked by for `--collector.processes.max-groups`: each process's
+    /// Pss (shared pages once), its RSS where its Pss is not known.
+    pub rank_bytes: u64,
 }
 
 impl GroupStats {
@@ -81,6 +84,8 @@ impl GroupStats {
         }
         let r = p.rollup.unwrap_or_default();
         self.processes += 1;
+        let rank = r.pss_bytes.or(s.vm_rss_bytes).unwrap_or(0);
+        self.rank_bytes = self.rank_bytes.saturating_add(rank);
         for (sum, v) in [
             (
                 &mut self.regrown_since_trough_bytes,
@@ -122,14 +127,16 @@ impl GroupStats {
 }
 
 /// The groups in name order, at most `max` of them plus [`OTHER_GROUP`]: past the cap,
-/// the largest by RSS are kept (ties to the lower name) and the others summed into it.
+/// the largest by Pss are kept (ties to the lower name) and the others summed into it.
+/// By Pss, not RSS: processes that share one memory (forked, or mapping one region) each
+/// count it whole in their RSS, and so could push every real group out.
 /// Returns how many were folded.
 pub fn groups(processes: &[ProcessSample], sigs: &[Signals], max: usize) -> (Vec<GroupStats>, u64) {
     let all = sum_groups(processes, sigs, |name| name);
     if all.len() <= max {
         return (all.into_values().map(GroupStats::capped).collect(), 0);
     }
-    let mut ranked: Vec<(&str, u64)> = all.iter().map(|(n, g)| (*n, g.resident_bytes)).collect();
+    let mut ranked: Vec<(&str, u64)> = all.iter().map(|(n, g)| (*n, g.rank_bytes)).collect();
     ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let kept: std::collections::HashSet<&str> = ranked.iter().take(max).map(|r| r.0).collect();
     let folded = (all.len() - max) as u64;
@@ -195,6 +202,34 @@ mod tests {
             ..Signals::default()
         };
         (p, sig)
+    }
+
+    /// Groups of processes that share one large memory (each counts it whole in its RSS,
+    /// its Pss a share) do not push a real group out of the ones kept.
+    #[test]
+    fn groups_past_the_cap_are_ranked_by_pss_not_rss() {
+        let mib = 1u64 << 20;
+        let mut ps = Vec::new();
+        for (pid, name, rss, pss) in [
+            (1, "postgres", 900, 900),
+            (2, "java", 700, 700),
+            (3, "sharer-a", 4000, 8),
+            (4, "sharer-b", 4000, 8),
+            (5, "sharer-c", 4000, 8),
+        ] {
+            let mut reading = (*process(pid, name).reading).clone();
+            reading.status.vm_rss_bytes = Some(rss * mib);
+            reading.rollup = Some(SmapsRollup {
+                pss_bytes: Some(pss * mib),
+                ..SmapsRollup::default()
+            });
+            ps.push(ProcessSample::new(Arc::new(reading), 'S', Some(0.5)));
+        }
+        let sigs = vec![Signals::default(); ps.len()];
+        let (g, folded) = groups(&ps, &sigs, 2);
+        let names: Vec<&str> = g.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(names, ["java", "other", "postgres"]);
+        assert_eq!(folded, 3);
     }
 
     /// 21 processes that each measure the same 256 MiB (one shared memory, whose pages
