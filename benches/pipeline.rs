@@ -118,6 +118,7 @@ fn derive_and_encode(c: &mut Criterion) {
     let options = DeriveOptions {
         top_k: 5,
         max_groups: 500,
+        heap_fresh_seconds: None,
     };
     let (first, _) = derive(State::default(), sample(0), options);
     let second = sample(1);

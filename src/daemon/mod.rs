@@ -51,6 +51,9 @@ impl Pipeline {
             options: DeriveOptions {
                 top_k: cfg.top_k,
                 max_groups: cfg.max_groups,
+                // A process unchanged is read every 10 deep intervals, one whose reads run
+                // out of budget every 16 at most: older than 20, a figure is stale.
+                heap_fresh_seconds: Some(cfg.deep.interval.as_secs_f64() * 20.0),
             },
             reporter: Default::default(),
             live_tool: cfg.live_tool,

@@ -23,6 +23,8 @@ pub struct DeriveOptions {
     pub top_k: usize,
     /// Groups kept at most; the smaller ones are summed into [`OTHER_GROUP`](crate::model::groups::OTHER_GROUP).
     pub max_groups: usize,
+    /// A heap reading older than this is not served (`None`: no bound).
+    pub heap_fresh_seconds: Option<f64>,
 }
 
 #[allow(
@@ -77,8 +79,11 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
     let mut cgroup_hoarded_bytes = BTreeMap::new();
     let mut cgroup_runtime_held_bytes = BTreeMap::new();
     for p in &sample.processes {
+        let prev_state = states.get(&p.key());
+        let fresh = prev_state
+            .and_then(|s| signals::without_stale_heap(s, p, now, opts.heap_fresh_seconds));
         let (mut state, sig) = signals::advance(
-            states.get(&p.key()),
+            fresh.as_ref().or(prev_state),
             p,
             elapsed,
             sample.online_cpus,

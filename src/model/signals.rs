@@ -205,6 +205,29 @@ pub fn advance(
     (next, sig)
 }
 
+/// `prev` without its heap reading and measurement when this scan read no heap of the
+/// process and the last reading is older than `fresh_seconds` at `now`: a figure that old
+/// is not served as measured (the process's deep reads kept being deferred or backed
+/// off); `None` when `prev` stands as it is.
+pub fn without_stale_heap(
+    prev: &ProcState,
+    p: &ProcessSample,
+    now: Option<f64>,
+    fresh_seconds: Option<f64>,
+) -> Option<ProcState> {
+    let (now, fresh) = now.zip(fresh_seconds)?;
+    let read_at = prev.heap()?.read_at_unix_seconds;
+    if p.heap.is_some() || now - read_at <= fresh {
+        return None;
+    }
+    let mut stripped = prev.clone();
+    if let Some(d) = &mut stripped.deep {
+        d.heap = None;
+        d.measured = None;
+    }
+    Some(stripped)
+}
+
 /// A process's CPU time and whether it is idle.
 struct Cpu {
     /// Its CPU time, this scan's or the last read's.

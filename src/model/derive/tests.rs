@@ -16,6 +16,7 @@ fn opts(top_k: usize) -> DeriveOptions {
     DeriveOptions {
         top_k,
         max_groups: 500,
+        heap_fresh_seconds: None,
     }
 }
 
@@ -78,6 +79,7 @@ fn groups_past_the_cap_are_summed_into_other() {
     let capped = DeriveOptions {
         top_k: 0,
         max_groups: 2,
+        heap_fresh_seconds: None,
     };
     let (_, snap) = derive(State::default(), s.clone(), capped);
     let names: Vec<&str> = snap.groups.iter().map(|g| g.name.as_str()).collect();

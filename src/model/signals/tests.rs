@@ -255,3 +255,25 @@ fn the_idle_slack_is_one_tick_of_the_kernels_clock() {
         assert_eq!(g.idle, Some(idle), "tick {tick}");
     }
 }
+
+/// A heap figure older than its freshness bound is not served as measured: the process
+/// falls back to what its mappings say, until a deep read measures it again.
+#[test]
+fn a_stale_heap_figure_is_not_served_as_measured() {
+    let idle = with_heap(sample(2.0, 1100, 0, 1110), 1090, 1090);
+    let (s0, _) = advance(None, &idle, 0.0, 2, TICK);
+    let measured = walked(idle.clone(), Ok(hoard(300)), Runtime::Native);
+    let (s1, g) = advance(Some(&s0), &measured, 10.0, 2, TICK);
+    assert_eq!(g.hoard_method, Some(Method::Measured));
+    // Read at 0 s; at 100 s within a bound of 1,000 s the figure stands.
+    let later = sample(2.0, 1100, 0, 1110);
+    assert!(without_stale_heap(&s1, &later, Some(100.0), Some(1000.0)).is_none());
+    assert!(without_stale_heap(&s1, &later, Some(5000.0), None).is_none());
+    let (_, g) = advance(Some(&s1), &later, 10.0, 2, TICK);
+    assert_eq!(g.hoarded_bytes, Some(300 * MIB));
+    // Past it, not as measured; a reading of this scan is always fresh.
+    let stale = without_stale_heap(&s1, &later, Some(1001.0), Some(1000.0)).unwrap();
+    let (_, g) = advance(Some(&stale), &later, 10.0, 2, TICK);
+    assert_ne!(g.hoard_method, Some(Method::Measured));
+    assert!(without_stale_heap(&s1, &measured, Some(1001.0), Some(1000.0)).is_none());
+}
