@@ -29,21 +29,6 @@ fn as_tenant(name: &str, program: &std::path::Path, args: &[&str]) -> Repro {
     Repro::spawn(name, cmd)
 }
 
-/// A DWARF unit of `n` one-byte type entries (a base type with no attributes), and its
-/// abbreviation table.
-fn tiny_types(n: usize) -> (Vec<u8>, Vec<u8>) {
-    let abbrev = vec![1, 0x11, 1, 0, 0, 2, 0x24, 0, 0, 0, 0];
-    let mut info = vec![0u8; 11];
-    info[4..6].copy_from_slice(&4u16.to_le_bytes());
-    info[10] = 8;
-    info.push(1);
-    info.resize(info.len() + n, 2);
-    info.push(0);
-    let len = u32::try_from(info.len() - 4).unwrap();
-    info[..4].copy_from_slice(&len.to_le_bytes());
-    (abbrev, info)
-}
-
 /// `godress.c` with DWARF added and compressed, a few hundred KiB on disk at most:
 /// - `bomb`: a `.debug_info` that inflates to 255 MiB;
 /// - `pair`: a `.debug_info` and a `.debug_str` of 47 MiB each, each under the one-section
@@ -71,7 +56,8 @@ fn dressed_as_go(kind: &str) -> PathBuf {
             (".debug_str", zeros("str", 47 << 20)),
         ],
         "types" => {
-            let (abbrev, info) = tiny_types(1 << 20);
+            let (abbrev, info) =
+                membloat_exporter::collect::heap::golang::image::tiny_types(1 << 20);
             std::fs::write(dir.join("abbrev"), abbrev).unwrap();
             std::fs::write(dir.join("info"), info).unwrap();
             vec![
@@ -490,6 +476,23 @@ impl Drop for Mounted {
     }
 }
 
+/// A FUSE mount of the test's under `dir` serving the hoarder's binary as `prog`
+/// (`tests/reproducers/fusefile.py`): the mount (detached when dropped), its mount point,
+/// the file whose presence holds every request, and the server.
+fn fuse_server(dir: &std::path::Path) -> (Mounted, PathBuf, PathBuf, Repro) {
+    let (mnt, hold) = (dir.join("mnt"), dir.join("hold"));
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = Mounted(mnt.clone());
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/fusefile.py");
+    let mut cmd = std::process::Command::new("/usr/bin/python3");
+    cmd.arg(script)
+        .arg(repro::build("hoard"))
+        .arg(&mnt)
+        .arg(&hold);
+    let server = Repro::spawn("fusefile", cmd);
+    (mounted, mnt, hold, server)
+}
+
 /// Removes the file that holds the FUSE server's answers.
 struct Answer(PathBuf);
 
@@ -509,17 +512,8 @@ impl Drop for Answer {
 fn a_binary_on_a_fuse_mount_that_stops_answering_holds_no_reader() {
     needs_root("a FUSE mount");
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let (mnt, hold) = (dir.path().join("mnt"), dir.path().join("hold"));
-    std::fs::create_dir(&mnt).unwrap();
-    // Dropped last (declared first), also when an assertion fails.
-    let _mounted = Mounted(mnt.clone());
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/fusefile.py");
-    let mut cmd = std::process::Command::new("/usr/bin/python3");
-    cmd.arg(script)
-        .arg(repro::build("hoard"))
-        .arg(&mnt)
-        .arg(&hold);
-    let server = Repro::spawn("fusefile", cmd);
+    // The mount is dropped last (declared first), also when an assertion fails.
+    let (_mounted, mnt, hold, server) = fuse_server(dir.path());
     let mut cmd = std::process::Command::new(mnt.join("prog"));
     cmd.args(["3", "1", "0"]);
     let served = Repro::spawn("prog", cmd);
@@ -721,16 +715,7 @@ fn one_shared_memory_listed_by_many_processes_is_not_multiplied() {
 fn processes_holding_their_own_mmap_lock_stop_no_scan() {
     needs_root("a FUSE mount");
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let (mnt, hold) = (dir.path().join("mnt"), dir.path().join("hold"));
-    std::fs::create_dir(&mnt).unwrap();
-    let _mounted = Mounted(mnt.clone());
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/fusefile.py");
-    let mut cmd = std::process::Command::new("/usr/bin/python3");
-    cmd.arg(script)
-        .arg(repro::build("hoard"))
-        .arg(&mnt)
-        .arg(&hold);
-    let server = Repro::spawn("fusefile", cmd);
+    let (_mounted, mnt, hold, server) = fuse_server(dir.path());
     let prog = mnt.join("prog");
     let lockhold = repro::build("lockhold");
     let mut holders: Vec<Repro> = (0..6)

@@ -216,20 +216,6 @@ fn the_sections_claims_are_summed_before_any_is_inflated() {
     assert_eq!(layout(&bin[..]), Err(Unmeasured::UnknownLayout));
 }
 
-/// A DWARF unit of `n` one-byte type entries (a base type with no attributes).
-fn tiny_types(n: usize) -> (Vec<u8>, Vec<u8>) {
-    let abbrev = vec![1, 0x11, 1, 0, 0, 2, 0x24, 0, 0, 0, 0];
-    let mut info = vec![0u8; 11];
-    info[4..6].copy_from_slice(&4u16.to_le_bytes());
-    info[10] = 8;
-    info.push(1);
-    info.resize(info.len() + n, 2);
-    info.push(0);
-    let len = (info.len() - 4) as u32;
-    info[..4].copy_from_slice(&len.to_le_bytes());
-    (abbrev, info)
-}
-
 /// A million one-byte type entries (a few KiB compressed) would be ~300 MiB of types: each
 /// is charged to the layout's budget as it is made, and the layout is refused there. A
 /// thousand fit, and are an unknown layout (none is the runtime's).
@@ -239,7 +225,7 @@ fn a_million_tiny_types_are_refused_within_the_layout_budget() {
         (1usize << 20, Unmeasured::Budget),
         (1000, Unmeasured::UnknownLayout),
     ] {
-        let (abbrev, info) = tiny_types(n);
+        let (abbrev, info) = image::tiny_types(n);
         let bin = elf_with(
             &RUNTIME,
             vec![

@@ -253,6 +253,21 @@ pub fn dwarf() -> (Vec<u8>, Vec<u8>) {
     (abbrev, info)
 }
 
+/// A DWARF unit of `n` one-byte type entries (a base type with no attributes), and its
+/// abbreviation table: a few KiB compressed, about 300 MiB as types were all kept.
+pub fn tiny_types(n: usize) -> (Vec<u8>, Vec<u8>) {
+    let abbrev = vec![1, 0x11, 1, 0, 0, 2, 0x24, 0, 0, 0, 0];
+    let mut info = vec![0u8; 11];
+    info[4..6].copy_from_slice(&4u16.to_le_bytes());
+    info[10] = 8;
+    info.push(1);
+    info.resize(info.len() + n, 2);
+    info.push(0);
+    let len = u32::try_from(info.len() - 4).unwrap_or(u32::MAX);
+    info[..4].copy_from_slice(&len.to_le_bytes());
+    (abbrev, info)
+}
+
 /// A Go executable in miniature: the runtime's symbols and the DWARF of [`dwarf`], from
 /// which [`super::layout`] reads [`layout`].
 pub fn go_binary() -> Vec<u8> {
