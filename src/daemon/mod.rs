@@ -35,6 +35,15 @@ pub struct Pipeline {
     live: Option<Live>,
 }
 
+/// How old a heap reading may be and still be served. A process unchanged is read every
+/// 10 deep intervals, one whose reads run out of budget every 16 at most, and candidates
+/// deferred by the deep budget wait their turn scan after scan: older than 20 intervals
+/// (deep or scan, the longer), and never less than ten minutes, a figure is stale.
+fn heap_fresh_seconds(cfg: &Config) -> f64 {
+    let interval = cfg.deep.interval.max(cfg.scan_interval).as_secs_f64();
+    (interval * 20.0).max(600.0)
+}
+
 impl Pipeline {
     pub fn new(cfg: &Config) -> Result<Self, String> {
         let grouping = Grouping::from_config(&cfg.group_by)
@@ -51,9 +60,7 @@ impl Pipeline {
             options: DeriveOptions {
                 top_k: cfg.top_k,
                 max_groups: cfg.max_groups,
-                // A process unchanged is read every 10 deep intervals, one whose reads run
-                // out of budget every 16 at most: older than 20, a figure is stale.
-                heap_fresh_seconds: Some(cfg.deep.interval.as_secs_f64() * 20.0),
+                heap_fresh_seconds: Some(heap_fresh_seconds(cfg)),
             },
             reporter: Default::default(),
             live_tool: cfg.live_tool,
