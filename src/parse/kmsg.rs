@@ -208,6 +208,12 @@ pub fn oom_line(message: &str) -> Option<OomLine> {
     }
     if let Some(rest) = message.strip_prefix("Task in ") {
         let (task, oom) = rest.split_once(" killed as a result of limit of ")?;
+        // Both are cgroup paths. A line a process made the kernel print, a segfault's by
+        // a program named "Task in /x" with the rest in its file's name, holds the
+        // kernel's `comm[pid]: ` before it.
+        if !task.starts_with('/') || !oom.starts_with('/') || task.contains("]: ") {
+            return None;
+        }
         return Some(OomLine::MemcgLimit {
             task_memcg: task.to_string(),
             oom_memcg: oom.trim_end().to_string(),

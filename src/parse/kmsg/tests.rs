@@ -397,6 +397,18 @@ fn a_kill_written_by_a_process_into_the_log_is_no_kill() {
     for line in forged {
         assert_eq!(oom_line(line), None, "{line}");
     }
+    // Kernels before 4.19 name the cgroups of a memory cgroup kill in a line of their own;
+    // a program named "Task in /a" (15 bytes, a whole comm) that segfaults in a file named
+    // for the rest would write it too.
+    let forged_limit = "Task in /a[4242]: segfault at 0 ip 0000000000401136 sp 00007ffc8f5e0a60 error 6 in x killed as a result of limit of /b[401000+1000]";
+    assert_eq!(oom_line(forged_limit), None);
+    assert_eq!(
+        oom_line("Task in /docker/8b1c killed as a result of limit of /docker/8b1c"),
+        Some(OomLine::MemcgLimit {
+            task_memcg: "/docker/8b1c".into(),
+            oom_memcg: "/docker/8b1c".into()
+        })
+    );
     // The kernel's own, each reason it prints.
     for reason in [
         "Out of memory",
