@@ -74,11 +74,13 @@ impl Booted {
             std::thread::sleep(Duration::from_millis(100));
         };
         let c = Booted { nspawn, leader };
-        // Until its bus is up, systemctl cannot ask; then --wait waits for the boot.
+        // Until its bus is up, systemctl cannot ask (it prints nothing, or "offline" while
+        // the manager is not running yet, as under load); then --wait waits for the boot.
         let state = loop {
             let out = c.sh("systemctl is-system-running --wait || true");
             let state = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            if !state.is_empty() || started.elapsed() > Duration::from_secs(60) {
+            let asked = !state.is_empty() && state != "offline";
+            if asked || started.elapsed() > Duration::from_secs(60) {
                 break state;
             }
             std::thread::sleep(Duration::from_millis(200));
