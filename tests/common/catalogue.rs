@@ -144,8 +144,10 @@ pub fn check(live: bool) {
             "--once",
             "--once.interval=1s",
             "--collector.processes.deep-min-size=0",
-            // Every process read, whatever else runs beside the test.
+            // Every process read, whatever else runs beside the test: no CPU budget, and
+            // the deep reads' deadline (one read timeout) past any busy host's batch.
             "--collector.processes.deep-budget=1h",
+            "--collector.processes.read-timeout=2m",
             "--collector.processes.top-k=500",
         ]);
         assert!(
