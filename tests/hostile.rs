@@ -510,6 +510,22 @@ impl Drop for Answer {
 #[test]
 #[ignore = "needs root"]
 fn a_binary_on_a_fuse_mount_that_stops_answering_holds_no_reader() {
+    fuse_binary_holds_no_reader(false);
+}
+
+/// The same, with the mount detached (`umount -l`) once the program runs: no `mountinfo`
+/// lists it any more, its server still answers (or not) for the program's mappings, and
+/// a mount no `mountinfo` lists is not read either.
+#[test]
+#[ignore = "needs root"]
+fn a_binary_on_a_detached_fuse_mount_holds_no_reader() {
+    fuse_binary_holds_no_reader(true);
+}
+
+fn fuse_binary_holds_no_reader(detach: bool) {
+    // One at a time: each measures the group of its program, named "prog" in both.
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     needs_root("a FUSE mount");
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     // The mount is dropped last (declared first), also when an assertion fails.
@@ -518,6 +534,19 @@ fn a_binary_on_a_fuse_mount_that_stops_answering_holds_no_reader() {
     cmd.args(["3", "1", "0"]);
     let served = Repro::spawn("prog", cmd);
     let fordblks = fordblks_of(&served);
+    if detach {
+        let status = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&mnt)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let listed = std::fs::read_to_string(format!("/proc/{}/mountinfo", served.pid())).unwrap();
+        let point = format!(" {} ", mnt.display());
+        assert!(!listed.contains(&point), "still listed: {listed}");
+        let maps = std::fs::read_to_string(format!("/proc/{}/maps", served.pid())).unwrap();
+        assert!(maps.contains("/prog"), "the binary is still mapped: {maps}");
+    }
     // From here on every request to the mount waits.
     std::fs::write(&hold, "").unwrap();
     let d = Daemon::start(&["--scan.interval=1s"]);
@@ -545,8 +574,20 @@ fn a_binary_on_a_fuse_mount_that_stops_answering_holds_no_reader() {
     let scans = || value(&d.metrics(), "membloat_scans_total").unwrap_or(0.0);
     let first = scans();
     d.wait_until(Duration::from_secs(30), || scans() >= first + 3.0);
-    let daemon = d.child.id();
-    for task in std::fs::read_dir(format!("/proc/{daemon}/task"))
+    no_thread_waits_on_fuse(d.child.id());
+    let later = Repro::start_as("hoard", "later", &["2", "1", "0"]);
+    let truth = fordblks_of(&later);
+    measured("later", truth);
+    let stalled = value(&d.metrics(), "membloat_scan_stalled_processes").unwrap_or(0.0);
+    assert_eq!(stalled, 0.0, "a reader waits on the mount");
+    drop((_answer, later, served, d, server));
+}
+
+/// No thread of process `pid` waits on a FUSE mount, as the kernel tells where each
+/// sleeps (its kernel stack: a thread in uninterruptible sleep behind another test's
+/// process that holds its own mmap lock is not waiting on a mount).
+fn no_thread_waits_on_fuse(pid: u32) {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
         .unwrap()
         .flatten()
     {
@@ -565,12 +606,67 @@ fn a_binary_on_a_fuse_mount_that_stops_answering_holds_no_reader() {
             task.file_name()
         );
     }
+}
+
+/// A tenant's glibc program that points its own arena ring (the main arena's `next`) into
+/// a page of a file it maps from its FUSE mount, whose server then stops answering
+/// (`tests/reproducers/fusepoint.c`): every read of process memory is checked against the
+/// process's mappings first, so the walk stops at that pointer (`remote_file`, no figure)
+/// and no reader waits on the server; a hoarder started beside it is measured. With the
+/// check taken out, the walk waits on the server and nothing is counted within 60 s.
+#[test]
+#[ignore = "needs root"]
+fn an_arena_ring_pointed_into_a_fuse_file_is_never_followed() {
+    needs_root("a FUSE mount");
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (_mounted, mnt, hold, server) = fuse_server(dir.path());
+    let file = mnt.join("prog");
+    let r = as_tenant(
+        "fusepoint",
+        &repro::build("fusepoint"),
+        &[file.to_str().unwrap(), "96"],
+    );
+    // The premise: the page the list points at is in the file's mapping.
+    let at = u64::from_str_radix(r.ready.split_whitespace().nth(2).unwrap(), 16).unwrap();
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", r.pid())).unwrap();
+    assert!(
+        maps.lines().any(|l| {
+            let range = l.split(' ').next().unwrap_or("");
+            let (a, b) = range.split_once('-').unwrap_or(("", ""));
+            let (a, b) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16));
+            l.ends_with("/prog") && a.is_ok_and(|a| a <= at) && b.is_ok_and(|b| at < b)
+        }),
+        "{at:x} is not in the file's mapping: {maps}"
+    );
+    std::fs::write(&hold, "").unwrap();
+    let d = Daemon::start(&["--scan.interval=1s"]);
+    let _answer = Answer(hold.clone());
+    let refused = || {
+        value(
+            &d.metrics(),
+            "membloat_heap_walks_total{outcome=\"remote_file\"}",
+        )
+        .unwrap_or(0.0)
+    };
+    d.wait_until(Duration::from_secs(60), || refused() >= 1.0);
+    let t = d.metrics();
+    let figure = format!("membloat_process_heap_free_bytes{{pid=\"{}\",", r.pid());
+    assert!(
+        !t.lines().any(|l| l.starts_with(&figure)),
+        "a walk that stopped at the pointer gives no figure: {t}"
+    );
+    no_thread_waits_on_fuse(d.child.id());
     let later = Repro::start_as("hoard", "later", &["2", "1", "0"]);
     let truth = fordblks_of(&later);
-    measured("later", truth);
-    let stalled = value(&d.metrics(), "membloat_scan_stalled_processes").unwrap_or(0.0);
-    assert_eq!(stalled, 0.0, "a reader waits on the mount");
-    drop((_answer, later, served, d, server));
+    d.wait_until(Duration::from_secs(60), || {
+        value(
+            &d.metrics(),
+            "membloat_group_heap_free_bytes{group=\"later\"}",
+        )
+        .is_some_and(|f| (f - truth).abs() <= 0.05 * truth)
+    });
+    no_thread_waits_on_fuse(d.child.id());
+    drop((_answer, later, r, d, server));
 }
 
 /// A tenant's process whose main thread exits (`pthread_exit`) while a worker keeps

@@ -27,23 +27,68 @@ pub fn hides_processes(text: &str, mount_point: &str) -> Result<bool, ParseError
 }
 
 /// The mounts of a process whose files a reader must not open or fault in: FUSE (its
-/// server is any user's program, which can hold a read forever) and network filesystems
-/// (a read may wait on a server for minutes). By mount id (`fdinfo`'s `mnt_id`) and by
-/// device (`major << 32 | minor`, as smaps' mappings give it).
+/// server is any user's program, which can hold a read forever), network filesystems (a
+/// read may wait on a server for minutes), and any mount no `mountinfo` read lists (a FUSE
+/// mount detached with `umount -l` stays mapped and answered, or not, by its server while
+/// no `mountinfo` names it). By mount id (`fdinfo`'s `mnt_id`) and by device
+/// (`major << 32 | minor`, as smaps' mappings give it). [`Remote::default`] lists no
+/// local mount: no file may be read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Remote {
+    /// The remote mounts listed, sorted.
     pub mount_ids: Vec<u64>,
     pub devices: Vec<u64>,
+    /// The other mounts listed (local), sorted: only their files may be read.
+    pub local_ids: Vec<u64>,
+    pub local_devices: Vec<u64>,
+    /// The process's `mountinfo` could not be read (it is gone, or denied): none of its
+    /// files is read, and that is for want of access, not for a mount.
+    pub unreadable: bool,
 }
 
 impl Remote {
+    /// Whether a file on device `dev` must not be read: a remote mount's, or one no
+    /// `mountinfo` read lists.
     pub fn has_device(&self, dev: u64) -> bool {
-        self.devices.contains(&dev)
+        self.devices.binary_search(&dev).is_ok() || self.local_devices.binary_search(&dev).is_err()
     }
 
+    /// Whether a file of mount `id` must not be read (as [`Remote::has_device`]).
     pub fn has_mount(&self, id: u64) -> bool {
-        self.mount_ids.contains(&id)
+        self.mount_ids.binary_search(&id).is_ok() || self.local_ids.binary_search(&id).is_err()
     }
+
+    /// `other`'s local mounts are local here too, unless listed here as remote: the
+    /// host's mounts, which a container's mappings can lie on (an overlay's lower files
+    /// on kernels before 6.8) though its own `mountinfo` does not list them.
+    pub fn add_local(&mut self, other: &Remote) {
+        for &id in &other.local_ids {
+            if self.mount_ids.binary_search(&id).is_err() {
+                self.local_ids.push(id);
+            }
+        }
+        for &dev in &other.local_devices {
+            if self.devices.binary_search(&dev).is_err() {
+                self.local_devices.push(dev);
+            }
+        }
+        sort(&mut self.local_ids);
+        sort(&mut self.local_devices);
+    }
+
+    /// Files on device `dev` may be read (the kernel's own shared memory, which holds
+    /// every memfd, SysV segment and shared anonymous mapping and is mounted nowhere).
+    pub fn add_local_device(&mut self, dev: u64) {
+        if self.devices.binary_search(&dev).is_err() {
+            self.local_devices.push(dev);
+            sort(&mut self.local_devices);
+        }
+    }
+}
+
+fn sort(v: &mut Vec<u64>) {
+    v.sort_unstable();
+    v.dedup();
 }
 
 /// Filesystem types served by a program (FUSE: the one a user namespace lets any user
@@ -82,19 +127,35 @@ pub fn remote(text: &str) -> Remote {
         else {
             continue;
         };
-        if !is_remote(fs.split(' ').next().unwrap_or("")) {
-            continue;
-        }
+        let remote = is_remote(fs.split(' ').next().unwrap_or(""));
         let device = dev.split_once(':').and_then(|(major, minor)| {
             Some(
                 u64::from(major.parse::<u32>().ok()?) << 32 | u64::from(minor.parse::<u32>().ok()?),
             )
         });
         if let (Ok(id), Some(device)) = (id.parse::<u64>(), device) {
-            r.mount_ids.push(id);
-            r.devices.push(device);
+            let (ids, devices) = if remote {
+                (&mut r.mount_ids, &mut r.devices)
+            } else {
+                (&mut r.local_ids, &mut r.local_devices)
+            };
+            ids.push(id);
+            devices.push(device);
         }
     }
+    for v in [
+        &mut r.mount_ids,
+        &mut r.devices,
+        &mut r.local_ids,
+        &mut r.local_devices,
+    ] {
+        sort(v);
+    }
+    // A device both local and remote (one superblock mounted as both cannot be; a line
+    // that says so is not believed) is remote.
+    let remote_devices = r.devices.clone();
+    r.local_devices
+        .retain(|d| remote_devices.binary_search(d).is_err());
     r
 }
 
@@ -114,11 +175,34 @@ mod tests {
                     1506 1467 0:27 / /host rw - 9p host rw,trans=virtio\n\
                     1507 1467 0:28 / /shared rw - virtiofs shared rw\n\
                     garbage\n";
-        let r = remote(text);
+        let mut r = remote(text);
         assert_eq!(r.mount_ids, [1502, 1503, 1505]);
-        assert_eq!(r.devices, [325, 52, 326]);
-        assert!(r.has_device(52) && !r.has_device(8 << 32 | 1));
-        assert!(r.has_mount(1505) && !r.has_mount(1467));
+        assert_eq!(r.devices, [52, 325, 326]);
+        assert_eq!(r.local_ids, [1467, 1470, 1504, 1506, 1507]);
+        assert!(r.has_device(52) && !r.has_device(8 << 32 | 1) && !r.has_device(305));
+        assert!(r.has_mount(1505) && !r.has_mount(1467) && !r.has_mount(1506));
+        // A mount no line lists (detached with umount -l) is not read, until another
+        // namespace's mountinfo lists it as local.
+        assert!(r.has_device(330) && r.has_mount(1600));
+        let host =
+            remote("1600 1 0:330 / /var rw - ext4 /dev/sdb rw\n2 1 0:325 / /s rw - ext4 x rw\n");
+        r.add_local(&host);
+        assert!(!r.has_device(330) && !r.has_mount(1600));
+        // Remote here stays remote, whatever the other says.
+        assert!(r.has_device(325));
+        r.add_local_device(1);
+        assert!(!r.has_device(1));
+        r.add_local_device(52);
+        assert!(r.has_device(52));
+    }
+
+    #[test]
+    fn no_mountinfo_lets_no_file_be_read() {
+        let r = Remote::default();
+        assert!(r.has_device(8 << 32 | 1) && r.has_mount(1));
+        let r = remote("garbage\n1 2 8:1 / / rw - ext4 /dev/sda1 rw\n3 1 0:44 / /f rw - fuse /dev/fuse rw\n4 1 0:44 / /g rw - ext4 x rw\n");
+        assert!(!r.has_device(8 << 32 | 1));
+        assert!(r.has_device(44), "a device listed as both is remote");
     }
 
     #[test]

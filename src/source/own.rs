@@ -83,3 +83,49 @@ pub fn mount_id_of(fd: std::os::fd::RawFd) -> Option<u64> {
         .find_map(|l| l.strip_prefix("mnt_id:"))
         .and_then(|v| v.trim().parse().ok())
 }
+
+/// The device of the kernel's own shared memory (`major << 32 | minor`, as smaps gives
+/// it), which holds every memfd, SysV segment and shared anonymous mapping and is mounted
+/// nowhere: told once, from a memfd of the exporter's own. `None` where memfds are not
+/// (kernels before 3.17, a seccomp filter that refuses it).
+pub fn shared_memory_device() -> Option<u64> {
+    static DEVICE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *DEVICE.get_or_init(|| {
+        use nix::sys::memfd::{memfd_create, MFdFlags};
+        let fd = memfd_create("membloat-probe", MFdFlags::MFD_CLOEXEC).ok()?;
+        let st = nix::sys::stat::fstat(&fd).ok()?;
+        let dev = st.st_dev;
+        Some(u64::from(libc::major(dev)) << 32 | u64::from(libc::minor(dev)))
+    })
+}
+
+/// What the kernel holds of the file at `path` (a `/proc/PID/fd/N` link is followed
+/// without a lookup): its device (`major << 32 | minor`), its 512-byte blocks and its link
+/// count, by `statx` with `AT_STATX_DONT_SYNC`, so a FUSE or network filesystem answers
+/// from its cache and never asks its server, which could hold the call for good.
+pub fn cached_stat(path: &std::path::Path) -> Option<(u64, u64, u32)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statx is plain integers, for which all zeros is a value.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a statx, both live through the call,
+    // which writes only `st`. The system call itself, not the C library's wrapper, which
+    // musl before 1.2.5 lacks.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_statx,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::AT_STATX_DONT_SYNC,
+            libc::STATX_BASIC_STATS,
+            &mut st as *mut libc::statx,
+        )
+    };
+    (rc == 0).then(|| {
+        (
+            u64::from(st.stx_dev_major) << 32 | u64::from(st.stx_dev_minor),
+            st.stx_blocks,
+            st.stx_nlink,
+        )
+    })
+}

@@ -59,15 +59,29 @@ impl Source {
     }
 
     /// The mounts of process `pid` whose files no reader may touch (FUSE, network
-    /// filesystems: `parse::mountinfo::remote`), from its own `mountinfo`; `None` when it
-    /// cannot be told (longer than a file is read): then any file may be. A `mountinfo`
-    /// that cannot be read at all (denied, gone) names none: the process's memory and
-    /// links are denied or gone alike, so nothing of it is read either.
+    /// filesystems, mounts no `mountinfo` lists: `parse::mountinfo::Remote`), from its own
+    /// `mountinfo` and the host's (pid 1's: a container's files can lie on the host's
+    /// mounts), with the kernel's shared memory local; `None` when they cannot be told
+    /// (longer than a file is read): then no file is. A `mountinfo` that cannot be read
+    /// at all (denied, gone) lists no local mount: no file is read either.
     pub fn remote_mounts(&self, pid: u32, buf: &mut Buffer) -> Option<mountinfo::Remote> {
-        if self.read_pid(pid, "mountinfo", buf).is_err() {
-            return Some(mountinfo::Remote::default());
+        let mut listed = |pid: u32| match self.read_pid(pid, "mountinfo", buf) {
+            Err(_) => Some(mountinfo::Remote {
+                unreadable: true,
+                ..Default::default()
+            }),
+            Ok(_) => (!buf.was_cut()).then(|| mountinfo::remote(buf.text())),
+        };
+        let mut remote = listed(pid)?;
+        if pid != 1 {
+            if let Some(host) = listed(1).filter(|h| !h.unreadable) {
+                remote.add_local(&host);
+            }
         }
-        (!buf.was_cut()).then(|| mountinfo::remote(buf.text()))
+        if let Some(shm) = own::shared_memory_device() {
+            remote.add_local_device(shm);
+        }
+        Some(remote)
     }
 
     /// Opens the file `<procfs>/<pid>/<link>` points at (`exe`) for reads at offsets,
@@ -88,6 +102,10 @@ impl Source {
         };
         let mut path = PathBuf::new();
         set_path(&mut path, &self.procfs, Some(pid), link);
+        if remote.unreadable {
+            let denied = io::Error::from(io::ErrorKind::PermissionDenied);
+            return Err(ReadError::new(&path, denied));
+        }
         let at = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_PATH)
@@ -105,19 +123,20 @@ impl Source {
 
     /// The bytes allocated to the file a process holds open as `target` (the name its
     /// `fd` link reads, as `/memfd:java_heap (deleted)`): its resident pages, for a memfd
-    /// or tmpfs file no directory names (a link count of 0). Looks at most 4,096
-    /// descriptors; `None` when none is it.
+    /// (the kernel's shared memory, and a link count of 0: no directory names it). Its
+    /// attributes are taken from the kernel's cache, so a file of that name on a FUSE
+    /// mount is never asked of its server. Looks at most 4,096 descriptors; `None` when
+    /// none is it.
     pub fn open_file_bytes(&self, pid: u32, target: &str) -> Option<u64> {
-        use std::os::unix::fs::MetadataExt;
         let mut dir = PathBuf::new();
         set_path(&mut dir, &self.procfs, Some(pid), "fd");
         let entries = std::fs::read_dir(&dir).ok()?;
         for entry in entries.flatten().take(4096) {
             let path = entry.path();
             if std::fs::read_link(&path).is_ok_and(|l| l.as_os_str() == target) {
-                // A memfd has no name in any directory: a file that still has one is not it.
-                let m = std::fs::metadata(&path).ok()?;
-                return (m.nlink() == 0).then(|| m.blocks().saturating_mul(512));
+                let (dev, blocks, links) = own::cached_stat(&path)?;
+                let memfd = links == 0 && Some(dev) == own::shared_memory_device();
+                return memfd.then(|| blocks.saturating_mul(512));
             }
         }
         None

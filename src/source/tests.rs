@@ -199,3 +199,35 @@ fn subdirectories_are_listed_up_to_a_cap() {
     assert_eq!((all.len(), cut), (5, false));
     assert_eq!(source.subdirs(dir.path(), 0).unwrap(), (Vec::new(), true));
 }
+
+/// A memfd of the test's own, held open and filled with 3 pages: counted by
+/// `open_file_bytes` as the kernel allocated it. A file of the same name that a
+/// directory still names is not a memfd, and neither is a file on another device.
+#[test]
+fn a_memfd_held_open_is_counted_from_the_kernels_cache_and_a_named_file_is_not() {
+    use std::io::Write;
+    use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
+    let fd = nix::sys::memfd::memfd_create("membloat-sized", nix::sys::memfd::MFdFlags::empty())
+        .unwrap();
+    let raw = fd.as_raw_fd();
+    // SAFETY: the descriptor was just made and is owned by `file` alone from here.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd.into_raw_fd()) };
+    file.write_all(&[1u8; 3 * 4096]).unwrap();
+    let source = Source::new("/proc", "/sys");
+    let pid = std::process::id();
+    assert_eq!(
+        source.open_file_bytes(pid, "/memfd:membloat-sized (deleted)"),
+        Some(3 * 4096)
+    );
+    let link = std::path::PathBuf::from(format!("/proc/self/fd/{raw}"));
+    let (dev, blocks, links) = own::cached_stat(&link).unwrap();
+    assert_eq!(
+        (Some(dev), blocks, links),
+        (own::shared_memory_device(), 24, 0)
+    );
+    // A named file, open: linked, so not a memfd.
+    let named = tempfile::NamedTempFile::new().unwrap();
+    let name = named.path().to_string_lossy().into_owned();
+    assert_eq!(source.open_file_bytes(pid, &name), None);
+    drop(file);
+}

@@ -46,6 +46,9 @@ pub struct ProcessMemory {
     page: u64,
     /// The mappings in address order, when known: residency shortcuts.
     mapped: Vec<Mapped>,
+    /// What a read of a mapping that is not `readable` fails with: `Remote`, or
+    /// `Unreadable` when the process's mounts could not be read at all.
+    refused: Fault,
     /// When the current reader's time runs out, and the pagemap entries it has left.
     deadline: Option<Instant>,
     pages_left: u64,
@@ -114,6 +117,7 @@ impl ProcessMemory {
             first_page: 0,
             raw: Vec::new(),
             mapped: Vec::new(),
+            refused: Fault::Remote,
             deadline: None,
             pages_left: u64::MAX,
             exhausted: false,
@@ -125,6 +129,9 @@ impl ProcessMemory {
     /// A mapping of a file on one of `remote`'s mounts (every file's, when the mounts
     /// cannot be told) is never read.
     pub fn with_mappings(mut self, vmas: &[Vma], remote: Option<&Remote>) -> ProcessMemory {
+        if remote.is_some_and(|r| r.unreadable) {
+            self.refused = Fault::Unreadable;
+        }
         self.mapped = vmas
             .iter()
             .map(|v| Mapped {
@@ -283,7 +290,7 @@ impl ProcessMemory {
             .take_while(|m| m.start < end)
             .any(|m| !m.readable);
         if remote {
-            return Err(Fault::Remote);
+            return Err(self.refused);
         }
         Ok(())
     }

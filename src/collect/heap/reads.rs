@@ -132,9 +132,13 @@ pub struct Process<'a> {
 impl Process<'_> {
     /// Whether a mapping is of a file on a FUSE or network mount, which no reader opens
     /// or faults in: its server (any user's program) could hold the read forever.
+    /// A process whose mounts could not be read at all is not said to be on one: its
+    /// reads fail as unreadable.
     pub fn on_remote(&self, v: &Vma) -> bool {
-        v.file_id
-            .is_some_and(|(dev, _)| self.remote.is_none_or(|r| r.has_device(dev)))
+        v.file_id.is_some_and(|(dev, _)| {
+            self.remote
+                .is_none_or(|r| !r.unreadable && r.has_device(dev))
+        })
     }
 }
 

@@ -104,6 +104,7 @@ pub fn discover<T: Target>(t: &mut T, layout: &Layout, b: &Bounds) -> Result<Dis
                         return Err(Fault::Inconsistent);
                     }
                     Ok(d) => found = Some(d),
+                    Err(Fault::Remote) => return Err(Fault::Remote),
                     Err(_) => broken = true,
                 }
             }
@@ -154,12 +155,21 @@ fn ring<T: Target>(
     Ok(Discovery { arenas, heap_max })
 }
 
+/// A pointer of the ring that could not be followed: the ring moved under the read, or it
+/// points into a file of a FUSE or network mount (never read, and said so).
+fn moved(f: Fault) -> Fault {
+    match f {
+        Fault::Remote => Fault::Remote,
+        _ => Fault::Inconsistent,
+    }
+}
+
 fn read_arena<T: Target>(t: &mut T, addr: u64) -> Result<Arena, Fault> {
     if addr % glibc::SIZE_SZ != 0 || addr < MIN_POINTER {
         return Err(Fault::Inconsistent);
     }
     let mut b = vec![0u8; MALLOC_STATE_BYTES as usize];
-    t.read(addr, &mut b).map_err(|_| Fault::Inconsistent)?;
+    t.read(addr, &mut b).map_err(moved)?;
     let a = Arena::parse(addr, &b).ok_or(Fault::Inconsistent)?;
     if a.is_plausible() {
         Ok(a)
@@ -171,7 +181,7 @@ fn read_arena<T: Target>(t: &mut T, addr: u64) -> Result<Arena, Fault> {
 /// The size of the chunk at `addr` (its flags cleared).
 fn chunk_size<T: Target>(t: &mut T, addr: u64) -> Result<u64, Fault> {
     let mut h = [0u8; 16];
-    t.read(addr, &mut h).map_err(|_| Fault::Inconsistent)?;
+    t.read(addr, &mut h).map_err(moved)?;
     Ok(u64::from_le_bytes(h[8..].try_into().unwrap_or([0; 8])) & !FLAGS)
 }
 
@@ -315,7 +325,7 @@ fn arena<T: Target>(t: &mut T, layout: &Layout, addr: u64) -> Result<(FoundArena
 
 fn heap_info<T: Target>(t: &mut T, h: u64) -> Result<HeapInfo, Fault> {
     let mut b = [0u8; 32];
-    t.read(h, &mut b).map_err(|_| Fault::Inconsistent)?;
+    t.read(h, &mut b).map_err(moved)?;
     Ok(HeapInfo::parse(&b))
 }
 

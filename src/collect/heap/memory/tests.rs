@@ -42,6 +42,14 @@ impl Drop for Mapping {
     }
 }
 
+/// The test's own mounts as the exporter tells them (its mountinfo, the host's, the
+/// kernel's shared memory).
+fn mounts() -> Remote {
+    Source::new("/proc", "/sys")
+        .remote_mounts(std::process::id(), &mut crate::source::Buffer::default())
+        .expect("a mountinfo of a few lines")
+}
+
 fn own_memory() -> (ProcessMemory, Vec<Vma>) {
     let pid = std::process::id();
     let text = std::fs::read_to_string("/proc/self/smaps").unwrap();
@@ -60,7 +68,7 @@ fn residency_from_the_mappings_equals_pagemap_and_costs_no_entry() {
     let truth = by_pagemap.resident_bytes(map.0, end).unwrap();
     assert_eq!(truth, 4 * PAGE);
     let (m, _) = own_memory();
-    let mut m = m.with_mappings(&vmas, Some(&Remote::default()));
+    let mut m = m.with_mappings(&vmas, Some(&mounts()));
     // The whole mapping: its Rss, not a single pagemap entry.
     m.budget(Budget {
         time: Duration::from_secs(60),
@@ -109,7 +117,7 @@ fn an_untouched_reservation_is_free_to_look_at_and_time_is_checked_on_every_read
         assert_eq!(r, 0);
     }
     let (m, vmas) = own_memory();
-    let mut m = m.with_mappings(&vmas, Some(&Remote::default()));
+    let mut m = m.with_mappings(&vmas, Some(&mounts()));
     m.budget(Budget {
         time: Duration::from_secs(60),
         pages: 0,
@@ -148,7 +156,7 @@ fn the_zero_page_is_not_resident() {
         0
     );
     // Through smaps: the whole mapping, as its private pages say.
-    let mut mem = mem.with_mappings(&vmas, Some(&Remote::default()));
+    let mut mem = mem.with_mappings(&vmas, Some(&mounts()));
     assert_eq!(mem.resident_bytes(m.0, end).unwrap(), 6 * PAGE);
     assert_eq!(
         mem.resident_bytes(m.0 + 20 * PAGE, m.0 + 40 * PAGE)
@@ -177,7 +185,7 @@ fn only_private_anonymous_mappings_are_a_heaps_ground() {
     let shared = shared as u64;
     let (m, vmas) = own_memory();
     let exe = vmas.iter().find(|v| v.file_backed).unwrap();
-    let m = m.with_mappings(&vmas, Some(&Remote::default()));
+    let m = m.with_mappings(&vmas, Some(&mounts()));
     let inside = m.private_anonymous(private.0, private.0 + 16 * PAGE);
     let partly = m.private_anonymous(private.0 + 8 * PAGE, private.0 + 17 * PAGE);
     let in_shared = m.private_anonymous(shared, shared + PAGE);
@@ -202,10 +210,9 @@ fn a_mapping_of_a_remote_file_is_never_read() {
     let (m, vmas) = own_memory();
     let exe = vmas.iter().find(|v| v.file_backed).unwrap();
     let (dev, _) = exe.file_id.unwrap();
-    let remote = Remote {
-        mount_ids: vec![1],
-        devices: vec![dev],
-    };
+    let mut remote = mounts();
+    remote.local_devices.retain(|&d| d != dev);
+    remote.devices.push(dev);
     let mut m = m.with_mappings(&vmas, Some(&remote));
     let mut b = [0u8; 8];
     assert_eq!(m.read(exe.start, &mut b), Err(Fault::Remote));
@@ -217,7 +224,55 @@ fn a_mapping_of_a_remote_file_is_never_read() {
     let (m, vmas) = own_memory();
     let mut unknown = m.with_mappings(&vmas, None);
     assert_eq!(unknown.read(exe.start, &mut b), Err(Fault::Remote));
+    // A mount no mountinfo lists (detached with umount -l): not read either.
     let (m, vmas) = own_memory();
-    let mut local = m.with_mappings(&vmas, Some(&Remote::default()));
+    let mut unlisted = m.with_mappings(&vmas, Some(&Remote::default()));
+    assert_eq!(unlisted.read(exe.start, &mut b), Err(Fault::Remote));
+    assert_eq!(unlisted.read(anon.0, &mut b), Ok(()));
+    // Mounts that could not be read at all (the process gone or denied): unreadable.
+    let (m, vmas) = own_memory();
+    let denied = Remote {
+        unreadable: true,
+        ..Remote::default()
+    };
+    let mut denied = m.with_mappings(&vmas, Some(&denied));
+    assert_eq!(denied.read(exe.start, &mut b), Err(Fault::Unreadable));
+    let (m, vmas) = own_memory();
+    let mut local = m.with_mappings(&vmas, Some(&mounts()));
     assert_eq!(local.read(exe.start, &mut b), Ok(()));
+}
+
+/// A memfd's pages (the kernel's shared memory, mounted nowhere) are read: its device is
+/// the one the exporter tells from a memfd of its own.
+#[test]
+fn a_memfd_mapping_is_read_though_no_mountinfo_lists_its_device() {
+    use std::os::fd::AsRawFd;
+    let fd =
+        nix::sys::memfd::memfd_create("membloat-test", nix::sys::memfd::MFdFlags::empty()).unwrap();
+    nix::unistd::ftruncate(&fd, PAGE as i64).unwrap();
+    // SAFETY: a fresh shared mapping of the memfd's one page, written inside it and
+    // unmapped below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            PAGE as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    // SAFETY: the first byte of the page mapped above.
+    unsafe { p.cast::<u8>().write_volatile(7) };
+    let (m, vmas) = own_memory();
+    let v = vmas.iter().find(|v| v.start == p as u64).unwrap();
+    let (dev, _) = v.file_id.unwrap();
+    assert_eq!(crate::source::own::shared_memory_device(), Some(dev));
+    let mut m = m.with_mappings(&vmas, Some(&mounts()));
+    let mut b = [0u8; 1];
+    let read = m.read(p as u64, &mut b);
+    // SAFETY: the mapping made above, unmapped once.
+    unsafe { libc::munmap(p, PAGE as usize) };
+    assert_eq!((read, b[0]), (Ok(()), 7));
 }
