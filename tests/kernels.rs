@@ -30,6 +30,7 @@ const FULL: &[&str] = &[
     "collectors",
     "absent_not_error",
     "kernel_files",
+    "sheet",
     "hoarding",
     "headroom",
     "pressure",

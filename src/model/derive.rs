@@ -4,6 +4,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::UNIX_EPOCH;
 
+use crate::collect::heap::reads::Reader as _;
+use crate::collect::heap::Glibc;
 use crate::collect::{ProcessSample, Sample};
 use crate::family::Collector;
 use crate::model::groups::groups;
@@ -78,6 +80,8 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
     let mut sigs = Vec::with_capacity(sample.processes.len());
     let mut cgroup_hoarded_bytes = BTreeMap::new();
     let mut cgroup_runtime_held_bytes = BTreeMap::new();
+    // What each reader measured as held, over every process: the sheet's held rows.
+    let mut host_held_bytes: BTreeMap<&'static str, u64> = BTreeMap::new();
     for p in &sample.processes {
         let prev_state = states.get(&p.key());
         let fresh = prev_state
@@ -106,6 +110,12 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
             let key = (cgroup.clone(), runtime);
             let sum = cgroup_runtime_held_bytes.entry(key).or_insert(0u64);
             *sum = u64::saturating_add(*sum, held);
+        }
+        let glibc = sig.heap.as_ref().map(|h| h.reclaimable_bytes());
+        let runtime = sig.runtime_held_by.zip(sig.runtime_held_bytes);
+        for (reader, bytes) in glibc.map(|b| (Glibc::NAME, b)).into_iter().chain(runtime) {
+            let sum = host_held_bytes.entry(reader).or_insert(0);
+            *sum = sum.saturating_add(bytes);
         }
         states.insert(p.key(), state);
         sigs.push(sig);
@@ -187,6 +197,9 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         own: sample.own,
         cgroup_hoarded_bytes,
         cgroup_runtime_held_bytes,
+        sheet: host.get::<Meminfo>().and_then(|m| {
+            crate::model::sheet::host(m, &host_held_bytes, crate::source::own::page_size())
+        }),
         kills: kmsg_ran.then(|| next.kills.clone()),
         collectors: sample.collectors,
         host: sample.host,

@@ -32,8 +32,50 @@ pub struct Meminfo {
     pub hugetlb_bytes: Option<u64>,
     /// `PageTables`.
     pub page_tables_bytes: Option<u64>,
+    /// The balance sheet's other fields ([`SHEET_FIELDS`], in its order): bytes, or a
+    /// page count for `HugePages_*`.
+    pub sheet: [Option<u64>; SHEET_FIELDS.len()],
+    /// Socket buffers, from `/proc/net/sockstat` (read beside `meminfo` by its unit).
+    pub sockets: Option<super::sockstat::Sockstat>,
+    /// The per-CPU free lists, from `/proc/zoneinfo` (read beside `meminfo` by its unit).
+    pub pagesets: Option<super::zoneinfo::Pagesets>,
     /// Fields present but unparseable or absurd.
     pub rejected: u32,
+}
+
+/// The fields the balance sheet reads besides those above, each once in `meminfo`.
+/// `HugePages_Total` and `HugePages_Free` are page counts; the others kB.
+pub const SHEET_FIELDS: [&str; 21] = [
+    "Buffers",
+    "Cached",
+    "SwapCached",
+    "Active(file)",
+    "Inactive(file)",
+    "Shmem",
+    "KReclaimable",
+    "SReclaimable",
+    "SUnreclaim",
+    "KernelStack",
+    "SecPageTables",
+    "VmallocUsed",
+    "Percpu",
+    "HugePages_Total",
+    "HugePages_Free",
+    "Hugepagesize",
+    "Zswap",
+    "Balloon",
+    "Unevictable",
+    "Active(anon)",
+    "Inactive(anon)",
+];
+
+impl Meminfo {
+    /// A field of [`SHEET_FIELDS`] (`None`: the kernel has no such line, or its value was
+    /// rejected).
+    pub fn field(&self, key: &str) -> Option<u64> {
+        let i = SHEET_FIELDS.iter().position(|&k| k == key)?;
+        self.sheet[i]
+    }
 }
 
 impl Meminfo {
@@ -55,7 +97,18 @@ impl Meminfo {
                 "FileHugePages" => &mut m.file_huge_pages_bytes,
                 "Hugetlb" => &mut m.hugetlb_bytes,
                 "PageTables" => &mut m.page_tables_bytes,
-                _ => continue,
+                _ => match SHEET_FIELDS.iter().position(|&k| k == key) {
+                    Some(i) if key.starts_with("HugePages_") => {
+                        seen += 1;
+                        match value.parse::<u64>() {
+                            Ok(n) => m.sheet[i] = Some(n),
+                            Err(_) => m.rejected += 1,
+                        }
+                        continue;
+                    }
+                    Some(i) => &mut m.sheet[i],
+                    None => continue,
+                },
             };
             seen += 1;
             match kib_to_bytes(value) {

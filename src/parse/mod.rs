@@ -16,11 +16,13 @@ pub mod mountinfo;
 pub mod pressure;
 pub mod smaps;
 pub mod smaps_rollup;
+pub mod sockstat;
 pub mod stat;
 pub mod statm;
 pub mod status;
 pub mod sysfs;
 pub mod vmstat;
+pub mod zoneinfo;
 
 /// Whole-file parse failure: the file had none of the shape it must have. Every parser
 /// here has one shape, `fn(&str) -> Result<T, ParseError>`, and what it rejected within a

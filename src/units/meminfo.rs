@@ -4,6 +4,8 @@
 
 use crate::family::{Collector, Family, Metric, Section, Value};
 use crate::parse::meminfo::Meminfo;
+use crate::parse::sockstat::Sockstat;
+use crate::parse::zoneinfo::Pagesets;
 use crate::source::Reason;
 
 use super::{Reader, Reading, Unit};
@@ -13,7 +15,7 @@ const SECTION: Section = Section::Of(COLLECTOR);
 
 pub const UNIT: Unit = Unit {
     name: "meminfo",
-    what: "memory, commit and swap from /proc/meminfo",
+    what: "memory, commit and swap from /proc/meminfo, and the host's balance sheet",
     rows: &[
         MEMORY_TOTAL_BYTES,
         MEMORY_FREE_BYTES,
@@ -31,14 +33,28 @@ pub const UNIT: Unit = Unit {
         COMMIT_RATIO,
         COMMIT_LIMIT_REACHED,
         COMMIT_HEADROOM_BYTES,
+        HOST_MEMORY_BYTES,
     ],
     fixes: &[],
     start: || super::stateless(read),
 };
 
 fn read(r: &mut Reader) -> Result<Meminfo, Reason> {
-    let m = r.source.parse_proc("meminfo", r.buf, Meminfo::parse)?;
+    let mut m = r.source.parse_proc("meminfo", r.buf, Meminfo::parse)?;
     r.count(Reason::Malformed, m.rejected as u64);
+    // Socket buffers for the balance sheet: TCP's and UDP's pages are the kernel's
+    // whole count in any network namespace; the host's (pid 1's) for the fragments. A
+    // kernel or namespace without the file has no sockets row.
+    m.sockets = r
+        .source
+        .parse_proc("1/net/sockstat", r.buf, Sockstat::parse)
+        .or_else(|_| r.source.parse_proc("net/sockstat", r.buf, Sockstat::parse))
+        .ok();
+    // The per-CPU free lists, which MemFree leaves out.
+    m.pagesets = r
+        .source
+        .parse_proc("zoneinfo", r.buf, Pagesets::parse)
+        .ok();
     Ok(m)
 }
 
@@ -227,4 +243,14 @@ pub const COMMIT_HEADROOM_BYTES: Metric = crate::family::metric!(
     SECTION,
     "/proc/meminfo",
     "CommitLimit - Committed_AS: memory that can still be committed in overcommit mode 2; negative is normal in modes 0 and 1.",
+);
+
+pub const HOST_MEMORY_BYTES: Metric = crate::family::metric!(
+    membloat "host_memory",
+    Gauge,
+    Bytes,
+    ["row"],
+    SECTION,
+    "/proc/meminfo, /proc/zoneinfo, /proc/net/sockstat, the heap readers",
+    "The host's memory as a balance sheet: rows that partition MemTotal and sum to it, from one read of /proc/meminfo. free; free_percpu (the per-CPU free lists MemFree leaves out, /proc/zoneinfo); anon_live (AnonPages less what the heap readers measured as held); anon_held_READER (each reader's measured held resident bytes: glibc, jvm, go, jemalloc, python); shmem (tmpfs, memfds, SysV, shared anonymous); page_cache_active, page_cache_inactive, page_cache_other (Cached - Shmem + Buffers: on the file LRU lists, or neither: ramfs, mlocked files); swap_cache; slab_reclaimable, slab_unreclaimable; kernel_reclaimable_other (KReclaimable - SReclaimable); kernel_stacks; page_tables, page_tables_secondary; vmalloc (VmallocUsed less vmalloc'd stacks); percpu; hugetlb_used, hugetlb_free; zswap; balloon; sockets (socket buffers from /proc/net/sockstat, at most what the rows before leave); unexplained (MemTotal less every row: memory no counter names, drivers' pages among it; negative where counters overlap). A row whose field the kernel lacks is absent (docs/balance-sheet.md).",
 );

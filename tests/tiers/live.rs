@@ -39,5 +39,7 @@ mod privileges;
 mod prometheus;
 #[path = "../reading.rs"]
 mod reading;
+#[path = "../sheet.rs"]
+mod sheet;
 #[path = "../web.rs"]
 mod web;

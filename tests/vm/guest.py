@@ -61,6 +61,11 @@ def read(path):
         return f.read()
 
 
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def keyed(path):
     """A file of `key value` lines (memory.events, /proc/vmstat) as a dict."""
     out = {}
@@ -302,6 +307,55 @@ def check_host_files(r, e):
     om = int(read("/proc/sys/vm/overcommit_memory"))
     assert one(s, "membloat_vm_overcommit_memory") == om
     return f"MemTotal {got['membloat_memory_total_bytes']:.0f}, vmstat and THP settings as the files say (enabled={mode})"
+
+
+SHEET_FIELDS = {"kernel_reclaimable_other": "KReclaimable", "page_tables_secondary": "SecPageTables",
+                "percpu": "Percpu", "zswap": "Zswap", "balloon": "Balloon", "swap_cache": "SwapCached"}
+
+
+def sheet_rows(s):
+    return {l["row"]: v for n, l, v in s if n == "membloat_host_memory_bytes"}
+
+
+def check_sheet(r, e):
+    """The host's balance sheet: its rows sum to MemTotal at every scan, a row is served
+    exactly where this kernel has its field, and a file written to a tmpfs lands in
+    the shmem row while unexplained moves by less than the per-CPU drift bound."""
+    rows = sheet_rows(e.scans_after(2))
+    total = meminfo("MemTotal")
+    assert sum(rows.values()) == total, f"rows sum {sum(rows.values())} != MemTotal {total}: {rows}"
+    text = read("/proc/meminfo")
+    for row, field in SHEET_FIELDS.items():
+        has = re.search(rf"^{re.escape(field)}:", text, re.M) is not None
+        assert (row in rows) == has, f"{row}: served {row in rows}, kernel has {field}: {has}"
+    zi = read("/proc/zoneinfo")
+    thresholds = [int(x) for x in re.findall(r"vm stats threshold:\s+(\d+)", zi)]
+    bound = 16 * max(thresholds) * len(thresholds) * 4096 + 4 * 63 * 4096
+    mnt = "/run/membloat-sheet"
+    os.makedirs(mnt, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", mnt], check=True)
+    path, size = mnt + "/f", 64 << 20
+    seen = []
+    for _ in range(3):
+        write("/proc/sys/vm/stat_refresh", "1")
+        before = sheet_rows(e.scans_after(1))
+        with open(path, "wb") as f:
+            f.write(b"\1" * size)
+        write("/proc/sys/vm/stat_refresh", "1")
+        after = sheet_rows(e.scans_after(1))
+        os.unlink(path)
+        grew = after["shmem"] - before["shmem"]
+        drift = after["unexplained"] - before["unexplained"]
+        seen.append((grew, drift))
+        if abs(grew - size) <= 0.02 * size + (2 << 20) and abs(drift) <= bound:
+            break
+    else:
+        subprocess.run(["umount", mnt])
+        raise AssertionError(f"shmem (grew, unexplained moved) {seen}, bound {bound}")
+    subprocess.run(["umount", mnt], check=True)
+    absent = sorted(r for r in SHEET_FIELDS if r not in rows)
+    return (f"{len(rows)} rows sum to MemTotal; absent here: {absent or 'none'}; "
+            f"tmpfs 64 MiB: shmem +{grew / 2**20:.1f} MiB, unexplained {drift / 2**20:+.1f} MiB (bound {bound / 2**20:.1f})")
 
 
 def check_collectors(r, e, mode):
@@ -684,6 +738,7 @@ def main():
         r.check("absent_not_error", lambda: check_absent_not_error(r, e))
         if a.mode == "full":
             r.check("kernel_files", lambda: check_host_files(r, e))
+            r.check("sheet", lambda: check_sheet(r, e))
             r.check("hoarding", lambda: check_hoarding(r, e, a.seed, a.programs))
             r.check("headroom", lambda: check_headroom(r, e))
             r.check("pressure", lambda: check_pressure(r, e))

@@ -69,6 +69,13 @@ pub(super) fn derived(s: &Snapshot) -> Vec<(&'static str, Family)> {
     .into_iter()
     .filter_map(|(unit, m, v)| Some((unit, Family::single(m, v)?)))
     .collect();
+    if let Some(sheet) = &s.sheet {
+        let mut f = Family::new(&meminfo::HOST_MEMORY_BYTES);
+        for (row, bytes) in &sheet.rows {
+            f.push(vec![("row", row.clone())], Num::I(*bytes));
+        }
+        out.push(("meminfo", f));
+    }
     // Hoarding measured in a cgroup's processes: what their allocators would give back of
     // what counts against its limit; and the runtimes' held heap.
     if let Some(cgroups) = s.host.get::<cgroup::Cgroups>() {

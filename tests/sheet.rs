@@ -1,0 +1,401 @@
+//! The host's balance sheet (`membloat_host_memory_bytes`) on this machine's kernel, with the
+//! kernel's own counters as truth: the rows sum to `MemTotal` at every scan, and memory no
+//! process's RSS shows, injected one kind at a time, lands in its own row by the injected
+//! amount while `unexplained` moves by less than the per-CPU counters' drift bound
+//! (docs/balance-sheet.md). Root: a tmpfs mount, SysV memory, huge pages, `stat_refresh`.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use crate::common::repro::Repro;
+use crate::common::{needs_root, run, skipped, value};
+
+const MIB: i64 = 1 << 20;
+const PAGE: i64 = 4096;
+
+/// One scan's sheet, after the kernel folded its per-CPU counters (`stat_refresh`).
+struct Sheet {
+    rows: BTreeMap<String, i64>,
+}
+
+impl Sheet {
+    fn read(extra: &[&str]) -> Sheet {
+        std::fs::write("/proc/sys/vm/stat_refresh", "1").unwrap();
+        let mut args = vec!["--once", "--once.interval=0s"];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut rows = BTreeMap::new();
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("membloat_host_memory_bytes{row=\"") else {
+                continue;
+            };
+            let (row, bytes) = rest.split_once("\"} ").unwrap();
+            rows.insert(row.to_string(), bytes.parse::<f64>().unwrap() as i64);
+        }
+        let total = value(&text, "membloat_memory_total_bytes").unwrap() as i64;
+        assert_eq!(
+            rows.values().sum::<i64>(),
+            total,
+            "the rows sum to MemTotal: {rows:?}"
+        );
+        Sheet { rows }
+    }
+
+    fn row(&self, name: &str) -> i64 {
+        *self
+            .rows
+            .get(name)
+            .unwrap_or_else(|| panic!("no row {name}: {:?}", self.rows))
+    }
+}
+
+/// How far `unexplained` may move with no memory changing hands: 16 counters, each off by
+/// up to its fold threshold on every CPU of every zone (`/proc/zoneinfo`), plus four
+/// batches of the per-CPU lists read a moment after meminfo.
+fn drift_bound() -> i64 {
+    let zoneinfo = std::fs::read_to_string("/proc/zoneinfo").unwrap();
+    let mut threshold = 0i64;
+    let mut entries = 0i64;
+    for line in zoneinfo.lines().map(str::trim) {
+        if let Some(n) = line.strip_prefix("vm stats threshold:") {
+            threshold = threshold.max(n.trim().parse().unwrap());
+            entries += 1;
+        }
+    }
+    16 * threshold * entries * PAGE + 4 * 63 * PAGE
+}
+
+/// Injects memory with `inject` (its guard removes it when dropped) and checks that `row`
+/// grows by `bytes` (within `tolerance` of it, and 2 MiB) and `unexplained` by less than the
+/// drift bound. The machine runs other tests beside this one: a check that misses is tried
+/// again, three times in all, before it fails.
+fn lands<G>(
+    what: &str,
+    row: &str,
+    tolerance: f64,
+    extra: &[&str],
+    mut inject: impl FnMut() -> (G, i64),
+) {
+    let bound = drift_bound();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let before = Sheet::read(extra);
+        let (guard, bytes) = inject();
+        let after = Sheet::read(extra);
+        drop(guard);
+        let grew = after.row(row) - before.row(row);
+        let drift = after.row("unexplained") - before.row("unexplained");
+        let near = (grew - bytes).abs() as f64 <= tolerance * bytes as f64 + 2.0 * MIB as f64;
+        if near && drift.abs() <= bound {
+            eprintln!(
+                "{what}: {row} +{:.1} MiB for {:.1} MiB injected, unexplained {:+.1} MiB (bound {:.1})",
+                grew as f64 / MIB as f64,
+                bytes as f64 / MIB as f64,
+                drift as f64 / MIB as f64,
+                bound as f64 / MIB as f64
+            );
+            return;
+        }
+        seen.push((grew, bytes, drift));
+    }
+    panic!("{what}: {row} (grew, injected, unexplained moved) {seen:?}, drift bound {bound}");
+}
+
+/// Only processes and what the test injects: no other collector's cost.
+const SYSTEM: &[&str] = &["--no-collector.processes", "--no-collector.kmsg"];
+
+#[test]
+#[ignore = "needs root"]
+fn memory_no_process_shows_lands_in_its_own_row() {
+    needs_root("a tmpfs mount, SysV memory, huge pages and vm.stat_refresh");
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+
+    // A file on a tmpfs mount of the test's.
+    lands("tmpfs file", "shmem", 0.02, SYSTEM, || {
+        let mnt = dir.path().join("tmpfs");
+        std::fs::create_dir_all(&mnt).unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=512m", "tmpfs"])
+            .arg(&mnt)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let guard = Unmount(mnt.clone());
+        write_mib(&mut std::fs::File::create(mnt.join("f")).unwrap(), 256);
+        (guard, 256 * MIB)
+    });
+
+    // A memfd written and never mapped.
+    lands("memfd", "shmem", 0.02, SYSTEM, || {
+        let fd =
+            nix::sys::memfd::memfd_create("sheet", nix::sys::memfd::MFdFlags::empty()).unwrap();
+        let mut file = std::fs::File::from(fd);
+        write_mib(&mut file, 128);
+        (file, 128 * MIB)
+    });
+
+    // A SysV segment touched, then left with no process attached.
+    lands("SysV segment", "shmem", 0.02, SYSTEM, || {
+        let seg = Segment::touched(64 * MIB as usize);
+        (seg, 64 * MIB)
+    });
+
+    // 400,000 negative dentries (a stat of a name that does not exist): reclaimable slab,
+    // by as much as the dentry cache's slabs grew (/proc/slabinfo).
+    let names = dir.path().join("negative");
+    lands(
+        "negative dentries",
+        "slab_reclaimable",
+        0.10,
+        SYSTEM,
+        || {
+            std::fs::create_dir_all(&names).unwrap();
+            let before = dentry_slab_bytes();
+            for i in 0..400_000 {
+                let _ = std::fs::symlink_metadata(names.join(format!("absent-{i}")));
+            }
+            // Removing the directory frees its negative children.
+            (RemoveDir(names.clone()), dentry_slab_bytes() - before)
+        },
+    );
+
+    // 1,000 threads blocked on a channel: one 16 KiB kernel stack each (x86-64).
+    lands("blocked threads", "kernel_stacks", 0.02, SYSTEM, || {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+        let threads: Vec<_> = (0..1000)
+            .map(|_| {
+                let rx = rx.clone();
+                std::thread::Builder::new()
+                    .stack_size(64 << 10)
+                    .spawn(move || {
+                        let _ = rx.lock().map(|r| r.recv());
+                    })
+                    .unwrap()
+            })
+            .collect();
+        (Threads(Some(tx), threads), 1000 * 16 * 1024)
+    });
+
+    // 8 GiB reserved and touched once per 2 MiB: a page-table page per 2 MiB.
+    lands("sparse mapping", "page_tables", 0.05, SYSTEM, || {
+        let m = Sparse::touched(8 << 30);
+        (m, 4096 * PAGE)
+    });
+
+    // 32 more huge pages reserved in the pool, none used.
+    let pool = "/proc/sys/vm/nr_hugepages";
+    let had: i64 = std::fs::read_to_string(pool)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let size = huge_page_bytes();
+    let _restore = Restore(pool, had.to_string());
+    std::fs::write(pool, (had + 32).to_string()).unwrap();
+    let got: i64 = std::fs::read_to_string(pool)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    std::fs::write(pool, had.to_string()).unwrap();
+    if got == had + 32 {
+        lands("free huge pages", "hugetlb_free", 0.0, SYSTEM, || {
+            std::fs::write(pool, (had + 32).to_string()).unwrap();
+            (Restore(pool, had.to_string()), 32 * size)
+        });
+    } else {
+        skipped("free huge pages: the kernel could not find 32 of them");
+    }
+
+    // Eight loopback connections whose receivers never read: their queues are socket
+    // buffers (page fragments), by as much as sockstat's TCP pages grew.
+    lands("unread TCP queues", "sockets", 0.10, SYSTEM, || {
+        let before = tcp_mem_bytes();
+        let queues = Queues::filled(8);
+        (queues, tcp_mem_bytes() - before)
+    });
+
+    // A glibc hoarder: its resident free heap, as its own mallinfo2 counts it.
+    let deep = [
+        "--no-collector.kmsg",
+        "--collector.processes.deep-min-size=0",
+        "--collector.processes.deep-budget=1h",
+        "--collector.processes.read-timeout=2m",
+    ];
+    lands("glibc hoarder", "anon_held_glibc", 0.05, &deep, || {
+        let r = Repro::start("hoard", &["3", "1", "0"], &[]);
+        let fordblks: f64 = r.ready.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (r, fordblks as i64)
+    });
+}
+
+fn write_mib(f: &mut std::fs::File, mib: usize) {
+    let chunk = vec![7u8; MIB as usize];
+    for _ in 0..mib {
+        f.write_all(&chunk).unwrap();
+    }
+}
+
+fn huge_page_bytes() -> i64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let line = meminfo
+        .lines()
+        .find(|l| l.starts_with("Hugepagesize:"))
+        .unwrap();
+    line.split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<i64>()
+        .unwrap()
+        * 1024
+}
+
+/// The dentry cache's slabs, in bytes (`/proc/slabinfo`: num_slabs x pagesperslab).
+fn dentry_slab_bytes() -> i64 {
+    let slabinfo = std::fs::read_to_string("/proc/slabinfo").unwrap();
+    let line = slabinfo.lines().find(|l| l.starts_with("dentry ")).unwrap();
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let pages_per_slab: i64 = f[5].parse().unwrap();
+    let slabs: i64 = f[f.iter().position(|&w| w == "slabdata").unwrap() + 2]
+        .parse()
+        .unwrap();
+    slabs * pages_per_slab * PAGE
+}
+
+/// TCP's socket memory as `/proc/net/sockstat` counts it (pages charged).
+fn tcp_mem_bytes() -> i64 {
+    let s = std::fs::read_to_string("/proc/net/sockstat").unwrap();
+    let line = s.lines().find(|l| l.starts_with("TCP:")).unwrap();
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|&w| w == "mem").unwrap();
+    words[at + 1].parse::<i64>().unwrap() * PAGE
+}
+
+struct Unmount(std::path::PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+struct RemoveDir(std::path::PathBuf);
+
+impl Drop for RemoveDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// Writes its value back to a kernel setting when dropped.
+struct Restore(&'static str, String);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.0, &self.1);
+    }
+}
+
+struct Threads(
+    Option<std::sync::mpsc::Sender<()>>,
+    Vec<std::thread::JoinHandle<()>>,
+);
+
+impl Drop for Threads {
+    fn drop(&mut self) {
+        drop(self.0.take());
+        for t in self.1.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A SysV segment, removed when dropped.
+struct Segment(i32);
+
+impl Segment {
+    fn touched(len: usize) -> Segment {
+        // SAFETY: a new private segment of `len` bytes, attached, written inside its
+        // length, detached; its id is removed once, by Drop.
+        unsafe {
+            let id = libc::shmget(libc::IPC_PRIVATE, len, libc::IPC_CREAT | 0o600);
+            assert!(id >= 0);
+            let p = libc::shmat(id, std::ptr::null(), 0);
+            assert_ne!(p as isize, -1);
+            std::ptr::write_bytes(p.cast::<u8>(), 7, len);
+            assert_eq!(libc::shmdt(p), 0);
+            Segment(id)
+        }
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: the segment made by `touched`, no longer attached.
+        unsafe { libc::shmctl(self.0, libc::IPC_RMID, std::ptr::null_mut()) };
+    }
+}
+
+/// An anonymous reservation touched once every 2 MiB, unmapped when dropped.
+struct Sparse(*mut libc::c_void, usize);
+
+impl Sparse {
+    fn touched(len: usize) -> Sparse {
+        // SAFETY: a fresh private anonymous reservation, written one byte per 2 MiB
+        // inside its length, unmapped once by Drop.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            libc::madvise(p, len, libc::MADV_NOHUGEPAGE);
+            for at in (0..len).step_by(2 << 20) {
+                p.cast::<u8>().add(at).write_volatile(1);
+            }
+            Sparse(p, len)
+        }
+    }
+}
+
+impl Drop for Sparse {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made by `touched`, unmapped once.
+        unsafe { libc::munmap(self.0, self.1) };
+    }
+}
+
+/// Loopback connections whose senders wrote until the kernel refused more and whose
+/// receivers never read.
+struct Queues {
+    _open: Vec<(std::net::TcpStream, std::net::TcpStream)>,
+}
+
+impl Queues {
+    fn filled(n: usize) -> Queues {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = listener.local_addr().unwrap();
+        let chunk = vec![1u8; 64 << 10];
+        let mut pairs = Vec::new();
+        for _ in 0..n {
+            let mut tx = std::net::TcpStream::connect(at).unwrap();
+            let (rx, _) = listener.accept().unwrap();
+            tx.set_nonblocking(true).unwrap();
+            // Written until the kernel says the queues are full (WouldBlock).
+            while tx.write(&chunk).is_ok() {}
+            pairs.push((tx, rx));
+        }
+        Queues { _open: pairs }
+    }
+}
