@@ -299,6 +299,23 @@
             },
           },
           {
+            alert: 'MembloatUnexplainedMemoryGrowing',
+            expr: |||
+              membloat_host_memory_bytes{row="unexplained"} / ignoring(row) membloat_memory_total_bytes > %(unexplainedRatio)s
+              and ignoring(row)
+              delta(membloat_host_memory_bytes{row="unexplained"}[6h]) / ignoring(row) membloat_memory_total_bytes > %(unexplainedGrowthRatio)s
+            ||| % c,
+            'for': '1h',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: '{{ $value | humanizePercentage }} of RAM on {{ $labels.instance }} is held where no kernel counter names it, and it grew.',
+              description: 'The balance sheet row unexplained (MemTotal less every counter the kernel keeps) is over %d %% of RAM and grew by over %d %% of RAM in 6 hours: memory a driver, a GPU or a kernel leak holds.' % [100 * c.unexplainedRatio, 100 * c.unexplainedGrowthRatio],
+              runbook_url: '%s#membloatunexplainedmemorygrowing' % c.runbookURLBase,
+            },
+          },
+          {
             alert: 'MembloatSwapThrashing',
             expr: |||
               instance:membloat_swap_in_pages:rate5m > %(swapThrashPagesPerSecond)d

@@ -26,6 +26,8 @@
     containerNearLimitRatio: 0.9,  // MembloatContainerNearLimitHoarding, MembloatContainerNearLimitStalling: working set / limit
     containerStallRatio: 0.10,  // MembloatContainerNearLimitStalling: share of time a task stalled (cgroup PSI some)
     hiddenTHPRatio: 0.05,  // MembloatHiddenTHPMemoryLarge: share of RAM
+    unexplainedRatio: 0.10,  // MembloatUnexplainedMemoryGrowing: the sheet's unexplained row, share of RAM
+    unexplainedGrowthRatio: 0.05,  // ...that grew by this share of RAM in 6 hours
     swapThrashPagesPerSecond: 256,  // MembloatSwapThrashing, each way
     notScanningSeconds: 300,  // MembloatNotScanning
 

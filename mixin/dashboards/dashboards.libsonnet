@@ -47,6 +47,12 @@ function(config)
            steps=[[1, 'red']]),
 
       row('Memory over time'),
+      ts('Where the memory went',
+         'The balance sheet: rows that partition MemTotal and sum to it (docs/balance-sheet.md). Shmem, slab, hugetlb and socket rows are memory no process RSS shows; anon_held_* is heap its allocator or runtime keeps free; unexplained is what no counter names, and a leak when it grows and does not come back.',
+         'bytes',
+         [['sum by (instance, row) (membloat_host_memory_bytes{SEL})', '{{row}} {{instance}}']],
+         w=24,
+         stack=true),
       ts('Memory',
          'RAM in use by kind. Available falling towards zero is what matters; free memory is normally small because the kernel uses spare RAM as cache.',
          'bytes',

@@ -11,6 +11,7 @@ pub mod kills;
 pub mod remedy;
 pub mod render;
 mod report;
+pub mod sheet;
 
 use findings::{host_findings, process_findings};
 use report::{available_ratio, frees, subject};
@@ -59,6 +60,9 @@ pub struct Diagnosis {
     pub oom_kills: Vec<kills::KillReport>,
     /// The processes `--pid` names, in depth (empty without `--pid`).
     pub processes: Vec<detail::ProcessDetail>,
+    /// Where the host's memory went: the balance sheet's rows, the largest first (empty
+    /// without meminfo).
+    pub memory: Vec<sheet::Row>,
 }
 
 impl Diagnosis {
@@ -155,6 +159,7 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
             .into_iter()
             .filter(|k| opts.pids.is_empty() || opts.pids.contains(&k.pid))
             .collect(),
+        memory: s.sheet.as_ref().map(sheet::rows).unwrap_or_default(),
         processes: if opts.pids.is_empty() {
             Vec::new()
         } else {

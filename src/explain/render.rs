@@ -161,6 +161,7 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
         );
     }
     out.push('\n');
+    memory(&mut out, d, &st);
     for p in &d.processes {
         process::section(&mut out, &st, p);
     }
@@ -253,6 +254,31 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
     }
     kills(&mut out, d, st);
     out
+}
+
+/// Where the memory went: the sheet's rows of at least 1 % of MemTotal, and unexplained.
+fn memory(out: &mut String, d: &Diagnosis, st: &Style) {
+    if d.memory.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        st.paint(
+            "1",
+            "MEMORY, where it went (rows of MemTotal, largest first)"
+        )
+    );
+    for r in d.memory.iter().filter(|r| super::sheet::told(r)) {
+        let bytes = if r.bytes < 0 {
+            format!("-{}", size(r.bytes.unsigned_abs()))
+        } else {
+            size(r.bytes.unsigned_abs())
+        };
+        let head = format!("  {:<20} {:>11} {:>5.1} %  ", r.row, bytes, r.share * 100.0);
+        wrapped(out, &head, r.note);
+    }
+    out.push('\n');
 }
 
 /// Kills the text tells at most; the JSON has them all.
