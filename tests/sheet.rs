@@ -399,3 +399,64 @@ impl Queues {
         Queues { _open: pairs }
     }
 }
+
+/// The owners behind the rows (`owners` collector): a tmpfs mount at a kubelet volume's
+/// path with its bytes and its pod and volume, a SysV segment no process attaches marked
+/// orphaned with its resident bytes, and negative dentries counted, each as the kernel
+/// counts it (`statvfs`, `/proc/sysvipc/shm`, `dentry-state`).
+#[test]
+#[ignore = "needs root"]
+fn the_owners_behind_the_rows_are_named() {
+    needs_root("a tmpfs mount and SysV memory");
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let volume = dir
+        .path()
+        .join("pods/6c1a-22/volumes/kubernetes.io~empty-dir/cache");
+    std::fs::create_dir_all(&volume).unwrap();
+    let status = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64m", "tmpfs"])
+        .arg(&volume)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let _mounted = Unmount(volume.clone());
+    write_mib(&mut std::fs::File::create(volume.join("f")).unwrap(), 32);
+    let seg = Segment::touched(16 * MIB as usize);
+    let negative = |text: &str| value(text, "membloat_dentries{state=\"negative\"}");
+    let owners = || {
+        let out = run(&[
+            "--once",
+            "--once.interval=0s",
+            "--no-collector.processes",
+            "--no-collector.kmsg",
+        ]);
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let before = owners();
+    let names = dir.path().join("negative");
+    std::fs::create_dir_all(&names).unwrap();
+    for i in 0..100_000 {
+        let _ = std::fs::symlink_metadata(names.join(format!("absent-{i}")));
+    }
+    let t = owners();
+    let mount = format!(
+        "membloat_tmpfs_used_bytes{{mount=\"{}\",pod=\"6c1a-22\",volume=\"cache\"}}",
+        volume.display()
+    );
+    assert_eq!(value(&t, &mount), Some(32.0 * MIB as f64), "{t}");
+    let shm = format!(
+        "membloat_sysv_shm_resident_bytes{{shmid=\"{}\",key=\"0\",creator_pid=\"{}\",orphaned=\"true\"}}",
+        seg.0,
+        std::process::id()
+    );
+    assert_eq!(value(&t, &shm), Some(16.0 * MIB as f64), "{t}");
+    let grew = negative(&t).unwrap() - negative(&before).unwrap();
+    assert!(grew >= 90_000.0, "negative dentries grew by {grew}");
+    assert!(
+        value(&t, "membloat_slab_cache_bytes{cache=\"dentry\"}").is_some(),
+        "{t}"
+    );
+    drop(seg);
+    let _ = std::fs::remove_dir(&names);
+}

@@ -135,6 +135,8 @@ fn seeds_of(root: &Path, name: &str, patterns: &[&str]) -> Vec<Vec<u8>> {
         "smaps_rollup" => v.extend(live(&["/proc/self/smaps_rollup"])),
         "pressure" => v.extend(live(&["/proc/pressure/memory"])),
         "cgroup" => v.extend(live(&["/proc/self/cgroup"])),
+        "sockstat" => v.extend(live(&["/proc/net/sockstat"])),
+        "zoneinfo" => v.extend(live(&["/proc/zoneinfo"])),
         "mountinfo" => {
             v.extend(live(&["/proc/self/mountinfo"]));
             v.push(b"22 27 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:13 - proc proc rw,hidepid=invisible\n".to_vec());

@@ -18,9 +18,9 @@ use membloat_exporter::collect::matcher::{Candidate, Matchers};
 use membloat_exporter::config::{self, Config};
 use membloat_exporter::daemon::Pipeline;
 use membloat_exporter::parse::{
-    cgroup, hsperfdata, kmsg, meminfo::Meminfo, memory_stat::MemoryStat, mountinfo,
-    pressure::Pressure, smaps, smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status, sysfs,
-    vmstat::Vmstat,
+    cgroup, hsperfdata, kmsg, meminfo::Meminfo, memory_stat::MemoryStat, mountinfo, owners,
+    pressure::Pressure, smaps, smaps_rollup::SmapsRollup, sockstat::Sockstat, stat::Stat, statm,
+    status::Status, sysfs, vmstat::Vmstat, zoneinfo::Pagesets,
 };
 use membloat_exporter::serve::webconfig::WebConfig;
 use membloat_exporter::serve::{auth, negotiate, shared};
@@ -58,6 +58,9 @@ targets! {
     "cgroup" => cgroup, 4 << 10, false, ["tests/fixtures/kernel-6.18/proc/*/cgroup"];
     "sysfs" => sysfs, 1 << 10, false, ["tests/fixtures/kernel-6.18/sys/kernel/mm/transparent_hugepage/enabled"];
     "mountinfo" => mountinfo, 16 << 10, false, [];
+    "sockstat" => sockstat, 1 << 10, false, [];
+    "zoneinfo" => zoneinfo, 32 << 10, false, [];
+    "owners" => owners_files, 16 << 10, false, ["tests/fixtures/kernel-6.18/proc/sysvipc/shm", "tests/fixtures/kernel-6.18/proc/slabinfo", "tests/fixtures/kernel-6.18/proc/vmallocinfo", "tests/fixtures/kernel-6.18/proc/sys/fs/dentry-state"];
     "matcher" => matcher, 2 << 10, false, [];
     "webconfig" => webconfig, 4 << 10, false, ["deploy/web-config.yml"];
     "http_headers" => http_headers, 1 << 10, false, [];
@@ -265,10 +268,57 @@ fn sysfs(data: &[u8]) {
 
 fn mountinfo(data: &[u8]) {
     let t = text(data);
+    mountinfo_mounts(&t);
     let _ = mountinfo::hides_processes(&t, "/proc");
     if let Some(point) = t.lines().next() {
         let _ = mountinfo::hides_processes(&t, point);
     }
+}
+
+/// Every mount's path is walked up to the root or refused, whatever parents the lines
+/// claim (a loop among them included).
+fn mountinfo_mounts(t: &str) {
+    let m = mountinfo::mounts(t);
+    for one in &m {
+        let _ = mountinfo::local_path(&m, one);
+        assert!(!one.fs.contains(' '), "fs {:?}", one.fs);
+    }
+}
+
+fn sockstat(data: &[u8]) {
+    if let Ok(s) = Sockstat::parse(&text(data)) {
+        assert!(s.tcp_pages.is_some() || s.udp_pages.is_some() || s.frag_bytes.is_some());
+        let _ = s.bytes(u64::MAX);
+    }
+}
+
+fn zoneinfo(data: &[u8]) {
+    if let Ok(p) = Pagesets::parse(&text(data)) {
+        assert!(p.cpus >= 1);
+    }
+}
+
+/// The owners collector's four files, one parser each on the same input.
+fn owners_files(data: &[u8]) {
+    let t = text(data);
+    if let Ok(segments) = owners::sysv_shm(&t) {
+        assert!(
+            segments.len() < t.lines().count().max(1),
+            "a segment per line at most"
+        );
+    }
+    if let Ok(caches) = owners::slab_caches(&t, 4096) {
+        for (name, _) in caches {
+            assert!(
+                !name.is_empty() && !name.contains(char::is_whitespace),
+                "{name:?}"
+            );
+        }
+    }
+    let callers = owners::vmalloc_callers(&t, 4096);
+    let names: std::collections::HashSet<&str> = callers.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(names.len(), callers.len(), "a caller once");
+    let _ = owners::dentry_state(&t);
 }
 
 fn matcher(data: &[u8]) {

@@ -13,6 +13,7 @@ pub mod loadavg;
 pub mod meminfo;
 pub mod memory_stat;
 pub mod mountinfo;
+pub mod owners;
 pub mod pressure;
 pub mod smaps;
 pub mod smaps_rollup;

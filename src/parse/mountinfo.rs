@@ -159,6 +159,88 @@ pub fn remote(text: &str) -> Remote {
     r
 }
 
+/// One line of a `mountinfo`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    pub id: u64,
+    pub parent: u64,
+    /// `major << 32 | minor`.
+    pub device: u64,
+    /// Its mount point, octal escapes (`\040` for a space) decoded.
+    pub point: String,
+    pub fs: String,
+}
+
+/// Every line of a `mountinfo` that fits its shape.
+pub fn mounts(text: &str) -> Vec<Mount> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some((mount, fs)) = line.split_once(" - ") else {
+            continue;
+        };
+        let f: Vec<&str> = mount.split(' ').collect();
+        let (Some(id), Some(parent), Some(dev), Some(point)) = (
+            f.first().and_then(|v| v.parse().ok()),
+            f.get(1).and_then(|v| v.parse().ok()),
+            f.get(2).and_then(|d| d.split_once(':')),
+            f.get(4),
+        ) else {
+            continue;
+        };
+        let (Ok(major), Ok(minor)) = (dev.0.parse::<u32>(), dev.1.parse::<u32>()) else {
+            continue;
+        };
+        out.push(Mount {
+            id,
+            parent,
+            device: u64::from(major) << 32 | u64::from(minor),
+            point: unescape(point),
+            fs: fs.split(' ').next().unwrap_or("").to_string(),
+        });
+    }
+    out
+}
+
+/// `\ooo` octal escapes (the kernel's for space, tab, newline and backslash) decoded.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether `m` and every mount above it are local (no FUSE or network mount): a path to
+/// it never asks a server. A parent missing from the list (the namespace's root's parent)
+/// ends the walk; a loop is not local.
+pub fn local_path(mounts: &[Mount], m: &Mount) -> bool {
+    let mut at = m;
+    for _ in 0..mounts.len() + 1 {
+        if is_remote(&at.fs) {
+            return false;
+        }
+        match mounts.iter().find(|p| p.id == at.parent && p.id != at.id) {
+            Some(p) => at = p,
+            None => return true,
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +276,24 @@ mod tests {
         assert!(!r.has_device(1));
         r.add_local_device(52);
         assert!(r.has_device(52));
+    }
+
+    #[test]
+    fn mounts_decode_their_points_and_a_path_under_fuse_is_not_local() {
+        let text = "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n\
+                    2 1 0:40 / /dev/shm rw - tmpfs tmpfs rw\n\
+                    3 1 0:41 / /mnt/my\\040disk rw - tmpfs tmpfs rw\n\
+                    4 1 0:42 / /f rw - fuse.sshfs u@h rw\n\
+                    5 4 0:43 / /f/t rw - tmpfs tmpfs rw\n\
+                    6 6 0:44 / /loop rw - tmpfs tmpfs rw\n";
+        let m = mounts(text);
+        assert_eq!(m.len(), 6);
+        assert_eq!(m[2].point, "/mnt/my disk");
+        assert_eq!((m[1].device, m[1].fs.as_str()), (40, "tmpfs"));
+        assert!(local_path(&m, &m[1]) && local_path(&m, &m[2]));
+        assert!(!local_path(&m, &m[4]), "under a FUSE mount");
+        assert!(local_path(&m, &m[5]), "its own parent ends the walk");
+        assert_eq!(unescape("a\\134b\\0"), "a\\b\\0");
     }
 
     #[test]

@@ -14,7 +14,9 @@ pub const NOT_SERVED_HERE: [(&str, &str); 1] = [(
 /// Rows only the live host can show: the fixture's SwapFree is absurd (dropped) and a
 /// fixture has no process memory for the heap walk to read, nor a JVM (the live run has
 /// one of its own).
-pub const LIVE_ONLY: [&str; 35] = [
+pub const LIVE_ONLY: [&str; 36] = [
+    // statvfs of a real tmpfs mount.
+    "membloat_tmpfs_used_bytes",
     "membloat_process_python_arenas",
     "membloat_process_python_allocated_bytes",
     "membloat_process_python_unused_bytes",

@@ -337,12 +337,13 @@ def check_sheet(r, e):
     path, size = mnt + "/f", 64 << 20
     seen = []
     for _ in range(3):
+        # Two scans after each change: the first may have read meminfo before it.
         write("/proc/sys/vm/stat_refresh", "1")
-        before = sheet_rows(e.scans_after(1))
+        before = sheet_rows(e.scans_after(2))
         with open(path, "wb") as f:
             f.write(b"\1" * size)
         write("/proc/sys/vm/stat_refresh", "1")
-        after = sheet_rows(e.scans_after(1))
+        after = sheet_rows(e.scans_after(2))
         os.unlink(path)
         grew = after["shmem"] - before["shmem"]
         drift = after["unexplained"] - before["unexplained"]
