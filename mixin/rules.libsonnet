@@ -117,6 +117,11 @@
             record: 'job:membloat_arena_reserved_bytes:sum',
             expr: 'sum by (%(clusterLabel)s, job) (instance:membloat_arena_reserved_bytes:sum)' % c,
           },
+          // The fleet's balance sheet: each row of the nodes' sheets summed.
+          {
+            record: 'job_row:membloat_host_memory_bytes:sum',
+            expr: 'sum by (%(clusterLabel)s, job, row) (membloat_host_memory_bytes)' % c,
+          },
           // Where the fleet's freed memory is held: per group (and method), per group and
           // runtime, and per runtime. runtime="glibc" is the measured hoarding that no
           // managed runtime holds: glibc's free heap pages, which malloc_trim gives back.

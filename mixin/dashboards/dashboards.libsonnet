@@ -607,6 +607,12 @@ function(config)
            steps=[[1, 'red']]),
 
       row('Where freed memory is held'),
+      ts("Where the fleet's memory went",
+         "The nodes' balance sheets summed by row (recording rule job_row:membloat_host_memory_bytes:sum; docs/balance-sheet.md): page cache, processes' memory in use and held free by their allocators and runtimes (anon_held_*), shmem, slab, huge pages, sockets, and unexplained, which no counter names. The node variable does not narrow it (the sum is recorded per cluster and job).",
+         'bytes',
+         [['sum by (row) (job_row:membloat_host_memory_bytes:sum{SELJ})', '{{row}}']],
+         w=24,
+         stack=true),
       ts('Hoarded memory by group',
          'Freed memory allocators and runtimes hold, summed by group over the fleet (recording rule job_group:membloat_hoarded_bytes:sum), measured and suspected apart. The group variable narrows it; the node variable does not (the sum is recorded per cluster and job).',
          'bytes',
