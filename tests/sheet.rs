@@ -73,8 +73,10 @@ fn drift_bound() -> i64 {
 
 /// Injects memory with `inject` (its guard removes it when dropped) and checks that `row`
 /// grows by `bytes` (within `tolerance` of it, and 2 MiB) and `unexplained` by less than the
-/// drift bound. The machine runs other tests beside this one: a check that misses is tried
-/// again, three times in all, before it fails.
+/// drift bound; then that removing it as `explain` says (the file deleted, the segment
+/// removed, the pool lowered, the queue closed) gives the row back. The machine runs other
+/// tests beside this one: a check that misses is tried again, three times in all, before it
+/// fails.
 fn lands<G>(
     what: &str,
     row: &str,
@@ -89,22 +91,26 @@ fn lands<G>(
         let (guard, bytes) = inject();
         let after = Sheet::read(extra);
         drop(guard);
+        let removed = Sheet::read(extra);
         let grew = after.row(row) - before.row(row);
+        let back = after.row(row) - removed.row(row);
         let drift = after.row("unexplained") - before.row("unexplained");
-        let near = (grew - bytes).abs() as f64 <= tolerance * bytes as f64 + 2.0 * MIB as f64;
-        if near && drift.abs() <= bound {
+        let near =
+            |got: i64| (got - bytes).abs() as f64 <= tolerance * bytes as f64 + 2.0 * MIB as f64;
+        if near(grew) && near(back) && drift.abs() <= bound {
             eprintln!(
-                "{what}: {row} +{:.1} MiB for {:.1} MiB injected, unexplained {:+.1} MiB (bound {:.1})",
+                "{what}: {row} +{:.1} MiB for {:.1} MiB injected, -{:.1} MiB once removed, unexplained {:+.1} MiB (bound {:.1})",
                 grew as f64 / MIB as f64,
                 bytes as f64 / MIB as f64,
+                back as f64 / MIB as f64,
                 drift as f64 / MIB as f64,
                 bound as f64 / MIB as f64
             );
             return;
         }
-        seen.push((grew, bytes, drift));
+        seen.push((grew, back, bytes, drift));
     }
-    panic!("{what}: {row} (grew, injected, unexplained moved) {seen:?}, drift bound {bound}");
+    panic!("{what}: {row} (grew, given back, injected, unexplained moved) {seen:?}, drift bound {bound}");
 }
 
 /// Only processes and what the test injects: no other collector's cost.

@@ -80,8 +80,9 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
     let mut sigs = Vec::with_capacity(sample.processes.len());
     let mut cgroup_hoarded_bytes = BTreeMap::new();
     let mut cgroup_runtime_held_bytes = BTreeMap::new();
-    // What each reader measured as held, over every process: the sheet's held rows.
-    let mut host_held_bytes: BTreeMap<&'static str, u64> = BTreeMap::new();
+    // What each reader measured as held, over every process: the sheet's held rows, each
+    // as (anonymous, shared memory) bytes.
+    let mut host_held_bytes: BTreeMap<&'static str, crate::model::sheet::Held> = BTreeMap::new();
     for p in &sample.processes {
         let prev_state = states.get(&p.key());
         let fresh = prev_state
@@ -111,11 +112,18 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
             let sum = cgroup_runtime_held_bytes.entry(key).or_insert(0u64);
             *sum = u64::saturating_add(*sum, held);
         }
+        // A process's held bytes are in its anonymous memory as far as it goes (glibc's
+        // first), the rest in its shared memory (a ZGC heap is a memfd).
         let glibc = sig.heap.as_ref().map(|h| h.reclaimable_bytes());
         let runtime = sig.runtime_held_by.zip(sig.runtime_held_bytes);
+        let mut anon_left = p.status.rss_anon_bytes.unwrap_or(0);
         for (reader, bytes) in glibc.map(|b| (Glibc::NAME, b)).into_iter().chain(runtime) {
-            let sum = host_held_bytes.entry(reader).or_insert(0);
-            *sum = sum.saturating_add(bytes);
+            let anon = bytes.min(anon_left);
+            anon_left -= anon;
+            host_held_bytes
+                .entry(reader)
+                .or_default()
+                .add(anon, bytes - anon);
         }
         states.insert(p.key(), state);
         sigs.push(sig);

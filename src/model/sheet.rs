@@ -13,6 +13,45 @@ use crate::parse::meminfo::Meminfo;
 /// The last row: `total` less every other row.
 pub const UNEXPLAINED: &str = "unexplained";
 
+/// What a heap reader measured as held over the processes, in their anonymous memory and
+/// in their shared memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held {
+    pub anon: u64,
+    pub shmem: u64,
+}
+
+impl Held {
+    pub fn add(&mut self, anon: u64, shmem: u64) {
+        self.anon = self.anon.saturating_add(anon);
+        self.shmem = self.shmem.saturating_add(shmem);
+    }
+}
+
+/// Each reader's share of at most `pool` bytes: its `part`, scaled down in proportion
+/// when the parts sum past the pool (processes that share pages count them each), and the
+/// sum taken.
+fn within(
+    held: &BTreeMap<&'static str, Held>,
+    part: fn(&Held) -> u64,
+    pool: u64,
+) -> (Vec<u64>, u64) {
+    let sum: u128 = held.values().map(|h| u128::from(part(h))).sum();
+    let scaled: Vec<u64> = held
+        .values()
+        .map(|h| {
+            let p = u128::from(part(h));
+            if sum > u128::from(pool) {
+                u64::try_from(p * u128::from(pool) / sum).unwrap_or(pool)
+            } else {
+                part(h)
+            }
+        })
+        .collect();
+    let taken = scaled.iter().fold(0u64, |a, &b| a.saturating_add(b));
+    (scaled, taken)
+}
+
 /// Rows in the order of the exposition; `unexplained` last.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sheet {
@@ -47,9 +86,10 @@ impl Sheet {
 const VMAP_STACK: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
 
 /// The host's sheet, from `meminfo` and what each heap reader measured as held
-/// (resident bytes, summed over the processes, by reader). `None` without the fields every
-/// kernel has (`MemTotal`, `MemFree`, `AnonPages`, `Buffers`, `Cached`, `Shmem`).
-pub fn host(m: &Meminfo, held: &BTreeMap<&'static str, u64>, page: u64) -> Option<Sheet> {
+/// (resident bytes, summed over the processes, by reader, in anonymous and in shared
+/// memory). `None` without the fields every kernel has (`MemTotal`, `MemFree`,
+/// `AnonPages`, `Buffers`, `Cached`, `Shmem`).
+pub fn host(m: &Meminfo, held: &BTreeMap<&'static str, Held>, page: u64) -> Option<Sheet> {
     let f = |k: &str| m.field(k);
     let total = m.mem_total_bytes?;
     let anon = m.anon_pages_bytes?;
@@ -64,16 +104,18 @@ pub fn host(m: &Meminfo, held: &BTreeMap<&'static str, u64>, page: u64) -> Optio
         s.push("free_percpu", p.free_pages.saturating_mul(page));
     }
     // Anonymous memory mapped by processes, less what their allocators and runtimes hold
-    // free (each reader's measured figure was checked against its process's resident
-    // memory).
-    let held_total = held.values().fold(0u64, |a, &b| a.saturating_add(b));
-    s.push("anon_live", anon.saturating_sub(held_total));
-    for (reader, &bytes) in held {
-        s.push(&format!("anon_held_{reader}"), bytes.min(anon));
+    // free; and shared memory less what a runtime holds free there (a ZGC heap). Each
+    // reader's figure was checked against its process's resident memory; pages shared by
+    // processes count in each, so the sums are held within the kernel's counts.
+    let (anon_parts, held_anon) = within(held, |h| h.anon, anon);
+    let (shmem_parts, held_shmem) = within(held, |h| h.shmem, shmem);
+    s.push("anon_live", anon - held_anon);
+    for ((reader, _), (a, sh)) in held.iter().zip(anon_parts.iter().zip(&shmem_parts)) {
+        s.push(&format!("anon_held_{reader}"), a.saturating_add(*sh));
     }
     // tmpfs, memfds, SysV segments and shared anonymous memory: `Shmem`, which `Cached`
     // also counts.
-    s.push("shmem", shmem);
+    s.push("shmem", shmem - held_shmem);
     // The page cache without shmem, buffers included; on the file LRU lists or neither
     // (ramfs, mlocked files, pages between lists).
     let cache = cached.saturating_sub(shmem).saturating_add(buffers);
@@ -175,7 +217,22 @@ mod tests {
             threshold_max: 36,
             cpus: 2,
         });
-        let held = BTreeMap::from([("glibc", 1024 * 1024), ("jvm", 512 * 1024)]);
+        let held = BTreeMap::from([
+            (
+                "glibc",
+                Held {
+                    anon: 1024 * 1024,
+                    shmem: 0,
+                },
+            ),
+            (
+                "jvm",
+                Held {
+                    anon: 512 * 1024,
+                    shmem: 1024 * 1024,
+                },
+            ),
+        ]);
         let s = host(&m, &held, 4096).unwrap();
         assert_eq!(s.row("free_percpu"), Some(409600));
         let sum: i64 = s.rows.iter().map(|r| r.1).sum();
@@ -183,8 +240,9 @@ mod tests {
         assert_eq!(s.row("free"), Some(kib(7837112)));
         assert_eq!(s.row("anon_live"), Some(kib(4432 - 1024 - 512)));
         assert_eq!(s.row("anon_held_glibc"), Some(kib(1024)));
-        assert_eq!(s.row("anon_held_jvm"), Some(kib(512)));
-        assert_eq!(s.row("shmem"), Some(kib(8856)));
+        // The JVM's held heap: 512 KiB anonymous and 1 MiB in a memfd (ZGC).
+        assert_eq!(s.row("anon_held_jvm"), Some(kib(512 + 1024)));
+        assert_eq!(s.row("shmem"), Some(kib(8856 - 1024)));
         assert_eq!(s.row("page_cache_active"), Some(kib(10485812)));
         assert_eq!(s.row("page_cache_inactive"), Some(kib(5570752)));
         // Cached - Shmem + Buffers is exactly the file LRU here.
@@ -217,10 +275,29 @@ mod tests {
         let sum: i64 = s.rows.iter().map(|r| r.1).sum();
         assert_eq!(sum, kib(1000));
         assert!(s.row(UNEXPLAINED).unwrap() < 0, "{s:?}");
-        let held = BTreeMap::from([("go", 10 << 20)]);
+        // Held sums past the kernel's counts (processes sharing the pages they hold) are
+        // scaled to them, each reader in proportion.
+        let held = BTreeMap::from([
+            (
+                "go",
+                Held {
+                    anon: 300 << 10,
+                    shmem: 0,
+                },
+            ),
+            (
+                "jemalloc",
+                Held {
+                    anon: 100 << 10,
+                    shmem: 100 << 10,
+                },
+            ),
+        ]);
         let s = host(&m, &held, 4096).unwrap();
         assert_eq!(s.row("anon_live"), Some(0));
-        assert_eq!(s.row("anon_held_go"), Some(kib(200)));
+        assert_eq!(s.row("anon_held_go"), Some(kib(150)));
+        assert_eq!(s.row("anon_held_jemalloc"), Some(kib(50 + 50)));
+        assert_eq!(s.row("shmem"), Some(0));
         assert_eq!(s.rows.iter().map(|r| r.1).sum::<i64>(), kib(1000));
     }
 
