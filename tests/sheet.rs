@@ -439,13 +439,27 @@ fn the_owners_behind_the_rows_are_named() {
         assert!(out.status.success());
         String::from_utf8(out.stdout).unwrap()
     };
-    let before = owners();
+    // 100,000 lookups of names that do not exist. Reclaim under another test's memory
+    // pressure may free some of them before the read: tried three times.
     let names = dir.path().join("negative");
     std::fs::create_dir_all(&names).unwrap();
-    for i in 0..100_000 {
-        let _ = std::fs::symlink_metadata(names.join(format!("absent-{i}")));
+    let mut grew = Vec::new();
+    let mut t = String::new();
+    for round in 0..3 {
+        let before = owners();
+        for i in 0..100_000 {
+            let _ = std::fs::symlink_metadata(names.join(format!("absent-{round}-{i}")));
+        }
+        t = owners();
+        grew.push(negative(&t).unwrap() - negative(&before).unwrap());
+        if grew[round] >= 90_000.0 {
+            break;
+        }
     }
-    let t = owners();
+    assert!(
+        grew.iter().any(|&g| g >= 90_000.0),
+        "negative dentries grew by {grew:?}"
+    );
     let mount = format!(
         "membloat_tmpfs_used_bytes{{mount=\"{}\",pod=\"6c1a-22\",volume=\"cache\"}}",
         volume.display()
@@ -457,8 +471,6 @@ fn the_owners_behind_the_rows_are_named() {
         std::process::id()
     );
     assert_eq!(value(&t, &shm), Some(16.0 * MIB as f64), "{t}");
-    let grew = negative(&t).unwrap() - negative(&before).unwrap();
-    assert!(grew >= 90_000.0, "negative dentries grew by {grew}");
     assert!(
         value(&t, "membloat_slab_cache_bytes{cache=\"dentry\"}").is_some(),
         "{t}"
