@@ -316,6 +316,19 @@
             },
           },
           {
+            alert: 'MembloatOrphanedSharedMemory',
+            expr: 'sum by (instance) (membloat_sysv_shm_resident_bytes{orphaned="true"}) > %(orphanedShmMiB)s * 1024 * 1024' % c,
+            'for': '1h',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: '{{ $value | humanize1024 }}B of SysV shared memory on {{ $labels.instance }} is attached by no process.',
+              description: 'SysV segments stay in RAM (or swap) until removed, after the processes that made them are gone: no RSS shows them. membloat_sysv_shm_resident_bytes{orphaned="true"} lists them; ipcrm -m SHMID frees one.',
+              runbook_url: '%s#membloatorphanedsharedmemory' % c.runbookURLBase,
+            },
+          },
+          {
             alert: 'MembloatSwapThrashing',
             expr: |||
               instance:membloat_swap_in_pages:rate5m > %(swapThrashPagesPerSecond)d

@@ -28,6 +28,7 @@
     hiddenTHPRatio: 0.05,  // MembloatHiddenTHPMemoryLarge: share of RAM
     unexplainedRatio: 0.10,  // MembloatUnexplainedMemoryGrowing: the sheet's unexplained row, share of RAM
     unexplainedGrowthRatio: 0.05,  // ...that grew by this share of RAM in 6 hours
+    orphanedShmMiB: 256,  // MembloatOrphanedSharedMemory: SysV segments no process attaches
     swapThrashPagesPerSecond: 256,  // MembloatSwapThrashing, each way
     notScanningSeconds: 300,  // MembloatNotScanning
 
