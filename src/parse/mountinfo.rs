@@ -207,12 +207,17 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
+        // Three octal digits up to \377 (one byte); anything else is taken literally.
         let octal = b
             .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)))
+            .and_then(|d| {
+                let v = d.iter().fold(0u32, |v, c| v * 8 + u32::from(c - b'0'));
+                u8::try_from(v).ok()
+            });
         match (b[i], octal) {
-            (b'\\', Some(d)) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+            (b'\\', Some(v)) => {
+                out.push(v);
                 i += 4;
             }
             (c, _) => {
@@ -294,6 +299,8 @@ mod tests {
         assert!(!local_path(&m, &m[4]), "under a FUSE mount");
         assert!(local_path(&m, &m[5]), "its own parent ends the walk");
         assert_eq!(unescape("a\\134b\\0"), "a\\b\\0");
+        // Above \\377 is no byte: kept as written (the fuzzer found it overflowing).
+        assert_eq!(unescape("a\\777b\\377"), "a\\777b\u{fffd}");
     }
 
     #[test]
