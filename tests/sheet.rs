@@ -407,9 +407,10 @@ impl Queues {
 }
 
 /// The owners behind the rows (`owners` collector): a tmpfs mount at a kubelet volume's
-/// path with its bytes and its pod and volume, a SysV segment no process attaches marked
+/// path with its bytes and its pod and volume, a memfd and a removed tmpfs file held open
+/// with this test's pid and their bytes, a SysV segment no process attaches marked
 /// orphaned with its resident bytes, and negative dentries counted, each as the kernel
-/// counts it (`statvfs`, `/proc/sysvipc/shm`, `dentry-state`).
+/// counts it (`statvfs`, the pages written, `/proc/sysvipc/shm`, `dentry-state`).
 #[test]
 #[ignore = "needs root"]
 fn the_owners_behind_the_rows_are_named() {
@@ -428,6 +429,14 @@ fn the_owners_behind_the_rows_are_named() {
     let _mounted = Unmount(volume.clone());
     write_mib(&mut std::fs::File::create(volume.join("f")).unwrap(), 32);
     let seg = Segment::touched(16 * MIB as usize);
+    // A memfd written and never mapped, and a file removed from the mount while open.
+    let flags = nix::sys::memfd::MFdFlags::MFD_CLOEXEC;
+    let mut memfd = std::fs::File::from(nix::sys::memfd::memfd_create("owners", flags).unwrap());
+    write_mib(&mut memfd, 8);
+    let removed = volume.join("removed");
+    let mut held = std::fs::File::create(&removed).unwrap();
+    write_mib(&mut held, 4);
+    std::fs::remove_file(&removed).unwrap();
     let negative = |text: &str| value(text, "membloat_dentries{state=\"negative\"}");
     let owners = || {
         let out = run(&[
@@ -464,7 +473,24 @@ fn the_owners_behind_the_rows_are_named() {
         "membloat_tmpfs_used_bytes{{mount=\"{}\",pod=\"6c1a-22\",volume=\"cache\"}}",
         volume.display()
     );
-    assert_eq!(value(&t, &mount), Some(32.0 * MIB as f64), "{t}");
+    // The removed file still takes its mount's room until closed.
+    assert_eq!(value(&t, &mount), Some(36.0 * MIB as f64), "{t}");
+    let pid = std::process::id();
+    let file = |kind: &str, name: &str| {
+        format!("membloat_unlinked_file_bytes{{kind=\"{kind}\",pid=\"{pid}\",name=\"{name}\"}}")
+    };
+    assert_eq!(
+        value(&t, &file("memfd", "owners")),
+        Some(8.0 * MIB as f64),
+        "{t}"
+    );
+    let removed = removed.display().to_string();
+    assert_eq!(
+        value(&t, &file("deleted", &removed)),
+        Some(4.0 * MIB as f64),
+        "{t}"
+    );
+    explain_names_the_owners(pid, seg.0, &volume.display().to_string());
     let shm = format!(
         "membloat_sysv_shm_resident_bytes{{shmid=\"{}\",key=\"0\",creator_pid=\"{}\",orphaned=\"true\"}}",
         seg.0,
@@ -476,5 +502,32 @@ fn the_owners_behind_the_rows_are_named() {
         "{t}"
     );
     drop(seg);
+    drop((memfd, held));
     let _ = std::fs::remove_dir(&names);
+}
+
+/// `explain` names the owners the test made, each with what frees it.
+fn explain_names_the_owners(pid: u32, seg: i32, volume: &str) {
+    let out = run(&["explain", "--format", "json", "--explain.interval=200ms"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let owners = doc["owners"].as_array().unwrap();
+    let named = |kind: &str, name: &str| {
+        owners
+            .iter()
+            .find(|o| o["kind"] == kind && o["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind} {name} in {owners:#?}"))
+    };
+    let m = named("memfd", "owners");
+    assert_eq!(
+        (m["pid"].as_u64(), m["bytes"].as_u64()),
+        (Some(pid.into()), Some(8 << 20))
+    );
+    let seg_id = seg.to_string();
+    let remedy = named("sysv", &seg_id)["remedy"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(remedy.contains(&format!("ipcrm -m {seg_id}")), "{remedy}");
+    let v = named("tmpfs", volume);
+    assert_eq!(v["bytes"].as_u64(), Some(36 << 20));
 }

@@ -320,6 +320,17 @@ fn owners_files(data: &[u8]) {
     let names: std::collections::HashSet<&str> = callers.iter().map(|c| c.0.as_str()).collect();
     assert_eq!(names.len(), callers.len(), "a caller once");
     let _ = owners::dentry_state(&t);
+    for line in t.lines() {
+        match owners::unlinked(line) {
+            Some(owners::Unlinked::Memfd(n) | owners::Unlinked::Deleted(n)) => {
+                assert!(
+                    n.len() <= owners::NAME_BYTES && line.contains(n.as_str()),
+                    "{n:?}"
+                );
+            }
+            None => assert!(!line.ends_with(" (deleted)")),
+        }
+    }
 }
 
 fn matcher(data: &[u8]) {

@@ -63,6 +63,9 @@ pub struct Diagnosis {
     /// Where the host's memory went: the balance sheet's rows, the largest first (empty
     /// without meminfo).
     pub memory: Vec<sheet::Row>,
+    /// Who holds the memory outside the processes' heaps (the `owners` collector's latest
+    /// read), the largest first (empty without it).
+    pub owners: Vec<sheet::Owner>,
 }
 
 impl Diagnosis {
@@ -160,6 +163,11 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
             .filter(|k| opts.pids.is_empty() || opts.pids.contains(&k.pid))
             .collect(),
         memory: s.sheet.as_ref().map(sheet::rows).unwrap_or_default(),
+        owners: s
+            .host
+            .get::<crate::units::owners::OwnersReading>()
+            .map(sheet::owners)
+            .unwrap_or_default(),
         processes: if opts.pids.is_empty() {
             Vec::new()
         } else {

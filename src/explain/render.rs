@@ -256,9 +256,10 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
     out
 }
 
-/// Where the memory went: the sheet's rows of at least 1 % of MemTotal, and unexplained.
+/// Where the memory went: the sheet's rows of at least 1 % of MemTotal, and unexplained;
+/// then who holds it outside the processes' heaps.
 fn memory(out: &mut String, d: &Diagnosis, st: &Style) {
-    if d.memory.is_empty() {
+    if d.memory.is_empty() && d.owners.is_empty() {
         return;
     }
     let _ = writeln!(
@@ -278,7 +279,28 @@ fn memory(out: &mut String, d: &Diagnosis, st: &Style) {
         let head = format!("  {:<20} {:>11} {:>5.1} %  ", r.row, bytes, r.share * 100.0);
         wrapped(out, &head, r.note);
     }
+    owners(out, d, st);
     out.push('\n');
+}
+
+/// The largest owners outside the processes' heaps, their names escaped (a memfd's name and
+/// a removed file's path are their holder's choice).
+fn owners(out: &mut String, d: &Diagnosis, st: &Style) {
+    use super::sheet::OWNERS_TOLD;
+    if d.owners.is_empty() {
+        return;
+    }
+    let head = if d.owners.len() > OWNERS_TOLD {
+        format!("  Held outside the processes' heaps: the {OWNERS_TOLD} largest here, all in --format json")
+    } else {
+        "  Held outside the processes' heaps".to_string()
+    };
+    let _ = writeln!(out, "{}", st.paint("1", &head));
+    for o in d.owners.iter().take(OWNERS_TOLD) {
+        let head = format!("  {:<20} {:>11}  ", o.kind, size(o.bytes));
+        let pid = o.pid.map_or(String::new(), |p| format!(" (pid {p})"));
+        wrapped(out, &head, &format!("{}{pid}: {}", o.name, o.remedy));
+    }
 }
 
 /// Kills the text tells at most; the JSON has them all.

@@ -1,10 +1,12 @@
 //! "Where the memory went": the host's balance sheet (`model::sheet`), its rows ranked by
 //! bytes, each with what it is and, where memory outside the processes' heaps can be got
-//! back or must be looked into, what to do.
+//! back or must be looked into, what to do; and the owners behind the rows (the `owners`
+//! collector's latest read), the largest first, each with what frees it.
 
 use serde::Serialize;
 
 use crate::model::sheet::{Sheet, UNEXPLAINED};
+use crate::units::owners::OwnersReading;
 
 /// A row is told in the text when it holds at least this share of the total (every row is
 /// in the JSON); `unexplained` always is.
@@ -76,6 +78,106 @@ fn note(row: &str) -> &'static str {
     }
 }
 
+/// Owners the text tells at most; the JSON has every one the collector kept.
+pub const OWNERS_TOLD: usize = 8;
+
+/// One holder of memory outside the processes' heaps.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Owner {
+    /// `tmpfs`, `memfd`, `deleted`, `sysv`, `slab` or `vmalloc`: the row it is in follows.
+    pub kind: &'static str,
+    /// The mount point, the memfd's or removed file's name, the segment id, the cache, the
+    /// kernel function (another process's choice for files: shown escaped in the text).
+    pub name: String,
+    /// The process holding it (a memfd or removed file), its creator (a SysV segment).
+    pub pid: Option<u32>,
+    pub bytes: u64,
+    /// What frees it.
+    pub remedy: String,
+}
+
+/// The owners of `o`, the largest first.
+pub fn owners(o: &OwnersReading) -> Vec<Owner> {
+    let mut out = Vec::new();
+    for m in &o.mounts {
+        let volume = if m.pod.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (pod {} volume {}: counts against the pod's memory limit)",
+                m.pod, m.volume
+            )
+        };
+        out.push(Owner {
+            kind: "tmpfs",
+            name: m.point.clone(),
+            pid: None,
+            bytes: m.used_bytes,
+            remedy: format!("files in RAM{volume}: `du -sh` on the mount names them; deleting what no one needs frees it"),
+        });
+    }
+    for f in &o.files {
+        let remedy = match f.kind {
+            "memfd" => "a memfd no directory names: freed when its last holder closes it or exits",
+            _ => "removed while open, still in RAM: freed when its last holder closes it (`ls -l /proc/PID/fd | grep deleted`)",
+        };
+        out.push(Owner {
+            kind: f.kind,
+            name: f.name.clone(),
+            pid: Some(f.pid),
+            bytes: f.bytes,
+            remedy: remedy.into(),
+        });
+    }
+    for s in &o.segments {
+        let remedy = if s.attached == 0 {
+            format!("no process attaches it: `ipcrm -m {}` frees it", s.shmid)
+        } else {
+            format!(
+                "{} processes attach it: freed when it is removed and the last detaches",
+                s.attached
+            )
+        };
+        let bytes = s.rss_bytes.unwrap_or(s.size_bytes);
+        out.push(Owner {
+            kind: "sysv",
+            name: s.shmid.to_string(),
+            pid: u32::try_from(s.creator).ok(),
+            bytes,
+            remedy,
+        });
+    }
+    for (cache, bytes) in &o.slabs {
+        let remedy = match (cache.as_str(), o.dentries) {
+            ("dentry", Some((_, _, Some(negative)))) => format!("{negative} negative dentries (lookups of missing names), freed under pressure; a count that only grows is a program looking up missing files"),
+            _ => "a kernel cache (`slabtop -s c`): one that grows for ever is a leak to report".into(),
+        };
+        out.push(Owner {
+            kind: "slab",
+            name: cache.clone(),
+            pid: None,
+            bytes: *bytes,
+            remedy,
+        });
+    }
+    for (caller, bytes) in &o.vmalloc {
+        out.push(Owner {
+            kind: "vmalloc",
+            name: caller.clone(),
+            pid: None,
+            bytes: *bytes,
+            remedy: "vmalloc'd by this kernel function (`/proc/vmallocinfo`)".into(),
+        });
+    }
+    out.sort_by(|a, b| {
+        b.bytes
+            .cmp(&a.bytes)
+            .then(a.kind.cmp(b.kind))
+            .then(a.name.cmp(&b.name))
+    });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,5 +204,55 @@ mod tests {
         assert!(r[2].note.contains("ipcrm"));
         let told: Vec<bool> = r.iter().map(told).collect();
         assert_eq!(told, [true, true, true, true, false]);
+    }
+
+    #[test]
+    fn owners_rank_by_bytes_each_with_what_frees_it() {
+        use crate::parse::owners::Segment;
+        use crate::units::owners::{HeldFile, Mount};
+        let segment = |shmid, attached| Segment {
+            shmid,
+            key: "0".into(),
+            size_bytes: 64 << 20,
+            creator: 42,
+            attached,
+            rss_bytes: Some(shmid << 20),
+        };
+        let o = OwnersReading {
+            mounts: vec![Mount {
+                point: "/v".into(),
+                used_bytes: 5 << 20,
+                pod: "uid".into(),
+                volume: "cache".into(),
+            }],
+            files: vec![HeldFile {
+                kind: "memfd",
+                pid: 9,
+                name: "heap".into(),
+                bytes: 9 << 20,
+            }],
+            segments: vec![segment(7, 0), segment(3, 2)],
+            slabs: vec![("dentry".into(), 4 << 20)],
+            dentries: Some((10, 5, Some(1234))),
+            vmalloc: vec![("bpf_prog_alloc".into(), 1 << 20)],
+        };
+        let r = owners(&o);
+        let order: Vec<(&str, &str)> = r.iter().map(|o| (o.kind, o.name.as_str())).collect();
+        assert_eq!(
+            order,
+            [
+                ("memfd", "heap"),
+                ("sysv", "7"),
+                ("tmpfs", "/v"),
+                ("slab", "dentry"),
+                ("sysv", "3"),
+                ("vmalloc", "bpf_prog_alloc")
+            ]
+        );
+        assert_eq!((r[0].pid, r[0].bytes), (Some(9), 9 << 20));
+        assert!(r[1].remedy.contains("ipcrm -m 7"), "{:?}", r[1]);
+        assert!(!r[4].remedy.contains("ipcrm"), "{:?}", r[4]);
+        assert!(r[2].remedy.contains("pod uid volume cache"), "{:?}", r[2]);
+        assert!(r[3].remedy.contains("1234 negative"), "{:?}", r[3]);
     }
 }

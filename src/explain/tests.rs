@@ -359,6 +359,17 @@ fn control_characters_in_names_never_reach_a_terminal() {
     let mut p = report(7, 1, 20 * GIB, 900, Signals::default());
     p.sample.comm = "\u{1b}[2J\u{1b}[3J\u{1b}[H\nFAKE\u{202e}x".into();
     s.top = vec![p];
+    // A memfd's name is its holder's choice too.
+    let owners = crate::units::owners::OwnersReading {
+        files: vec![crate::units::owners::HeldFile {
+            kind: "memfd",
+            pid: 8,
+            name: "\u{1b}[2J\nFAKE".into(),
+            bytes: 1 << 30,
+        }],
+        ..Default::default()
+    };
+    s.host.set(crate::units::owners::COLLECTOR, owners);
     let d = diagnose(
         &s,
         &Options {
@@ -376,6 +387,7 @@ fn control_characters_in_names_never_reach_a_terminal() {
         );
         assert!(!text.contains('\u{202e}'), "{text}");
         assert!(!text.lines().any(|l| l.starts_with("FAKE")), "{text}");
+        assert!(text.contains("\\x1b[2J\\x0aFAKE (pid 8)"), "{text}");
         // What escapes remain are the form's own emphasis (SGR).
         let rest = own.replace_all(&text, "");
         assert!(!rest.contains('\u{1b}'), "{rest}");

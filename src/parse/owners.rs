@@ -1,6 +1,7 @@
 //! Who holds the memory outside the processes' heaps: SysV shared memory
 //! (`/proc/sysvipc/shm`), the slab caches (`/proc/slabinfo`), the dentry cache
-//! (`/proc/sys/fs/dentry-state`) and vmalloc's callers (`/proc/vmallocinfo`). Each parser
+//! (`/proc/sys/fs/dentry-state`), vmalloc's callers (`/proc/vmallocinfo`) and the files
+//! processes hold open that no directory names (their `/proc/PID/fd` links). Each parser
 //! keeps what it can read of a line and skips the rest (a line that fits no shape).
 
 use super::ParseError;
@@ -115,6 +116,36 @@ pub fn vmalloc_callers(text: &str, page: u64) -> Vec<(String, u64)> {
     by.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
+/// The longest name kept of a file held open (a memfd's name is at most 249 bytes, a
+/// path up to 4,096; either is the holder's to choose).
+pub const NAME_BYTES: usize = 128;
+
+/// A file a process holds open that no directory names, by its `/proc/PID/fd` link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unlinked {
+    /// `/memfd:NAME (deleted)`: its NAME.
+    Memfd(String),
+    /// `PATH (deleted)`: a file removed while open, its PATH as it was.
+    Deleted(String),
+}
+
+/// What a descriptor's link says it is, its name cut to [`NAME_BYTES`] (at a character).
+/// `None` for a link that names a file still linked.
+pub fn unlinked(link: &str) -> Option<Unlinked> {
+    let name = link.strip_suffix(" (deleted)")?;
+    let cut = |s: &str| {
+        let mut end = s.len().min(NAME_BYTES);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s[..end].to_string()
+    };
+    Some(match name.strip_prefix("/memfd:") {
+        Some(m) => Unlinked::Memfd(cut(m)),
+        None => Unlinked::Deleted(cut(name)),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,5 +219,30 @@ mod tests {
                 ("kernel_clone".to_string(), 8 * 4096)
             ]
         );
+    }
+
+    #[test]
+    fn an_unlinked_file_by_its_link() {
+        assert_eq!(
+            unlinked("/memfd:java_heap (deleted)"),
+            Some(Unlinked::Memfd("java_heap".into()))
+        );
+        assert_eq!(
+            unlinked("/dev/shm/x (deleted) (deleted)"),
+            Some(Unlinked::Deleted("/dev/shm/x (deleted)".into()))
+        );
+        assert_eq!(unlinked("/dev/shm/x"), None);
+        assert_eq!(unlinked("anon_inode:[eventfd]"), None);
+        // A long name is cut, never inside a character.
+        let long = format!("/memfd:{} (deleted)", "é".repeat(200));
+        let Some(Unlinked::Memfd(name)) = unlinked(&long) else {
+            panic!()
+        };
+        assert_eq!(name, "é".repeat(NAME_BYTES / 2));
+        let odd = format!("/{} (deleted)", "é".repeat(200));
+        let Some(Unlinked::Deleted(path)) = unlinked(&odd) else {
+            panic!()
+        };
+        assert_eq!(path.len(), NAME_BYTES - 1);
     }
 }

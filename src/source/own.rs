@@ -99,11 +99,23 @@ pub fn shared_memory_device() -> Option<u64> {
     })
 }
 
+/// A file's attributes as the kernel caches them ([`cached_stat`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cached {
+    /// `major << 32 | minor`, as smaps gives it.
+    pub dev: u64,
+    pub ino: u64,
+    /// 512-byte blocks allocated: for shared memory, its pages in RAM or swap.
+    pub blocks: u64,
+    /// Directory entries naming it: 0 for a memfd or a deleted file.
+    pub links: u32,
+}
+
 /// What the kernel holds of the file at `path` (a `/proc/PID/fd/N` link is followed
-/// without a lookup): its device (`major << 32 | minor`), its 512-byte blocks and its link
-/// count, by `statx` with `AT_STATX_DONT_SYNC`, so a FUSE or network filesystem answers
-/// from its cache and never asks its server, which could hold the call for good.
-pub fn cached_stat(path: &std::path::Path) -> Option<(u64, u64, u32)> {
+/// without a lookup), by `statx` with `AT_STATX_DONT_SYNC`, so a FUSE or network
+/// filesystem answers from its cache and never asks its server, which could hold the call
+/// for good.
+pub fn cached_stat(path: &std::path::Path) -> Option<Cached> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: statx is plain integers, for which all zeros is a value.
@@ -121,11 +133,10 @@ pub fn cached_stat(path: &std::path::Path) -> Option<(u64, u64, u32)> {
             &mut st as *mut libc::statx,
         )
     };
-    (rc == 0).then(|| {
-        (
-            u64::from(st.stx_dev_major) << 32 | u64::from(st.stx_dev_minor),
-            st.stx_blocks,
-            st.stx_nlink,
-        )
+    (rc == 0).then(|| Cached {
+        dev: u64::from(st.stx_dev_major) << 32 | u64::from(st.stx_dev_minor),
+        ino: st.stx_ino,
+        blocks: st.stx_blocks,
+        links: st.stx_nlink,
     })
 }

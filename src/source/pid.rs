@@ -134,12 +134,44 @@ impl Source {
         for entry in entries.flatten().take(4096) {
             let path = entry.path();
             if std::fs::read_link(&path).is_ok_and(|l| l.as_os_str() == target) {
-                let (dev, blocks, links) = own::cached_stat(&path)?;
-                let memfd = links == 0 && Some(dev) == own::shared_memory_device();
-                return memfd.then(|| blocks.saturating_mul(512));
+                let st = own::cached_stat(&path)?;
+                let memfd = st.links == 0 && Some(st.dev) == own::shared_memory_device();
+                return memfd.then(|| st.blocks.saturating_mul(512));
             }
         }
         None
+    }
+    /// The files process `pid` holds open that no directory names (a memfd, a deleted
+    /// file), each with its link's text (`/memfd:NAME (deleted)`, `/dev/shm/x (deleted)`)
+    /// and its attributes from the kernel's cache ([`own::cached_stat`]: nothing asks a
+    /// FUSE server). Looks at no more than `budget` descriptors, taking each it looked at
+    /// from it: a process with a million open files costs what the budget allows.
+    pub fn unlinked_files(
+        &self,
+        pid: u32,
+        budget: &mut usize,
+        mut each: impl FnMut(&str, own::Cached),
+    ) -> Result<(), ReadError> {
+        let mut dir = PathBuf::new();
+        set_path(&mut dir, &self.procfs, Some(pid), "fd");
+        let entries = std::fs::read_dir(&dir).map_err(|e| ReadError::new(&dir, e))?;
+        for entry in entries.flatten() {
+            let Some(left) = budget.checked_sub(1) else {
+                break;
+            };
+            *budget = left;
+            let path = entry.path();
+            let Ok(link) = std::fs::read_link(&path) else {
+                continue;
+            };
+            let Some(link) = link.to_str().filter(|l| l.ends_with(" (deleted)")) else {
+                continue;
+            };
+            if let Some(st) = own::cached_stat(&path).filter(|st| st.links == 0) {
+                each(link, st);
+            }
+        }
+        Ok(())
     }
 }
 

@@ -220,11 +220,13 @@ fn a_memfd_held_open_is_counted_from_the_kernels_cache_and_a_named_file_is_not()
         Some(3 * 4096)
     );
     let link = std::path::PathBuf::from(format!("/proc/self/fd/{raw}"));
-    let (dev, blocks, links) = own::cached_stat(&link).unwrap();
+    let st = own::cached_stat(&link).unwrap();
     assert_eq!(
-        (Some(dev), blocks, links),
+        (Some(st.dev), st.blocks, st.links),
         (own::shared_memory_device(), 24, 0)
     );
+    let ino = nix::sys::stat::fstat(&file).unwrap().st_ino;
+    assert_eq!(st.ino, ino);
     // A named file, open: linked, so not a memfd.
     let named = tempfile::NamedTempFile::new().unwrap();
     let name = named.path().to_string_lossy().into_owned();

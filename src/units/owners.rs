@@ -1,8 +1,9 @@
 //! `owners`: who holds the host's memory outside the processes' heaps, the names behind
 //! the balance sheet's rows: tmpfs mounts (with the Kubernetes pod and volume a mount
-//! belongs to), SysV segments (those no process attaches marked), the largest slab caches
-//! and the dentry cache, and vmalloc's largest callers. Read once a minute (the files
-//! list every mount, segment, cache and vmalloc area), served from the latest read between.
+//! belongs to), memfds and removed tmpfs files held open, SysV segments (those no process
+//! attaches marked), the largest slab caches and the dentry cache, and vmalloc's largest
+//! callers. Read once a minute (the files list every mount, descriptor, segment, cache and
+//! vmalloc area), served from the latest read between.
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,9 @@ use crate::source::Reason;
 
 use super::{Collect, Output, Reader, Reading, Unit};
 
+mod files;
+pub use files::{HeldFile, DESCRIPTORS};
+
 pub const COLLECTOR: Collector = Collector::Unit("owners");
 const SECTION: Section = Section::Of(COLLECTOR);
 
@@ -20,15 +24,17 @@ const SECTION: Section = Section::Of(COLLECTOR);
 pub const EVERY: Duration = Duration::from_secs(60);
 /// Series kept of each kind, the largest first.
 const TOP_MOUNTS: usize = 32;
+const TOP_FILES: usize = 32;
 const TOP_SEGMENTS: usize = 32;
 const TOP_SLABS: usize = 16;
 const TOP_VMALLOC: usize = 16;
 
 pub const UNIT: Unit = Unit {
     name: "owners",
-    what: "tmpfs mounts, SysV segments, slab caches and vmalloc callers",
+    what: "tmpfs mounts, unlinked files, SysV segments, slab caches, vmalloc callers",
     rows: &[
         TMPFS_USED_BYTES,
+        UNLINKED_FILE_BYTES,
         SYSV_SHM_RESIDENT_BYTES,
         SLAB_CACHE_BYTES,
         DENTRIES,
@@ -36,7 +42,7 @@ pub const UNIT: Unit = Unit {
     ],
     fixes: &[(
         Reason::Denied,
-        "grant CAP_DAC_READ_SEARCH (/proc/slabinfo and /proc/vmallocinfo are root's, mode 0400) and CAP_SYS_PTRACE (/proc/1/root, where the host's tmpfs mounts are)",
+        "grant CAP_DAC_READ_SEARCH (/proc/slabinfo and /proc/vmallocinfo are root's, mode 0400) and CAP_SYS_PTRACE (/proc/1/root, where the host's tmpfs mounts are, and other users' /proc/PID/fd)",
     )],
     start: || Box::new(Owners::default()),
 };
@@ -54,6 +60,8 @@ pub struct Mount {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OwnersReading {
     pub mounts: Vec<Mount>,
+    /// Memfds and removed tmpfs files held open, the largest first.
+    pub files: Vec<HeldFile>,
     pub segments: Vec<Segment>,
     pub slabs: Vec<(String, u64)>,
     /// Dentries in the cache, unused, negative.
@@ -92,17 +100,23 @@ fn read(r: &mut Reader) -> Result<OwnersReading, Reason> {
     // The host's mounts (pid 1's), then the exporter's own for those /proc/1/root does
     // not reach (a sandbox that hides pid 1's root even from root).
     let mut seen = std::collections::HashSet::new();
+    let mut tmpfs = std::collections::HashSet::new();
     for who in ["1", "self"] {
         let listed = r.source.parse_proc(&format!("{who}/mountinfo"), r.buf, |t| {
             Ok(mountinfo::mounts(t))
         });
         let root = r.source.procfs().join(who).join("root");
-        let used = listed.map(|m| o.mounts.extend(tmpfs_used(&root, &m, &mut seen)));
+        let used = listed.map(|m| {
+            tmpfs.extend(m.iter().filter(|m| m.fs == "tmpfs").map(|m| m.device));
+            o.mounts.extend(tmpfs_used(&root, &m, &mut seen));
+        });
         if who == "1" {
             one(r, used);
         }
     }
     o.mounts = largest(std::mem::take(&mut o.mounts), TOP_MOUNTS, |m| m.used_bytes);
+    let held = files::read(r, &mut tmpfs);
+    one(r, held.map(|f| o.files = largest(f, TOP_FILES, |f| f.bytes)));
     let segments = r.source.parse_proc("sysvipc/shm", r.buf, owners::sysv_shm);
     one(r, segments.map(|s| o.segments = largest(s, TOP_SEGMENTS, resident)));
     let slabs = r
@@ -118,7 +132,7 @@ fn read(r: &mut Reader) -> Result<OwnersReading, Reason> {
         .parse_proc("vmallocinfo", r.buf, |t| Ok(owners::vmalloc_callers(t, page)));
     one(r, vmalloc.map(|v| o.vmalloc = largest(v, TOP_VMALLOC, |v| v.1)));
     // The unit fails only when nothing could be read: each file that could not is counted.
-    if failed.len() == 5 {
+    if failed.len() == 6 {
         return Err(failed[0]);
     }
     Ok(o)
@@ -205,6 +219,15 @@ impl Reading for OwnersReading {
             ];
             tmpfs.push(labels, Value::U(m.used_bytes));
         }
+        let mut held = Family::new(&UNLINKED_FILE_BYTES);
+        for f in &self.files {
+            let labels = vec![
+                ("kind", f.kind.to_string()),
+                ("pid", f.pid.to_string()),
+                ("name", f.name.clone()),
+            ];
+            held.push(labels, Value::U(f.bytes));
+        }
         let mut shm = Family::new(&SYSV_SHM_RESIDENT_BYTES);
         for s in &self.segments {
             let labels = vec![
@@ -231,7 +254,7 @@ impl Reading for OwnersReading {
         for (caller, bytes) in &self.vmalloc {
             vmalloc.push(vec![("caller", caller.clone())], Value::U(*bytes));
         }
-        vec![tmpfs, shm, slabs, dentries, vmalloc]
+        vec![tmpfs, held, shm, slabs, dentries, vmalloc]
     }
 }
 
@@ -243,6 +266,16 @@ pub const TMPFS_USED_BYTES: Metric = crate::family::metric!(
     SECTION,
     "/proc/1/mountinfo, statvfs",
     "Bytes used on each tmpfs mount of the host's mount namespace (once per superblock; the 32 largest): files no process's RSS shows, in the balance sheet's shmem row. pod and volume name a Kubernetes volume's mount (emptyDir medium: Memory, secrets, projected), empty otherwise. Read once a minute.",
+);
+
+pub const UNLINKED_FILE_BYTES: Metric = crate::family::metric!(
+    membloat "unlinked_file",
+    Gauge,
+    Bytes,
+    ["kind", "pid", "name"],
+    SECTION,
+    "/proc/PID/fd, statx",
+    "Bytes (in RAM or swap) of each file a process holds open that no directory names, once per inode, named by the lowest pid holding it (the 32 largest): kind=\"memfd\" (name: its memfd name; in no mount's listing) or kind=\"deleted\" (name: its path on a tmpfs it was removed from; also in that mount's tmpfs_used). Freed when the last holder closes it; in the balance sheet's shmem row. Needs CAP_SYS_PTRACE for other users' processes. Read once a minute.",
 );
 
 pub const SYSV_SHM_RESIDENT_BYTES: Metric = crate::family::metric!(

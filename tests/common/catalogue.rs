@@ -14,9 +14,11 @@ pub const NOT_SERVED_HERE: [(&str, &str); 1] = [(
 /// Rows only the live host can show: the fixture's SwapFree is absurd (dropped) and a
 /// fixture has no process memory for the heap walk to read, nor a JVM (the live run has
 /// one of its own).
-pub const LIVE_ONLY: [&str; 36] = [
+pub const LIVE_ONLY: [&str; 37] = [
     // statvfs of a real tmpfs mount.
     "membloat_tmpfs_used_bytes",
+    // A memfd the live run holds open.
+    "membloat_unlinked_file_bytes",
     "membloat_process_python_arenas",
     "membloat_process_python_allocated_bytes",
     "membloat_process_python_unused_bytes",
@@ -142,6 +144,11 @@ pub fn check(live: bool) {
         };
         let _python = python(&super::python::debian_of("3.13").stripped, "measured");
         let _stripped_python = python(&super::python::debian_of("3.11").stripped, "stripped");
+        // A memfd written and held open by this test, for the unlinked files' row.
+        let mut memfd = std::fs::File::from(
+            nix::sys::memfd::memfd_create("catalogue", nix::sys::memfd::MFdFlags::empty()).unwrap(),
+        );
+        std::io::Write::write_all(&mut memfd, &[1u8; 4096]).unwrap();
         let live = run(&[
             "--once",
             "--once.interval=1s",
