@@ -409,8 +409,9 @@ impl Queues {
 /// The owners behind the rows (`owners` collector): a tmpfs mount at a kubelet volume's
 /// path with its bytes and its pod and volume, a memfd and a removed tmpfs file held open
 /// with this test's pid and their bytes, a SysV segment no process attaches marked
-/// orphaned with its resident bytes, and negative dentries counted, each as the kernel
-/// counts it (`statvfs`, the pages written, `/proc/sysvipc/shm`, `dentry-state`).
+/// orphaned with its resident bytes, negative dentries counted, and a network namespace's
+/// unread TCP queues by the bytes written into them, each as the kernel counts it
+/// (`statvfs`, the pages written, `/proc/sysvipc/shm`, `dentry-state`, the writes).
 #[test]
 #[ignore = "needs root"]
 fn the_owners_behind_the_rows_are_named() {
@@ -429,6 +430,15 @@ fn the_owners_behind_the_rows_are_named() {
     let _mounted = Unmount(volume.clone());
     write_mib(&mut std::fs::File::create(volume.join("f")).unwrap(), 32);
     let seg = Segment::touched(16 * MIB as usize);
+    // Unread TCP queues in a network namespace of their own.
+    let net = Repro::start("netqueue", &["4"], &[]);
+    let written: f64 = net
+        .ready
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
     // A memfd written and never mapped, and a file removed from the mount while open.
     let flags = nix::sys::memfd::MFdFlags::MFD_CLOEXEC;
     let mut memfd = std::fs::File::from(nix::sys::memfd::memfd_create("owners", flags).unwrap());
@@ -437,38 +447,8 @@ fn the_owners_behind_the_rows_are_named() {
     let mut held = std::fs::File::create(&removed).unwrap();
     write_mib(&mut held, 4);
     std::fs::remove_file(&removed).unwrap();
-    let negative = |text: &str| value(text, "membloat_dentries{state=\"negative\"}");
-    let owners = || {
-        let out = run(&[
-            "--once",
-            "--once.interval=0s",
-            "--no-collector.processes",
-            "--no-collector.kmsg",
-        ]);
-        assert!(out.status.success());
-        String::from_utf8(out.stdout).unwrap()
-    };
-    // 100,000 lookups of names that do not exist. Reclaim under another test's memory
-    // pressure may free some of them before the read: tried three times.
     let names = dir.path().join("negative");
-    std::fs::create_dir_all(&names).unwrap();
-    let mut grew = Vec::new();
-    let mut t = String::new();
-    for round in 0..3 {
-        let before = owners();
-        for i in 0..100_000 {
-            let _ = std::fs::symlink_metadata(names.join(format!("absent-{round}-{i}")));
-        }
-        t = owners();
-        grew.push(negative(&t).unwrap() - negative(&before).unwrap());
-        if grew[round] >= 90_000.0 {
-            break;
-        }
-    }
-    assert!(
-        grew.iter().any(|&g| g >= 90_000.0),
-        "negative dentries grew by {grew:?}"
-    );
+    let t = negative_dentries_counted(&names);
     let mount = format!(
         "membloat_tmpfs_used_bytes{{mount=\"{}\",pod=\"6c1a-22\",volume=\"cache\"}}",
         volume.display()
@@ -490,7 +470,27 @@ fn the_owners_behind_the_rows_are_named() {
         Some(4.0 * MIB as f64),
         "{t}"
     );
-    explain_names_the_owners(pid, seg.0, &volume.display().to_string());
+    // Every byte written is in a send or a receive queue of its namespace.
+    let link = std::fs::read_link(format!("/proc/{}/ns/net", net.pid())).unwrap();
+    let inode = link
+        .to_str()
+        .unwrap()
+        .trim_start_matches("net:[")
+        .trim_end_matches(']');
+    let queue = |q: &str| {
+        let series = format!(
+            "membloat_netns_socket_queue_bytes{{netns=\"{inode}\",pid=\"{}\",queue=\"{q}\"}}",
+            net.pid()
+        );
+        value(&t, &series).unwrap_or_else(|| panic!("no {series} in {t}"))
+    };
+    assert_eq!(queue("send") + queue("receive"), written);
+    explain_names_the_owners(
+        pid,
+        seg.0,
+        &volume.display().to_string(),
+        (inode, net.pid()),
+    );
     let shm = format!(
         "membloat_sysv_shm_resident_bytes{{shmid=\"{}\",key=\"0\",creator_pid=\"{}\",orphaned=\"true\"}}",
         seg.0,
@@ -507,7 +507,7 @@ fn the_owners_behind_the_rows_are_named() {
 }
 
 /// `explain` names the owners the test made, each with what frees it.
-fn explain_names_the_owners(pid: u32, seg: i32, volume: &str) {
+fn explain_names_the_owners(pid: u32, seg: i32, volume: &str, netns: (&str, u32)) {
     let out = run(&["explain", "--format", "json", "--explain.interval=200ms"]);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let owners = doc["owners"].as_array().unwrap();
@@ -530,4 +530,42 @@ fn explain_names_the_owners(pid: u32, seg: i32, volume: &str) {
     assert!(remedy.contains(&format!("ipcrm -m {seg_id}")), "{remedy}");
     let v = named("tmpfs", volume);
     assert_eq!(v["bytes"].as_u64(), Some(36 << 20));
+    let n = named("sockets", &format!("netns {}", netns.0));
+    assert_eq!(n["pid"].as_u64(), Some(netns.1.into()));
+}
+
+/// The exposition of a `--once` run after 100,000 lookups of names that do not exist under
+/// `names`, having checked that the negative dentries it counts grew by them. Reclaim under
+/// another test's memory pressure may free some before the read: tried three times.
+fn negative_dentries_counted(names: &std::path::Path) -> String {
+    let negative = |text: &str| value(text, "membloat_dentries{state=\"negative\"}");
+    let owners = || {
+        let out = run(&[
+            "--once",
+            "--once.interval=0s",
+            "--no-collector.processes",
+            "--no-collector.kmsg",
+        ]);
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    std::fs::create_dir_all(names).unwrap();
+    let mut grew = Vec::new();
+    let mut t = String::new();
+    for round in 0..3 {
+        let before = owners();
+        for i in 0..100_000 {
+            let _ = std::fs::symlink_metadata(names.join(format!("absent-{round}-{i}")));
+        }
+        t = owners();
+        grew.push(negative(&t).unwrap() - negative(&before).unwrap());
+        if grew[round] >= 90_000.0 {
+            break;
+        }
+    }
+    assert!(
+        grew.iter().any(|&g| g >= 90_000.0),
+        "negative dentries grew by {grew:?}"
+    );
+    t
 }

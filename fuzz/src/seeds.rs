@@ -135,7 +135,7 @@ fn seeds_of(root: &Path, name: &str, patterns: &[&str]) -> Vec<Vec<u8>> {
         "smaps_rollup" => v.extend(live(&["/proc/self/smaps_rollup"])),
         "pressure" => v.extend(live(&["/proc/pressure/memory"])),
         "cgroup" => v.extend(live(&["/proc/self/cgroup"])),
-        "sockstat" => v.extend(live(&["/proc/net/sockstat"])),
+        "sockstat" => v.extend(live(&["/proc/net/sockstat", "/proc/net/tcp"])),
         "zoneinfo" => v.extend(live(&["/proc/zoneinfo"])),
         "mountinfo" => {
             v.extend(live(&["/proc/self/mountinfo"]));

@@ -286,9 +286,15 @@ fn mountinfo_mounts(t: &str) {
 }
 
 fn sockstat(data: &[u8]) {
-    if let Ok(s) = Sockstat::parse(&text(data)) {
+    let t = text(data);
+    if let Ok(s) = Sockstat::parse(&t) {
         assert!(s.tcp_pages.is_some() || s.udp_pages.is_some() || s.frag_bytes.is_some());
         let _ = s.bytes(u64::MAX);
+    }
+    // The socket tables' queues: nothing from a text with no second line.
+    let q = membloat_exporter::parse::sockstat::queues(&t);
+    if t.lines().nth(1).is_none() {
+        assert_eq!(q, (0, 0));
     }
 }
 

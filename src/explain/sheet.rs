@@ -84,7 +84,7 @@ pub const OWNERS_TOLD: usize = 8;
 /// One holder of memory outside the processes' heaps.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Owner {
-    /// `tmpfs`, `memfd`, `deleted`, `sysv`, `slab` or `vmalloc`: the row it is in follows.
+    /// `tmpfs`, `memfd`, `deleted`, `sysv`, `slab`, `vmalloc` or `sockets`.
     pub kind: &'static str,
     /// The mount point, the memfd's or removed file's name, the segment id, the cache, the
     /// kernel function (another process's choice for files: shown escaped in the text).
@@ -169,6 +169,19 @@ pub fn owners(o: &OwnersReading) -> Vec<Owner> {
             remedy: "vmalloc'd by this kernel function (`/proc/vmallocinfo`)".into(),
         });
     }
+    for n in o
+        .namespaces
+        .iter()
+        .filter(|n| n.send_bytes.saturating_add(n.receive_bytes) > 0)
+    {
+        out.push(Owner {
+            kind: "sockets",
+            name: format!("netns {}", n.inode),
+            pid: Some(n.pid),
+            bytes: n.send_bytes.saturating_add(n.receive_bytes),
+            remedy: format!("bytes in the namespace's TCP and UDP queues: `nsenter -t {} -n ss -tm` names the sockets, a receive queue that stays full is a program that does not read", n.pid),
+        });
+    }
     out.sort_by(|a, b| {
         b.bytes
             .cmp(&a.bytes)
@@ -235,6 +248,20 @@ mod tests {
             slabs: vec![("dentry".into(), 4 << 20)],
             dentries: Some((10, 5, Some(1234))),
             vmalloc: vec![("bpf_prog_alloc".into(), 1 << 20)],
+            namespaces: vec![
+                crate::units::owners::Netns {
+                    inode: 40,
+                    pid: 5,
+                    send_bytes: 1 << 19,
+                    receive_bytes: 1 << 19,
+                },
+                crate::units::owners::Netns {
+                    inode: 41,
+                    pid: 6,
+                    send_bytes: 0,
+                    receive_bytes: 0,
+                },
+            ],
         };
         let r = owners(&o);
         let order: Vec<(&str, &str)> = r.iter().map(|o| (o.kind, o.name.as_str())).collect();
@@ -246,6 +273,7 @@ mod tests {
                 ("tmpfs", "/v"),
                 ("slab", "dentry"),
                 ("sysv", "3"),
+                ("sockets", "netns 40"),
                 ("vmalloc", "bpf_prog_alloc")
             ]
         );
@@ -254,5 +282,6 @@ mod tests {
         assert!(!r[4].remedy.contains("ipcrm"), "{:?}", r[4]);
         assert!(r[2].remedy.contains("pod uid volume cache"), "{:?}", r[2]);
         assert!(r[3].remedy.contains("1234 negative"), "{:?}", r[3]);
+        assert!(r[5].remedy.contains("nsenter -t 5 -n"), "{:?}", r[5]);
     }
 }

@@ -1,7 +1,8 @@
 //! `/proc/net/sockstat`: the memory the kernel has charged to socket buffers, by protocol.
 //! TCP's and UDP's `mem` are pages, counted for the whole kernel (not per network
 //! namespace); `FRAG`'s `memory` is bytes of IP fragments waiting to be reassembled, in the
-//! reader's namespace.
+//! reader's namespace. And `/proc/PID/net/{tcp,tcp6,udp,udp6}`: the bytes in each socket's
+//! queues, per network namespace.
 
 use super::ParseError;
 
@@ -54,6 +55,31 @@ impl Sockstat {
     }
 }
 
+/// The bytes in the send and receive queues of every socket a `/proc/PID/net/tcp` (or
+/// `tcp6`, `udp`, `udp6`) lists: its `tx_queue:rx_queue` column, in hex. A listening
+/// socket's (state `0A`) are connections waiting to be accepted, not bytes: left out.
+/// A line that fits no shape is skipped.
+pub fn queues(text: &str) -> (u64, u64) {
+    let (mut send, mut receive) = (0u64, 0u64);
+    for line in text.lines().skip(1) {
+        let mut words = line.split_ascii_whitespace().skip(3);
+        let (Some(state), Some(q)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let Some((tx, rx)) = q.split_once(':') else {
+            continue;
+        };
+        let (Ok(tx), Ok(rx)) = (u64::from_str_radix(tx, 16), u64::from_str_radix(rx, 16)) else {
+            continue;
+        };
+        if state != "0A" {
+            send = send.saturating_add(tx);
+            receive = receive.saturating_add(rx);
+        }
+    }
+    (send, receive)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +108,22 @@ mod tests {
             ..Sockstat::default()
         };
         assert_eq!(huge.bytes(4096), u64::MAX);
+    }
+
+    #[test]
+    fn socket_queues_in_hex_without_listeners() {
+        let text = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+                       0: 0100007F:9525 00000000:0000 0A 00000000:00000003 00:00000000 00000000     0        0 3888795 1
+                       1: 0100007F:86F0 0100007F:9525 01 0039B600:00000000 04:0000004A 00000000     0        1 3888796 2
+                       2: 0100007F:9525 0100007F:86F0 01 00000000:0007D800 00:00000000 00000000     0        0 3888797 1
+                       3: garbage
+                       4: 0100007F:1 0100007F:2 01 FFFFFFFFFFFFFFFF:1 x
+                       5: 0100007F:1 0100007F:2 01 1:zz x
+";
+        // The listener's 3 waiting connections are not bytes; an absurd queue saturates.
+        assert_eq!(queues(text), (u64::MAX, 0x7D800 + 1));
+        let sane: String = text.lines().take(4).map(|l| format!("{l}\n")).collect();
+        assert_eq!(queues(&sane), (0x39B600, 0x7D800));
+        assert_eq!(queues(""), (0, 0));
     }
 }

@@ -15,7 +15,9 @@ use crate::source::Reason;
 use super::{Collect, Output, Reader, Reading, Unit};
 
 mod files;
+mod netns;
 pub use files::{HeldFile, DESCRIPTORS};
+pub use netns::Netns;
 
 pub const COLLECTOR: Collector = Collector::Unit("owners");
 const SECTION: Section = Section::Of(COLLECTOR);
@@ -25,13 +27,14 @@ pub const EVERY: Duration = Duration::from_secs(60);
 /// Series kept of each kind, the largest first.
 const TOP_MOUNTS: usize = 32;
 const TOP_FILES: usize = 32;
+const TOP_NAMESPACES: usize = 32;
 const TOP_SEGMENTS: usize = 32;
 const TOP_SLABS: usize = 16;
 const TOP_VMALLOC: usize = 16;
 
 pub const UNIT: Unit = Unit {
     name: "owners",
-    what: "tmpfs mounts, unlinked files, SysV segments, slab caches, vmalloc callers",
+    what: "tmpfs, unlinked files, SysV, slab, vmalloc, socket queues",
     rows: &[
         TMPFS_USED_BYTES,
         UNLINKED_FILE_BYTES,
@@ -39,6 +42,7 @@ pub const UNIT: Unit = Unit {
         SLAB_CACHE_BYTES,
         DENTRIES,
         VMALLOC_CALLER_BYTES,
+        NETNS_SOCKET_QUEUE_BYTES,
     ],
     fixes: &[(
         Reason::Denied,
@@ -67,6 +71,8 @@ pub struct OwnersReading {
     /// Dentries in the cache, unused, negative.
     pub dentries: Option<(u64, u64, Option<u64>)>,
     pub vmalloc: Vec<(String, u64)>,
+    /// Network namespaces by their sockets' queued bytes, the largest first.
+    pub namespaces: Vec<Netns>,
 }
 
 #[derive(Default)]
@@ -115,8 +121,14 @@ fn read(r: &mut Reader) -> Result<OwnersReading, Reason> {
         }
     }
     o.mounts = largest(std::mem::take(&mut o.mounts), TOP_MOUNTS, |m| m.used_bytes);
-    let held = files::read(r, &mut tmpfs);
-    one(r, held.map(|f| o.files = largest(f, TOP_FILES, |f| f.bytes)));
+    // Every process's descriptors and network namespace.
+    let listed = r.source.pids().map_err(|e| e.system_reason());
+    if let Ok((pids, _)) = &listed {
+        o.files = largest(files::read(r, pids, &mut tmpfs), TOP_FILES, |f| f.bytes);
+        let queued = |n: &Netns| n.send_bytes.saturating_add(n.receive_bytes);
+        o.namespaces = largest(netns::read(r, pids), TOP_NAMESPACES, queued);
+    }
+    one(r, listed.map(drop));
     let segments = r.source.parse_proc("sysvipc/shm", r.buf, owners::sysv_shm);
     one(r, segments.map(|s| o.segments = largest(s, TOP_SEGMENTS, resident)));
     let slabs = r
@@ -254,7 +266,18 @@ impl Reading for OwnersReading {
         for (caller, bytes) in &self.vmalloc {
             vmalloc.push(vec![("caller", caller.clone())], Value::U(*bytes));
         }
-        vec![tmpfs, held, shm, slabs, dentries, vmalloc]
+        let mut sockets = Family::new(&NETNS_SOCKET_QUEUE_BYTES);
+        for n in &self.namespaces {
+            for (queue, bytes) in [("send", n.send_bytes), ("receive", n.receive_bytes)] {
+                let labels = vec![
+                    ("netns", n.inode.to_string()),
+                    ("pid", n.pid.to_string()),
+                    ("queue", queue.to_string()),
+                ];
+                sockets.push(labels, Value::U(bytes));
+            }
+        }
+        vec![tmpfs, held, shm, slabs, dentries, vmalloc, sockets]
     }
 }
 
@@ -316,6 +339,16 @@ pub const VMALLOC_CALLER_BYTES: Metric = crate::family::metric!(
     SECTION,
     "/proc/vmallocinfo",
     "Pages vmalloc allocated, summed by the kernel function that asked (the 16 largest): the names behind the balance sheet's vmalloc row. Needs root or CAP_DAC_READ_SEARCH. Read once a minute.",
+);
+
+pub const NETNS_SOCKET_QUEUE_BYTES: Metric = crate::family::metric!(
+    membloat "netns_socket_queue",
+    Gauge,
+    Bytes,
+    ["netns", "pid", "queue"],
+    SECTION,
+    "/proc/PID/net/tcp, tcp6, udp, udp6",
+    "Bytes in the TCP and UDP sockets' queues of each network namespace (netns: its inode, as /proc/PID/ns/net names it; pid: the lowest pid in it; the 32 namespaces with the most): queue=\"receive\", received and not yet read by the program; queue=\"send\", written and not yet acknowledged (TCP) or sent (UDP). TCP's are payload bytes, UDP's the buffers the kernel charged. The kernel charges socket memory for the whole host (the balance sheet's sockets row); this names the namespace, a pod on Kubernetes, whose sockets hold it. Read once a minute.",
 );
 
 #[cfg(test)]

@@ -14,7 +14,9 @@ pub const NOT_SERVED_HERE: [(&str, &str); 1] = [(
 /// Rows only the live host can show: the fixture's SwapFree is absurd (dropped) and a
 /// fixture has no process memory for the heap walk to read, nor a JVM (the live run has
 /// one of its own).
-pub const LIVE_ONLY: [&str; 37] = [
+pub const LIVE_ONLY: [&str; 38] = [
+    // A live process's socket tables.
+    "membloat_netns_socket_queue_bytes",
     // statvfs of a real tmpfs mount.
     "membloat_tmpfs_used_bytes",
     // A memfd the live run holds open.

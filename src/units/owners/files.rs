@@ -34,15 +34,14 @@ pub struct HeldFile {
 /// Every process's unlinked shared-memory files. `tmpfs` holds the devices of the tmpfs
 /// mounts already listed; a device it lacks is looked for in the holder's own mount table,
 /// at most [`MOUNT_TABLES`] times.
-pub fn read(r: &mut Reader, tmpfs: &mut HashSet<u64>) -> Result<Vec<HeldFile>, Reason> {
-    let (pids, _) = r.source.pids().map_err(|e| e.system_reason())?;
+pub fn read(r: &mut Reader, pids: &[u32], tmpfs: &mut HashSet<u64>) -> Vec<HeldFile> {
     let shared = own::shared_memory_device();
     let mut budget = DESCRIPTORS;
     let mut tables = MOUNT_TABLES;
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     let mut unread = 0;
-    for &pid in &pids {
+    for &pid in pids {
         if budget == 0 {
             unread += 1;
             continue;
@@ -79,7 +78,7 @@ pub fn read(r: &mut Reader, tmpfs: &mut HashSet<u64>) -> Result<Vec<HeldFile>, R
         }
     }
     r.count(Reason::Timeout, unread);
-    Ok(out)
+    out
 }
 
 /// Whether `dev` is a tmpfs: one already listed, or one in `pid`'s mount table (whose
