@@ -407,7 +407,7 @@ impl Queues {
 }
 
 /// The owners behind the rows (`owners` collector): a tmpfs mount at a kubelet volume's
-/// path with its bytes and its pod and volume, a memfd and a removed tmpfs file held open
+/// path with its bytes and its pod and volume, a tmpfs only another mount namespace has, a memfd and a removed tmpfs file held open
 /// with this test's pid and their bytes, a SysV segment no process attaches marked
 /// orphaned with its resident bytes, negative dentries counted, and a network namespace's
 /// unread TCP queues by the bytes written into them, each as the kernel counts it
@@ -430,6 +430,8 @@ fn the_owners_behind_the_rows_are_named() {
     let _mounted = Unmount(volume.clone());
     write_mib(&mut std::fs::File::create(volume.join("f")).unwrap(), 32);
     let seg = Segment::touched(16 * MIB as usize);
+    let private = dir.path().join("private");
+    let other = private_tmpfs(&private);
     // Unread TCP queues in a network namespace of their own.
     let net = Repro::start("netqueue", &["4"], &[]);
     let written: f64 = net
@@ -450,11 +452,18 @@ fn the_owners_behind_the_rows_are_named() {
     let names = dir.path().join("negative");
     let t = negative_dentries_counted(&names);
     let mount = format!(
-        "membloat_tmpfs_used_bytes{{mount=\"{}\",pod=\"6c1a-22\",volume=\"cache\"}}",
-        volume.display()
+        "membloat_tmpfs_used_bytes{{mount=\"{}\",mntns=\"{}\",pod=\"6c1a-22\",volume=\"cache\"}}",
+        volume.display(),
+        mount_namespace(std::process::id())
     );
     // The removed file still takes its mount's room until closed.
     assert_eq!(value(&t, &mount), Some(36.0 * MIB as f64), "{t}");
+    let other_ns = mount_namespace(other.pid());
+    let series = format!(
+        "membloat_tmpfs_used_bytes{{mount=\"{}\",mntns=\"{other_ns}\",pod=\"\",volume=\"\"}}",
+        private.display()
+    );
+    assert_eq!(value(&t, &series), Some(3.0 * MIB as f64), "{t}");
     let pid = std::process::id();
     let file = |kind: &str, name: &str| {
         format!("membloat_unlinked_file_bytes{{kind=\"{kind}\",pid=\"{pid}\",name=\"{name}\"}}")
@@ -568,4 +577,27 @@ fn negative_dentries_counted(names: &std::path::Path) -> String {
         "negative dentries grew by {grew:?}"
     );
     t
+}
+
+/// The inode of a process's mount namespace.
+fn mount_namespace(pid: u32) -> u64 {
+    let link = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).unwrap();
+    let link = link.to_str().unwrap();
+    link.trim_start_matches("mnt:[")
+        .trim_end_matches(']')
+        .parse()
+        .unwrap()
+}
+
+/// A process in a mount namespace of its own, with a tmpfs at `point` that only its
+/// namespace has and 3 MiB written to it.
+fn private_tmpfs(point: &std::path::Path) -> Repro {
+    std::fs::create_dir_all(point).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=16m tmpfs {0} && head -c 3145728 /dev/zero > {0}/f && echo ready && exec sleep 600",
+        point.display()
+    );
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c", &script]);
+    Repro::spawn("unshare", cmd)
 }

@@ -234,6 +234,7 @@ mod tests {
         let o = OwnersReading {
             mounts: vec![Mount {
                 point: "/v".into(),
+                namespace: 1,
                 used_bytes: 5 << 20,
                 pod: "uid".into(),
                 volume: "cache".into(),

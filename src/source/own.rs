@@ -140,3 +140,39 @@ pub fn cached_stat(path: &std::path::Path) -> Option<Cached> {
         links: st.stx_nlink,
     })
 }
+
+/// Opens `path` (`O_PATH`: nothing is asked of the file's filesystem) as seen from `root`
+/// (a process's `/proc/PID/root`), by `openat2` with `RESOLVE_IN_ROOT`: `..` and absolute
+/// links stay inside that root, and no symbolic link is followed, so a process cannot
+/// swap a directory on the way for a link into a FUSE mount after its mount table was
+/// read. `ENOSYS` before kernel 5.6.
+pub fn open_in_root(root: &std::path::Path, path: &str) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+        .open(root)?;
+    let c = std::ffi::CString::new(path)?;
+    // SAFETY: open_how is plain integers, for which all zeros is a value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    // SAFETY: `dir` is an open descriptor, `c` a NUL-terminated path and `how` an open_how
+    // of the size passed, all live through the call, which reads them only.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let fd = i32::try_from(fd).map_err(|_| std::io::Error::from(std::io::ErrorKind::Other))?;
+    // SAFETY: the kernel just gave this descriptor, owned by nothing else.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}

@@ -233,3 +233,24 @@ fn a_memfd_held_open_is_counted_from_the_kernels_cache_and_a_named_file_is_not()
     assert_eq!(source.open_file_bytes(pid, &name), None);
     drop(file);
 }
+
+#[test]
+fn a_path_in_a_process_root_follows_no_link_and_stays_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+    std::os::unix::fs::symlink("/proc", dir.path().join("link")).unwrap();
+    let fd = own::open_in_root(dir.path(), "/a/b").unwrap();
+    let want = std::fs::metadata(dir.path().join("a/b")).unwrap();
+    let got = nix::sys::stat::fstat(&fd).unwrap();
+    assert_eq!(got.st_ino, std::os::unix::fs::MetadataExt::ino(&want));
+    // A link on the way is refused, not followed.
+    let refused = own::open_in_root(dir.path(), "/link/self").unwrap_err();
+    assert_eq!(refused.raw_os_error(), Some(libc::ELOOP));
+    // `..` past the root stays at the root.
+    let up = own::open_in_root(dir.path(), "/../../a").unwrap();
+    let a = std::fs::metadata(dir.path().join("a")).unwrap();
+    assert_eq!(
+        nix::sys::stat::fstat(&up).unwrap().st_ino,
+        std::os::unix::fs::MetadataExt::ino(&a)
+    );
+}

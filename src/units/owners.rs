@@ -8,7 +8,6 @@
 use std::time::{Duration, Instant};
 
 use crate::family::{Collector, Family, Metric, Section, Value};
-use crate::parse::mountinfo;
 use crate::parse::owners::{self, Segment};
 use crate::source::Reason;
 
@@ -16,8 +15,10 @@ use super::{Collect, Output, Reader, Reading, Unit};
 
 mod files;
 mod netns;
+mod tmpfs;
 pub use files::{HeldFile, DESCRIPTORS};
 pub use netns::Netns;
+pub use tmpfs::Mount;
 
 pub const COLLECTOR: Collector = Collector::Unit("owners");
 const SECTION: Section = Section::Of(COLLECTOR);
@@ -50,16 +51,6 @@ pub const UNIT: Unit = Unit {
     )],
     start: || Box::new(Owners::default()),
 };
-
-/// One tmpfs mount of the host's mount namespace, deduplicated by superblock.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mount {
-    pub point: String,
-    pub used_bytes: u64,
-    /// The Kubernetes pod (its uid) and volume, for a kubelet volume's mount.
-    pub pod: String,
-    pub volume: String,
-}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OwnersReading {
@@ -103,32 +94,17 @@ fn read(r: &mut Reader) -> Result<OwnersReading, Reason> {
             failed.push(reason);
         }
     };
-    // The host's mounts (pid 1's), then the exporter's own for those /proc/1/root does
-    // not reach (a sandbox that hides pid 1's root even from root).
-    let mut seen = std::collections::HashSet::new();
-    let mut tmpfs = std::collections::HashSet::new();
-    for who in ["1", "self"] {
-        let listed = r.source.parse_proc(&format!("{who}/mountinfo"), r.buf, |t| {
-            Ok(mountinfo::mounts(t))
-        });
-        let root = r.source.procfs().join(who).join("root");
-        let used = listed.map(|m| {
-            tmpfs.extend(m.iter().filter(|m| m.fs == "tmpfs").map(|m| m.device));
-            o.mounts.extend(tmpfs_used(&root, &m, &mut seen));
-        });
-        if who == "1" {
-            one(r, used);
-        }
-    }
-    o.mounts = largest(std::mem::take(&mut o.mounts), TOP_MOUNTS, |m| m.used_bytes);
-    // Every process's descriptors and network namespace.
+    // Every process's mount namespace, descriptors and network namespace.
     let listed = r.source.pids().map_err(|e| e.system_reason());
-    if let Ok((pids, _)) = &listed {
-        o.files = largest(files::read(r, pids, &mut tmpfs), TOP_FILES, |f| f.bytes);
-        let queued = |n: &Netns| n.send_bytes.saturating_add(n.receive_bytes);
-        o.namespaces = largest(netns::read(r, pids), TOP_NAMESPACES, queued);
-    }
-    one(r, listed.map(drop));
+    let pids = listed.as_ref().map(|(p, _)| p.as_slice()).unwrap_or_default();
+    let mut devices = std::collections::HashSet::new();
+    let (host, mounts) = tmpfs::read(r, pids, &mut devices);
+    one(r, host);
+    o.mounts = largest(mounts, TOP_MOUNTS, |m| m.used_bytes);
+    o.files = largest(files::read(r, pids, &mut devices), TOP_FILES, |f| f.bytes);
+    let queued = |n: &Netns| n.send_bytes.saturating_add(n.receive_bytes);
+    o.namespaces = largest(netns::read(r, pids), TOP_NAMESPACES, queued);
+    one(r, listed.as_ref().map(drop).map_err(|&e| e));
     let segments = r.source.parse_proc("sysvipc/shm", r.buf, owners::sysv_shm);
     one(r, segments.map(|s| o.segments = largest(s, TOP_SEGMENTS, resident)));
     let slabs = r
@@ -162,60 +138,6 @@ fn largest<T>(mut v: Vec<T>, n: usize, key: impl Fn(&T) -> u64) -> Vec<T> {
     v
 }
 
-/// The used bytes of each tmpfs mount of `mounts` by `statvfs` through `root` (a
-/// process's `/proc/PID/root`), once per superblock (`seen`). A mount is asked only when
-/// every mount above it is local: the path to it never crosses a FUSE or network mount,
-/// whose server could hold the lookup.
-fn tmpfs_used(
-    root: &std::path::Path,
-    mounts: &[mountinfo::Mount],
-    seen: &mut std::collections::HashSet<u64>,
-) -> Vec<Mount> {
-    let mut out = Vec::new();
-    for m in mounts.iter().filter(|m| m.fs == "tmpfs") {
-        if seen.contains(&m.device) || !mountinfo::local_path(mounts, m) {
-            continue;
-        }
-        let path = root.join(m.point.trim_start_matches('/'));
-        // The path reaches this mount, not one mounted over it.
-        let at = nix::sys::stat::stat(&path).ok().map(|st| {
-            u64::from(libc::major(st.st_dev)) << 32 | u64::from(libc::minor(st.st_dev))
-        });
-        if at != Some(m.device) {
-            continue;
-        }
-        let Ok(st) = nix::sys::statvfs::statvfs(&path) else {
-            continue;
-        };
-        seen.insert(m.device);
-        let used = st
-            .blocks()
-            .saturating_sub(st.blocks_free())
-            .saturating_mul(st.fragment_size());
-        let (pod, volume) = kubelet_volume(&m.point);
-        out.push(Mount {
-            point: m.point.clone(),
-            used_bytes: used,
-            pod: pod.to_string(),
-            volume: volume.to_string(),
-        });
-    }
-    out
-}
-
-/// The pod uid and volume name of a kubelet volume's mount point
-/// (`.../pods/UID/volumes/PLUGIN/NAME`), or empty strings.
-fn kubelet_volume(point: &str) -> (&str, &str) {
-    let Some((_, rest)) = point.rsplit_once("/pods/") else {
-        return ("", "");
-    };
-    let parts: Vec<&str> = rest.split('/').collect();
-    match parts.as_slice() {
-        [uid, "volumes", _plugin, name, ..] => (uid, name),
-        _ => ("", ""),
-    }
-}
-
 impl super::UnitReading for OwnersReading {
     const COLLECTOR: crate::family::Collector = COLLECTOR;
 }
@@ -226,6 +148,7 @@ impl Reading for OwnersReading {
         for m in &self.mounts {
             let labels = vec![
                 ("mount", m.point.clone()),
+                ("mntns", m.namespace.to_string()),
                 ("pod", m.pod.clone()),
                 ("volume", m.volume.clone()),
             ];
@@ -285,10 +208,10 @@ pub const TMPFS_USED_BYTES: Metric = crate::family::metric!(
     membloat "tmpfs_used",
     Gauge,
     Bytes,
-    ["mount", "pod", "volume"],
+    ["mount", "mntns", "pod", "volume"],
     SECTION,
-    "/proc/1/mountinfo, statvfs",
-    "Bytes used on each tmpfs mount of the host's mount namespace (once per superblock; the 32 largest): files no process's RSS shows, in the balance sheet's shmem row. pod and volume name a Kubernetes volume's mount (emptyDir medium: Memory, secrets, projected), empty otherwise. Read once a minute.",
+    "/proc/PID/mountinfo, statvfs",
+    "Bytes used on each tmpfs mount of every mount namespace, once per superblock (the 32 largest): files no process's RSS shows, removed files still open included, in the balance sheet's shmem row. mount is its point in its namespace, mntns that namespace's inode (/proc/PID/ns/mnt; the host's first, so a mount seen in several is named by the host's path; 0 when unknown). pod and volume name a Kubernetes volume's mount (emptyDir medium: Memory, secrets, projected), empty otherwise. Read once a minute.",
 );
 
 pub const UNLINKED_FILE_BYTES: Metric = crate::family::metric!(
@@ -354,16 +277,6 @@ pub const NETNS_SOCKET_QUEUE_BYTES: Metric = crate::family::metric!(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_kubelet_volume_names_its_pod_and_volume() {
-        assert_eq!(
-            kubelet_volume("/var/lib/kubelet/pods/6c1a-22/volumes/kubernetes.io~empty-dir/cache"),
-            ("6c1a-22", "cache")
-        );
-        assert_eq!(kubelet_volume("/dev/shm"), ("", ""));
-        assert_eq!(kubelet_volume("/x/pods/uid/other"), ("", ""));
-    }
 
     #[test]
     fn the_largest_first_and_no_more_than_asked() {
