@@ -329,6 +329,25 @@
             },
           },
           {
+            alert: 'MembloatSlabNotShrinking',
+            expr: |||
+              sum without (row) (membloat_host_memory_bytes{row=~"slab_reclaimable|slab_unreclaimable"}) / membloat_memory_total_bytes > %(slabRatio)s
+              and
+              sum without (row) (delta(membloat_host_memory_bytes{row=~"slab_reclaimable|slab_unreclaimable"}[30m])) >= 0
+              and
+              rate(membloat_pressure_memory_waiting_seconds_total[30m]) > %(slabStallRatio)s
+            ||| % c,
+            'for': '30m',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: 'Slab holds {{ $value | humanizePercentage }} of RAM on {{ $labels.instance }} and does not shrink while tasks wait for memory.',
+              description: 'The kernel slab caches are over %d %% of RAM and did not shrink over 30 minutes in which tasks stalled on memory over %d %% of the time: a cache the shrinkers cannot free (unreclaimable slab, pinned dentries or inodes) or one that grows faster than reclaim. membloat_slab_cache_bytes names the caches.' % [100 * c.slabRatio, 100 * c.slabStallRatio],
+              runbook_url: '%s#membloatslabnotshrinking' % c.runbookURLBase,
+            },
+          },
+          {
             alert: 'MembloatSwapThrashing',
             expr: |||
               instance:membloat_swap_in_pages:rate5m > %(swapThrashPagesPerSecond)d

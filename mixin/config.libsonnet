@@ -29,6 +29,8 @@
     unexplainedRatio: 0.10,  // MembloatUnexplainedMemoryGrowing: the sheet's unexplained row, share of RAM
     unexplainedGrowthRatio: 0.05,  // ...that grew by this share of RAM in 6 hours
     orphanedShmMiB: 256,  // MembloatOrphanedSharedMemory: SysV segments no process attaches
+    slabRatio: 0.15,  // MembloatSlabNotShrinking: slab's share of RAM
+    slabStallRatio: 0.05,  // MembloatSlabNotShrinking: PSI some share of time (pressure)
     swapThrashPagesPerSecond: 256,  // MembloatSwapThrashing, each way
     notScanningSeconds: 300,  // MembloatNotScanning
 
