@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
+use crate::common::owners::Segment;
 use crate::common::repro::Repro;
 use crate::common::{needs_root, run, skipped, value};
 
@@ -139,11 +140,7 @@ fn memory_no_process_shows_lands_in_its_own_row() {
 
     // A memfd written and never mapped.
     lands("memfd", "shmem", 0.02, SYSTEM, || {
-        let fd =
-            nix::sys::memfd::memfd_create("sheet", nix::sys::memfd::MFdFlags::empty()).unwrap();
-        let mut file = std::fs::File::from(fd);
-        write_mib(&mut file, 128);
-        (file, 128 * MIB)
+        (crate::common::owners::memfd("sheet", 128 << 20), 128 * MIB)
     });
 
     // A SysV segment touched, then left with no process attached.
@@ -323,32 +320,6 @@ impl Drop for Threads {
     }
 }
 
-/// A SysV segment, removed when dropped.
-struct Segment(i32);
-
-impl Segment {
-    fn touched(len: usize) -> Segment {
-        // SAFETY: a new private segment of `len` bytes, attached, written inside its
-        // length, detached; its id is removed once, by Drop.
-        unsafe {
-            let id = libc::shmget(libc::IPC_PRIVATE, len, libc::IPC_CREAT | 0o600);
-            assert!(id >= 0);
-            let p = libc::shmat(id, std::ptr::null(), 0);
-            assert_ne!(p as isize, -1);
-            std::ptr::write_bytes(p.cast::<u8>(), 7, len);
-            assert_eq!(libc::shmdt(p), 0);
-            Segment(id)
-        }
-    }
-}
-
-impl Drop for Segment {
-    fn drop(&mut self) {
-        // SAFETY: the segment made by `touched`, no longer attached.
-        unsafe { libc::shmctl(self.0, libc::IPC_RMID, std::ptr::null_mut()) };
-    }
-}
-
 /// An anonymous reservation touched once every 2 MiB, unmapped when dropped.
 struct Sparse(*mut libc::c_void, usize);
 
@@ -407,11 +378,12 @@ impl Queues {
 }
 
 /// The owners behind the rows (`owners` collector): a tmpfs mount at a kubelet volume's
-/// path with its bytes and its pod and volume, a tmpfs only another mount namespace has, a memfd and a removed tmpfs file held open
-/// with this test's pid and their bytes, a SysV segment no process attaches marked
-/// orphaned with its resident bytes, negative dentries counted, and a network namespace's
-/// unread TCP queues by the bytes written into them, each as the kernel counts it
-/// (`statvfs`, the pages written, `/proc/sysvipc/shm`, `dentry-state`, the writes).
+/// path with its bytes and its pod and volume, a tmpfs only another mount namespace has,
+/// a memfd and a removed tmpfs file held open with this test's pid and their bytes, a SysV
+/// segment no process attaches marked orphaned with its resident bytes, negative dentries
+/// counted, and a network namespace's unread TCP queues by the bytes written into them,
+/// each as the kernel counts it (`statvfs`, the pages written, `/proc/sysvipc/shm`,
+/// `dentry-state`, the writes).
 #[test]
 #[ignore = "needs root"]
 fn the_owners_behind_the_rows_are_named() {
@@ -442,9 +414,7 @@ fn the_owners_behind_the_rows_are_named() {
         .parse()
         .unwrap();
     // A memfd written and never mapped, and a file removed from the mount while open.
-    let flags = nix::sys::memfd::MFdFlags::MFD_CLOEXEC;
-    let mut memfd = std::fs::File::from(nix::sys::memfd::memfd_create("owners", flags).unwrap());
-    write_mib(&mut memfd, 8);
+    let memfd = crate::common::owners::memfd("owners", 8 << 20);
     let removed = volume.join("removed");
     let mut held = std::fs::File::create(&removed).unwrap();
     write_mib(&mut held, 4);

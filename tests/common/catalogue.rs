@@ -147,10 +147,7 @@ pub fn check(live: bool) {
         let _python = python(&super::python::debian_of("3.13").stripped, "measured");
         let _stripped_python = python(&super::python::debian_of("3.11").stripped, "stripped");
         // A memfd written and held open by this test, for the unlinked files' row.
-        let mut memfd = std::fs::File::from(
-            nix::sys::memfd::memfd_create("catalogue", nix::sys::memfd::MFdFlags::empty()).unwrap(),
-        );
-        std::io::Write::write_all(&mut memfd, &[1u8; 4096]).unwrap();
+        let _memfd = super::owners::memfd("catalogue", 4096);
         let live = run(&[
             "--once",
             "--once.interval=1s",

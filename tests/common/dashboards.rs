@@ -33,6 +33,10 @@ pub const NEEDS_A_LIMITED_CGROUP: [&str; 3] = [
 /// queries are asked of a real Prometheus inside Debian's kernels by tests/kernels.rs.
 pub const NEEDS_CGROUP_V2: [&str; 1] = ["Memory stalls by container"];
 
+/// Panels with a query that only root's exporter answers (`/proc/slabinfo` and
+/// `vmallocinfo` are root's): asked of a real Prometheus by tests/prometheus.rs as root.
+pub const NEEDS_ROOT: [&str; 1] = ["Who holds it outside the heaps"];
+
 /// Recording rules that record nothing until the kernel OOM-kills a process in a memory
 /// cgroup (tests/oomkill.rs checks them after a real kill).
 pub const RULES_NEEDING_AN_OOM_KILL: [&str; 2] = [
