@@ -909,3 +909,93 @@ fn processes_holding_their_own_mmap_lock_stop_no_scan() {
     );
     drop((_answer, later, d, holders, server));
 }
+
+/// Tenants' processes that together hold more open descriptors than the `owners`
+/// collector's budget for a read (262,144), each more than its bound for one process
+/// (16,384, as many as the open-files limit allows), beside another process holding a
+/// memfd: each of the many is looked at up to its bound (counted as `timeout`), so the
+/// budget is left for the last, whose memfd is named with its bytes. Without the bound
+/// for one process the many would spend the budget and hide it.
+#[test]
+#[ignore = "needs root"]
+fn processes_with_a_quarter_million_descriptors_hide_no_one_elses_memfd() {
+    needs_root("the programs run as another user");
+    let (_, hard) =
+        nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
+    let per = usize::try_from(hard).unwrap_or(usize::MAX).min(1 << 20) - 64;
+    if per <= membloat_exporter::units::owners::PER_PROCESS + 16 {
+        skipped(&format!(
+            "the open-files limit ({hard}) is below the per-process bound: nothing to prove"
+        ));
+        return;
+    }
+    let n = membloat_exporter::units::owners::DESCRIPTORS / per + 1;
+    let python = |script: String| {
+        let mut cmd = tool("prlimit");
+        cmd.arg(format!("--nofile={hard}:{hard}"))
+            .args([
+                "--",
+                "setpriv",
+                "--reuid=64000",
+                "--regid=64000",
+                "--clear-groups",
+            ])
+            .args(["--", "/usr/bin/python3", "-c", &script]);
+        Repro::spawn("python3", cmd)
+    };
+    let hold = |name: &str, bytes: usize| {
+        format!("m = os.memfd_create('{name}')\nos.write(m, b'x' * {bytes})\nprint('ready', flush=True)\ntime.sleep(600)\n")
+    };
+    let many: Vec<Repro> = (0..n)
+        .map(|_| {
+            let script = format!(
+                "import os, time\nfd = os.open('/dev/null', os.O_RDONLY)\nkept = [os.dup(fd) for _ in range({per})]\n{}",
+                hold("late", 4096)
+            );
+            python(script)
+        })
+        .collect();
+    let beside = python(format!("import os, time\n{}", hold("beside", 2 << 20)));
+    assert!(
+        many.iter().all(|m| beside.pid() > m.pid()),
+        "the last started after the many"
+    );
+    let started = Instant::now();
+    let out = run(&[
+        "--once",
+        "--once.interval=0s",
+        "--no-collector.processes",
+        "--no-collector.kmsg",
+    ]);
+    let took = started.elapsed();
+    let t = String::from_utf8(out.stdout).unwrap();
+    let memfd = |pid: u32, name: &str| {
+        value(
+            &t,
+            &format!(
+                "membloat_unlinked_file_bytes{{kind=\"memfd\",pid=\"{pid}\",name=\"{name}\"}}"
+            ),
+        )
+    };
+    assert_eq!(
+        memfd(beside.pid(), "beside"),
+        Some(f64::from(2u32 << 20)),
+        "{t}"
+    );
+    // Past the first 16,384 of their descriptors: not looked at, and counted.
+    assert!(many.iter().all(|m| memfd(m.pid(), "late").is_none()), "{t}");
+    let cut = value(
+        &t,
+        "membloat_scan_errors_total{collector=\"owners\",reason=\"timeout\"}",
+    );
+    assert!(cut.is_some_and(|c| c >= n as f64), "{n} processes cut: {t}");
+    assert_eq!(
+        value(
+            &t,
+            "membloat_scrape_collector_success{collector=\"owners\"}"
+        ),
+        Some(1.0)
+    );
+    assert!(took < Duration::from_secs(60), "two scans took {took:?}");
+    drop((many, beside));
+}

@@ -146,18 +146,19 @@ impl Source {
     /// and its attributes from the kernel's cache ([`own::cached_stat`]: nothing asks a
     /// FUSE server). Looks at no more than `budget` descriptors, taking each it looked at
     /// from it: a process with a million open files costs what the budget allows.
+    /// `Ok(false)` when the budget ran out before the last descriptor.
     pub fn unlinked_files(
         &self,
         pid: u32,
         budget: &mut usize,
         mut each: impl FnMut(&str, own::Cached),
-    ) -> Result<(), ReadError> {
+    ) -> Result<bool, ReadError> {
         let mut dir = PathBuf::new();
         set_path(&mut dir, &self.procfs, Some(pid), "fd");
         let entries = std::fs::read_dir(&dir).map_err(|e| ReadError::new(&dir, e))?;
         for entry in entries.flatten() {
             let Some(left) = budget.checked_sub(1) else {
-                break;
+                return Ok(false);
             };
             *budget = left;
             let path = entry.path();
@@ -171,7 +172,7 @@ impl Source {
                 each(link, st);
             }
         }
-        Ok(())
+        Ok(true)
     }
 }
 

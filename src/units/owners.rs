@@ -16,7 +16,7 @@ use super::{Collect, Output, Reader, Reading, Unit};
 mod files;
 mod netns;
 mod tmpfs;
-pub use files::{HeldFile, DESCRIPTORS};
+pub use files::{HeldFile, DESCRIPTORS, PER_PROCESS};
 pub use netns::Netns;
 pub use tmpfs::Mount;
 

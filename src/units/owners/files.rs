@@ -12,9 +12,12 @@ use crate::source::{own, Reason};
 use super::super::Reader;
 
 /// Descriptors looked at in one read, over every process: a link read and, for a file no
-/// directory names, a `statx` from the kernel's cache, about 2 µs each. A host (or one
-/// tenant) with more open files has the rest looked at by no read, counted as `timeout`.
+/// directory names, a `statx` from the kernel's cache, about 2 µs each. A host with more
+/// open files has the rest looked at by no read, counted as `timeout`.
 pub const DESCRIPTORS: usize = 1 << 18;
+/// Descriptors looked at of one process, so that one with a million open files (a tenant's
+/// choice) leaves the budget to the others; one with more is counted as `timeout`.
+pub const PER_PROCESS: usize = 1 << 14;
 /// Mount tables read in one read to tell a file's tmpfs outside the host's and the
 /// exporter's namespaces (a container's own tmpfs).
 const MOUNT_TABLES: usize = 64;
@@ -47,17 +50,23 @@ pub fn read(r: &mut Reader, pids: &[u32], tmpfs: &mut HashSet<u64>) -> Vec<HeldF
             continue;
         }
         let mut found = Vec::new();
-        let listed = r.source.unlinked_files(pid, &mut budget, |link, st| {
+        let mut mine = PER_PROCESS.min(budget);
+        let listed = r.source.unlinked_files(pid, &mut mine, |link, st| {
             if let Some(what) = unlinked(link) {
                 found.push((what, st));
             }
         });
-        if let Err(e) = listed {
-            match e.process_reason() {
-                Reason::Vanished => {}
-                reason => r.count(reason, 1),
+        budget -= PER_PROCESS.min(budget) - mine;
+        match listed {
+            Ok(true) => {}
+            Ok(false) => unread += 1,
+            Err(e) => {
+                match e.process_reason() {
+                    Reason::Vanished => {}
+                    reason => r.count(reason, 1),
+                }
+                continue;
             }
-            continue;
         }
         for (what, st) in found {
             let (kind, name) = match what {
