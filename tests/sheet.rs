@@ -507,10 +507,32 @@ fn explain_names_the_owners(pid: u32, seg: i32, volume: &str, netns: (&str, u32)
         .unwrap()
         .to_string();
     assert!(remedy.contains(&format!("ipcrm -m {seg_id}")), "{remedy}");
+    the_printed_command_frees_the_segment(&remedy, &seg_id);
     let v = named("tmpfs", volume);
     assert_eq!(v["bytes"].as_u64(), Some(36 << 20));
     let n = named("sockets", &format!("netns {}", netns.0));
     assert_eq!(n["pid"].as_u64(), Some(netns.1.into()));
+}
+
+/// The remedy's command, run as printed (between backticks), removes the segment: the
+/// kernel's own list no longer has it.
+fn the_printed_command_frees_the_segment(remedy: &str, shmid: &str) {
+    let listed = || {
+        std::fs::read_to_string("/proc/sysvipc/shm")
+            .unwrap()
+            .lines()
+            .skip(1)
+            .any(|l| l.split_whitespace().nth(1) == Some(shmid))
+    };
+    assert!(listed(), "the segment {shmid} before the remedy");
+    let command = remedy.split('`').nth(1).unwrap();
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let status = std::process::Command::new(words[0])
+        .args(&words[1..])
+        .status()
+        .unwrap();
+    assert!(status.success(), "{command}");
+    assert!(!listed(), "{command} left the segment {shmid}");
 }
 
 /// The exposition of a `--once` run after 100,000 lookups of names that do not exist under
