@@ -133,8 +133,22 @@ impl Source {
         buf: &mut Buffer,
         line: impl FnMut(&str),
     ) -> Result<bool, ReadError> {
-        set_path(&mut buf.path, &self.procfs, Some(pid), "smaps");
-        read_lines(buf, MAX_SMAPS_BYTES, line)
+        self.read_pid_lines(pid, "smaps", buf, MAX_SMAPS_BYTES, line)
+    }
+
+    /// Reads `<procfs>/<pid>/<file>` a piece at a time, giving `line` each line in turn
+    /// (a socket table of 100,000 sockets is never held whole). At most `max` bytes are
+    /// read; `Ok(false)` when the file was longer.
+    pub fn read_pid_lines(
+        &self,
+        pid: u32,
+        file: &str,
+        buf: &mut Buffer,
+        max: usize,
+        line: impl FnMut(&str),
+    ) -> Result<bool, ReadError> {
+        set_path(&mut buf.path, &self.procfs, Some(pid), file);
+        read_lines(buf, max, line)
     }
 
     /// Reads an absolute path (under the sysfs root, from [`Source::sysfs`]) as text.

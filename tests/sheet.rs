@@ -404,8 +404,9 @@ fn the_owners_behind_the_rows_are_named() {
     let seg = Segment::touched(16 * MIB as usize);
     let private = dir.path().join("private");
     let other = private_tmpfs(&private);
-    // Unread TCP queues in a network namespace of their own.
-    let net = Repro::start("netqueue", &["4"], &[]);
+    // Unread TCP queues in a network namespace of their own, beside 10,000 idle sockets:
+    // a table of over 1 MiB, summed whole.
+    let net = Repro::start("netqueue", &["4", "10000"], &[]);
     let written: f64 = net
         .ready
         .split_whitespace()

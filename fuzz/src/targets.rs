@@ -291,10 +291,17 @@ fn sockstat(data: &[u8]) {
         assert!(s.tcp_pages.is_some() || s.udp_pages.is_some() || s.frag_bytes.is_some());
         let _ = s.bytes(u64::MAX);
     }
-    // The socket tables' queues: nothing from a text with no second line.
-    let q = membloat_exporter::parse::sockstat::queues(&t);
-    if t.lines().nth(1).is_none() {
-        assert_eq!(q, (0, 0));
+    // The socket tables' queues: a line gives its fifth word's two hex numbers, never a
+    // listening socket's.
+    let _ = membloat_exporter::parse::sockstat::queues(&t);
+    for line in t.lines() {
+        if let Some(q) = membloat_exporter::parse::sockstat::queue_line(line) {
+            let words: Vec<&str> = line.split_ascii_whitespace().collect();
+            assert_ne!(words[3], "0A");
+            let (tx, rx) = words[4].split_once(':').unwrap();
+            let hex = |h: &str| u64::from_str_radix(h, 16).unwrap();
+            assert_eq!(q, (hex(tx), hex(rx)));
+        }
     }
 }
 

@@ -56,28 +56,28 @@ impl Sockstat {
 }
 
 /// The bytes in the send and receive queues of every socket a `/proc/PID/net/tcp` (or
-/// `tcp6`, `udp`, `udp6`) lists: its `tx_queue:rx_queue` column, in hex. A listening
-/// socket's (state `0A`) are connections waiting to be accepted, not bytes: left out.
-/// A line that fits no shape is skipped.
+/// `tcp6`, `udp`, `udp6`) lists: each line's [`queue_line`], summed.
 pub fn queues(text: &str) -> (u64, u64) {
     let (mut send, mut receive) = (0u64, 0u64);
-    for line in text.lines().skip(1) {
-        let mut words = line.split_ascii_whitespace().skip(3);
-        let (Some(state), Some(q)) = (words.next(), words.next()) else {
-            continue;
-        };
-        let Some((tx, rx)) = q.split_once(':') else {
-            continue;
-        };
-        let (Ok(tx), Ok(rx)) = (u64::from_str_radix(tx, 16), u64::from_str_radix(rx, 16)) else {
-            continue;
-        };
-        if state != "0A" {
-            send = send.saturating_add(tx);
-            receive = receive.saturating_add(rx);
-        }
+    for (tx, rx) in text.lines().filter_map(queue_line) {
+        send = send.saturating_add(tx);
+        receive = receive.saturating_add(rx);
     }
     (send, receive)
+}
+
+/// One socket's send and receive queue bytes: the `tx_queue:rx_queue` column of its line
+/// of a socket table, in hex. A listening socket's (state `0A`) are connections waiting to
+/// be accepted, not bytes: `None`, as for the header and a line that fits no shape.
+pub fn queue_line(line: &str) -> Option<(u64, u64)> {
+    let mut words = line.split_ascii_whitespace().skip(3);
+    let (state, q) = (words.next()?, words.next()?);
+    let (tx, rx) = q.split_once(':')?;
+    let (tx, rx) = (
+        u64::from_str_radix(tx, 16).ok()?,
+        u64::from_str_radix(rx, 16).ok()?,
+    );
+    (state != "0A").then_some((tx, rx))
 }
 
 #[cfg(test)]

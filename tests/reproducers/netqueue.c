@@ -1,10 +1,11 @@
 /* Socket buffers in a network namespace of its own: loopback TCP connections whose senders
  * wrote until the kernel refused more and whose receivers never read.
- * usage: netqueue PAIRS
+ * usage: netqueue PAIRS [IDLE]
  * Unshares its network namespace (root), brings its loopback up, connects PAIRS pairs,
- * writes 64 KiB at a time into each until the write would block, then prints
- * "ready PID BYTES" (every byte written, each now in a send or a receive queue of the
- * namespace) and sleeps. */
+ * writes 64 KiB at a time into each until the write would block, opens IDLE more UDP
+ * sockets bound to the loopback with nothing queued (a socket table of over 1 MiB at
+ * 10,000), then prints "ready PID BYTES" (every byte written, each now in a send or a
+ * receive queue of the namespace) and sleeps. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,6 +27,12 @@ static void die(const char *what) {
 
 int main(int argc, char **argv) {
     int pairs = argc > 1 ? atoi(argv[1]) : 4;
+    int idle = argc > 2 ? atoi(argv[2]) : 0;
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &nofile);
+    }
     if (unshare(CLONE_NEWNET) != 0)
         die("unshare");
     int s = socket(AF_INET, SOCK_DGRAM, 0);
@@ -62,6 +70,12 @@ int main(int argc, char **argv) {
             }
             total += n;
         }
+    }
+    for (int i = 0; i < idle; i++) {
+        int u = socket(AF_INET, SOCK_DGRAM, 0);
+        struct sockaddr_in any = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        if (u < 0 || bind(u, (struct sockaddr *)&any, sizeof any) != 0)
+            die("udp");
     }
     /* The last segments may still be on their way from the send queue to the receive
      * queue; either way they are in one of the two. */
