@@ -293,7 +293,6 @@ fn sockstat(data: &[u8]) {
     }
     // The socket tables' queues: a line gives its fifth word's two hex numbers, never a
     // listening socket's.
-    let _ = membloat_exporter::parse::sockstat::queues(&t);
     for line in t.lines() {
         if let Some(q) = membloat_exporter::parse::sockstat::queue_line(line) {
             let words: Vec<&str> = line.split_ascii_whitespace().collect();

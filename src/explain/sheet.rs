@@ -150,7 +150,7 @@ pub fn owners(o: &OwnersReading) -> Vec<Owner> {
     for (cache, bytes) in &o.slabs {
         let remedy = match (cache.as_str(), o.dentries) {
             ("dentry", Some((_, _, Some(negative)))) => format!("{negative} negative dentries (lookups of missing names), freed under pressure; a count that only grows is a program looking up missing files"),
-            _ => "a kernel cache (`slabtop -s c`): one that grows for ever is a leak to report".into(),
+            _ => "a kernel cache (`slabtop -s c`): the reclaimable ones (inodes, dentries) shrink under pressure; one that grows for ever and does not is a leak to report".into(),
         };
         out.push(Owner {
             kind: "slab",

@@ -55,17 +55,6 @@ impl Sockstat {
     }
 }
 
-/// The bytes in the send and receive queues of every socket a `/proc/PID/net/tcp` (or
-/// `tcp6`, `udp`, `udp6`) lists: each line's [`queue_line`], summed.
-pub fn queues(text: &str) -> (u64, u64) {
-    let (mut send, mut receive) = (0u64, 0u64);
-    for (tx, rx) in text.lines().filter_map(queue_line) {
-        send = send.saturating_add(tx);
-        receive = receive.saturating_add(rx);
-    }
-    (send, receive)
-}
-
 /// One socket's send and receive queue bytes: the `tx_queue:rx_queue` column of its line
 /// of a socket table, in hex. A listening socket's (state `0A`) are connections waiting to
 /// be accepted, not bytes: `None`, as for the header and a line that fits no shape.
@@ -121,6 +110,13 @@ mod tests {
                        5: 0100007F:1 0100007F:2 01 1:zz x
 ";
         // The listener's 3 waiting connections are not bytes; an absurd queue saturates.
+        let queues = |t: &str| {
+            t.lines()
+                .filter_map(queue_line)
+                .fold((0u64, 0u64), |(s, r), (tx, rx)| {
+                    (s.saturating_add(tx), r.saturating_add(rx))
+                })
+        };
         assert_eq!(queues(text), (u64::MAX, 0x7D800 + 1));
         let sane: String = text.lines().take(4).map(|l| format!("{l}\n")).collect();
         assert_eq!(queues(&sane), (0x39B600, 0x7D800));
