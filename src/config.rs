@@ -46,6 +46,8 @@ pub struct ReadConfig {
     /// At most this many `statm` descriptors kept open between scans (`None`: 2,048,
     /// within the open-files limit).
     pub kept_descriptors: Option<u64>,
+    /// `--scan.interval`: how many scans a quiet process may rest between two reads.
+    pub scan_interval: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -256,6 +258,7 @@ impl Config {
                 kept_descriptors: m
                     .get_one::<u64>("collector.processes.kept-descriptors")
                     .copied(),
+                scan_interval: duration("scan.interval"),
             },
             log_level,
             log_json: text("log.format") == "json",

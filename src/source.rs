@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 mod buffer;
+mod exits;
 mod kept;
 mod kmsg;
 pub mod own;
@@ -16,6 +17,7 @@ mod text;
 use crate::parse::ParseError;
 use buffer::START_BYTES;
 pub use buffer::{Buffer, Buffers};
+pub use exits::{Exits, Watch};
 pub use kept::{Descriptors, Kept};
 pub use kmsg::{KernelLog, LogRead};
 pub use pid::PidFile;

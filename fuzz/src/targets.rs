@@ -18,9 +18,20 @@ use membloat_exporter::collect::matcher::{Candidate, Matchers};
 use membloat_exporter::config::{self, Config};
 use membloat_exporter::daemon::Pipeline;
 use membloat_exporter::parse::{
-    cgroup, hsperfdata, kmsg, meminfo::Meminfo, memory_stat::MemoryStat, mountinfo, owners,
-    pressure::Pressure, smaps, smaps_rollup::SmapsRollup, sockstat::Sockstat, stat::Stat, statm,
-    status::Status, sysfs, vmstat::Vmstat, zoneinfo::Pagesets,
+    cgroup, hsperfdata, kmsg, loadavg,
+    meminfo::{self, Meminfo},
+    memory_stat::MemoryStat,
+    mountinfo, owners,
+    pressure::Pressure,
+    smaps,
+    smaps_rollup::SmapsRollup,
+    sockstat::Sockstat,
+    stat::Stat,
+    statm,
+    status::Status,
+    sysfs,
+    vmstat::Vmstat,
+    zoneinfo::Pagesets,
 };
 use membloat_exporter::serve::webconfig::WebConfig;
 use membloat_exporter::serve::{auth, negotiate, shared};
@@ -59,6 +70,7 @@ targets! {
     "sysfs" => sysfs, 1 << 10, false, ["tests/fixtures/kernel-6.18/sys/kernel/mm/transparent_hugepage/enabled"];
     "mountinfo" => mountinfo, 16 << 10, false, [];
     "sockstat" => sockstat, 1 << 10, false, [];
+    "loadavg" => loadavg_stat, 4 << 10, false, ["tests/fixtures/kernel-6.18/proc/stat"];
     "zoneinfo" => zoneinfo, 32 << 10, false, [];
     "owners" => owners_files, 16 << 10, false, ["tests/fixtures/kernel-6.18/proc/sysvipc/shm", "tests/fixtures/kernel-6.18/proc/slabinfo", "tests/fixtures/kernel-6.18/proc/vmallocinfo", "tests/fixtures/kernel-6.18/proc/sys/fs/dentry-state"];
     "matcher" => matcher, 2 << 10, false, [];
@@ -92,6 +104,9 @@ fn bytes_from_kib(v: Option<u64>, what: &str) {
 }
 
 fn meminfo(data: &[u8]) {
+    if let Ok(b) = meminfo::moving_bytes(&text(data)) {
+        bytes_from_kib(Some(b), "AnonPages + Shmem + Mapped");
+    }
     if let Ok(m) = Meminfo::parse(&text(data)) {
         for (v, what) in [
             (m.mem_total_bytes, "MemTotal"),
@@ -102,6 +117,15 @@ fn meminfo(data: &[u8]) {
         ] {
             bytes_from_kib(v, what);
         }
+    }
+}
+
+/// `/proc/loadavg`'s last pid and `/proc/stat`'s task count: a number or an error.
+fn loadavg_stat(data: &[u8]) {
+    let t = text(data);
+    let _ = loadavg::parse(&t);
+    if let Ok(n) = loadavg::forks(&t) {
+        assert!(t.contains(&n.to_string()), "{n} is not in the text");
     }
 }
 

@@ -166,6 +166,10 @@ pub struct ReadStats {
     pub kept_descriptors: u64,
     /// Processes read by opening their files because no descriptor could be kept.
     pub unkept: u64,
+    /// Processes watched for their end (a pidfd each).
+    pub watched: u64,
+    /// Processes this scan did not read because they rest (quiet and watched).
+    pub rested: u64,
     /// Reader threads alive, stuck ones included.
     pub threads: u64,
     /// Scans since start that listed `/proc` (the others reused the last listing: no pid

@@ -8,26 +8,10 @@ use super::pool::Pool;
 use super::{count, pool, ErrorCounts, Grouping, ProcessSample, ReadStats};
 use crate::config::ReadConfig;
 use crate::family::Collector;
-use crate::parse::loadavg;
-use crate::source::{Buffer, Buffers, Descriptors, Reason, Source};
+use crate::source::{Buffers, Descriptors, Exits, Reason, Source};
 
 /// Processes read in one batch of the reader pool.
 const READ_CHUNK: usize = 1024;
-
-/// A listing of `/proc` is reused by at most this many scans in a row, whatever
-/// `/proc/loadavg` says.
-const RELIST_EVERY: u64 = 60;
-
-/// The pids the last scan read, and the last pid handed out (`/proc/loadavg`) before they
-/// were listed.
-struct Listing {
-    last_pid: u64,
-    pids: Vec<u32>,
-    /// Entries that looked like pids but were not, counted again by each scan.
-    odd: u64,
-    /// Scans that reused it.
-    age: u64,
-}
 
 /// Reads every process, and keeps what the next scan needs: a record of each process,
 /// the kept `statm` descriptors, the reader threads and the deep tier's own.
@@ -45,17 +29,20 @@ pub(super) struct Processes {
     descriptors: Option<Arc<Descriptors>>,
     /// The warning that the budget is spent was logged.
     descriptors_spent: bool,
-    /// `/proc/loadavg` tells when no process can have appeared: `--path.procfs` is a proc
-    /// filesystem of the exporter's own pid namespace.
-    marks: bool,
-    listing: Option<Listing>,
-    listings: u64,
+    /// The processes watched for their end (with the kept descriptors, on a `/proc` of
+    /// the exporter's own PID namespace, on a kernel with pidfds), so quiet ones may rest.
+    exits: Option<Arc<Exits>>,
+    /// Scans between two reads of a resting process (1: none rests).
+    rest_every: u64,
+    /// The host's memory at the last scan: when it moves, no process rests.
+    host: rest::Host,
+    /// The pids to read, and the listing of `/proc` kept for the next scans.
+    lister: listing::Lister,
     /// The last scan's processes without memory, and their start ticks, by pid.
     memoryless: Arc<Vec<(u32, u64)>>,
     /// Processes whose files were refused when last read (a scan that reuses an
     /// unchanged process's figures does not ask again), by pid.
     denied: Vec<u32>,
-    buf: Buffer,
     scans: u64,
     pub(super) pool: Pool,
     /// The deep tier's readers, apart from the per-process ones: whatever a deep read
@@ -90,16 +77,20 @@ impl Processes {
         reading: ReadConfig,
         limit: Option<u64>,
     ) -> Self {
-        let budget = descriptor_budget(limit, reading.kept_descriptors);
+        let (budget, watched) = descriptor_budget(limit, reading.kept_descriptors);
         let descriptors = (reading.rollup_refresh > 1 && source.is_procfs() && budget > 0)
             .then(|| Descriptors::new(budget));
+        let marks = source.is_procfs() && source.pids_are_ours();
+        let exits = (descriptors.is_some() && marks && watched > 0)
+            .then(|| Exits::new(watched).map(Arc::new))
+            .flatten();
         Processes {
-            marks: source.is_procfs() && source.pids_are_ours(),
-            listing: None,
-            listings: 0,
+            lister: listing::Lister::new(marks),
+            exits,
+            rest_every: rest::rest_every(reading.scan_interval),
+            host: rest::Host::default(),
             memoryless: Arc::new(Vec::new()),
             denied: Vec::new(),
-            buf: Buffer::default(),
             source,
             grouping: Arc::new(grouping),
             clk_tck,
@@ -136,21 +127,19 @@ impl Processes {
         errs: &mut ErrorCounts,
         stats: &mut ReadStats,
     ) -> Result<Vec<ProcessSample>, Reason> {
-        let (mut pids, odd, same_pids) = self.list()?;
-        stats.listings = self.listings;
+        let listing::Pids {
+            mut pids,
+            odd,
+            fresh,
+        } = self.lister.list(&self.source, self.exits.is_some())?;
+        stats.listings = self.lister.listings;
         count(errs, Collector::Processes, Reason::Malformed, odd);
-        // A reader stuck in a file that does not take the mmap lock (a FIFO, a broken
-        // filesystem) would get stuck again on the same file: such a process is left out
-        // until the reader comes back, and counted as stalled.
         let stuck = self.pool.stuck();
-        let left_out: Vec<u32> = stuck
-            .iter()
-            .filter(|&&(_, at)| {
-                !progress::File::of_code(at).is_some_and(progress::File::takes_mmap_lock)
-            })
-            .map(|&(pid, _)| pid)
-            .collect();
+        let left_out = left_out(&stuck);
         pids.retain(|pid| !left_out.contains(pid));
+        let ended = self.exits.as_ref().map(|e| e.ended()).unwrap_or_default();
+        let resting = self.resting(&mut pids, &ended);
+        stats.rested = resting.len() as u64;
         let ctx = Arc::new(ReadContext {
             source: self.source.clone(),
             grouping: self.grouping.clone(),
@@ -159,8 +148,10 @@ impl Processes {
             scan: self.scans,
             known: self.known.clone(),
             memoryless: self.memoryless.clone(),
-            same_pids,
+            fresh,
             descriptors: self.descriptors.clone(),
+            exits: self.exits.clone(),
+            ended,
             stuck: stuck.iter().map(|&(pid, _)| pid).collect(),
             locked: self.locked.clone(),
             lock_until: std::time::Instant::now() + self.reading.timeout,
@@ -174,7 +165,12 @@ impl Processes {
         let mut known = Vec::with_capacity(pids.len());
         let (mut stalled, mut unread) = (Vec::new(), 0);
         // What the next scan reads if no process is created meanwhile.
-        let mut listed = Vec::with_capacity(pids.len() + left_out.len());
+        let mut listed = Vec::with_capacity(pids.len() + left_out.len() + resting.len());
+        for (p, k) in resting {
+            listed.push(k.pid);
+            out.push(p);
+            known.push(k);
+        }
         let mut memoryless = Vec::new();
         let (mut denied, mut cleared) = (Vec::new(), Vec::new());
         // A chunk at a time: what a reader returns for a process is about a kilobyte, and
@@ -221,7 +217,7 @@ impl Processes {
         kept.dedup();
         self.still_denied(denied, cleared, &listed);
         stats.denied = self.denied[..self.denied.len().min(super::DENIED_NAMED)].to_vec();
-        self.remember(listed, &kept, unread);
+        self.lister.remember(listed, &kept, unread);
         memoryless.sort_unstable();
         self.memoryless = Arc::new(memoryless);
         for pid in kept {
@@ -234,6 +230,29 @@ impl Processes {
         stats.threads = self.pool.threads() as u64;
         self.count_descriptors(stats);
         Ok(out)
+    }
+
+    /// The processes that rest this scan (`rest.rs`), taken out of `pids`: none when the
+    /// host's memory moved since the last scan or nothing can rest.
+    fn resting(&mut self, pids: &mut Vec<u32>, ended: &[u32]) -> Vec<(ProcessSample, Known)> {
+        if self.rest_every <= 1 || self.exits.is_none() || self.host.moved(&self.source) {
+            return Vec::new();
+        }
+        let (scan, every, refresh) = (self.scans, self.rest_every, self.reading.rollup_refresh);
+        let mut resting = Vec::new();
+        pids.retain(|&pid| {
+            let Ok(i) = self.known.binary_search_by_key(&pid, |k| k.pid) else {
+                return true;
+            };
+            let k = &self.known[i];
+            if rest::rests(k, scan, every, refresh, ended) {
+                let kept = (k.statm_fd.clone(), k.watch.clone());
+                resting.push(known::still(self.clk_tck, k, kept, None));
+                return false;
+            }
+            true
+        });
+        resting
     }
 
     /// The processes refused when last read: those refused now, and those refused before
@@ -252,6 +271,7 @@ impl Processes {
 
     /// The kept descriptors, and one warning when a process could not keep one.
     fn count_descriptors(&mut self, stats: &mut ReadStats) {
+        stats.watched = self.exits.as_ref().map_or(0, |e| e.watched().0 as u64);
         if let Some(d) = &self.descriptors {
             stats.kept_descriptors = d.open() as u64;
             if stats.unkept > 0 && !self.descriptors_spent {
@@ -275,54 +295,20 @@ impl Processes {
             }
         }
     }
-
-    /// What the next scan reads if no process is created meanwhile: the pids this scan
-    /// read, less those that ended, and those left behind; nothing when some were not
-    /// read at all.
-    fn remember(&mut self, mut listed: Vec<u32>, kept: &[u32], unread: usize) {
-        match &mut self.listing {
-            Some(l) if unread == 0 => {
-                listed.extend(kept);
-                listed.sort_unstable();
-                listed.dedup();
-                l.pids = listed;
-            }
-            _ => self.listing = None,
-        }
-    }
-
-    /// The pids to read: the last scan's, when `/proc/loadavg` says that no pid was handed
-    /// out since they were listed (listing `/proc` is a sixth of a still host's scan);
-    /// else a new listing of `/proc`. A process that ended meanwhile is found so by its
-    /// read, as one that ends between a listing and its read is.
-    fn list(&mut self) -> Result<(Vec<u32>, u64, bool), Reason> {
-        let last_pid = self
-            .marks
-            .then(|| {
-                self.source
-                    .parse_proc("loadavg", &mut self.buf, loadavg::parse)
-                    .ok()
-            })
-            .flatten();
-        if let (Some(last_pid), Some(l)) = (last_pid, &mut self.listing) {
-            if l.last_pid == last_pid && l.age < RELIST_EVERY {
-                l.age += 1;
-                return Ok((std::mem::take(&mut l.pids), l.odd, true));
-            }
-        }
-        // The last pid is read first: a task created while `/proc` is listed moves it for
-        // the next scan.
-        let (pids, odd) = self.source.pids().map_err(|e| e.system_reason())?;
-        self.listings += 1;
-        self.listing = last_pid.map(|last_pid| Listing {
-            last_pid,
-            pids: Vec::new(),
-            odd,
-            age: 0,
-        });
-        Ok((pids, odd, false))
-    }
 }
+/// The processes a reader is stuck on in a file that does not take the mmap lock (a
+/// FIFO, a broken filesystem): it would get stuck again on the same file, so such a
+/// process is left out until the reader comes back, and counted as stalled.
+fn left_out(stuck: &[(u32, u8)]) -> Vec<u32> {
+    stuck
+        .iter()
+        .filter(|&&(_, at)| {
+            !progress::File::of_code(at).is_some_and(progress::File::takes_mmap_lock)
+        })
+        .map(|&(pid, _)| pid)
+        .collect()
+}
+
 /// What one process's read adds to the scan's error counts and reading figures.
 fn counted(errs: &mut ErrorCounts, stats: &mut ReadStats, read: &ProcessRead) {
     count(
@@ -346,17 +332,27 @@ fn counted(errs: &mut ErrorCounts, stats: &mut ReadStats, read: &ProcessRead) {
     stats.slowest_seconds = stats.slowest_seconds.max(read.seconds);
 }
 
-/// How many `statm` descriptors may be kept open: `--collector.processes.kept-descriptors`
-/// ([`DEFAULT_KEPT`] without it), and never more than the open-files limit less what the
-/// server's connections, the deep tier, the kept setting files (at most 512, only with a
-/// limit of 4096 or more) and the reader threads need (1,024, or half of a limit under
-/// 2,048).
-fn descriptor_budget(limit: Option<u64>, cap: Option<u64>) -> usize {
+/// How many `statm` descriptors may be kept open, and how many processes watched for
+/// their end: `--collector.processes.kept-descriptors` ([`DEFAULT_KEPT`] without it) and
+/// [`WATCHED_PER_KEPT`] times as many, and never more than the open-files limit less what
+/// the server's connections, the deep tier, the kept setting files (at most 512, only with
+/// a limit of 4096 or more) and the reader threads need (1,024, or half of a limit under
+/// 2,048). The kept descriptors come first.
+fn descriptor_budget(limit: Option<u64>, cap: Option<u64>) -> (usize, usize) {
     let limit = limit.unwrap_or(1024).min(usize::MAX as u64) as usize;
     let budget = limit - (limit / 2).min(1024);
     let cap = cap.map_or(DEFAULT_KEPT, |c| c.min(usize::MAX as u64) as usize);
-    budget.min(cap)
+    let kept = budget.min(cap);
+    (
+        kept,
+        (budget - kept).min(cap.saturating_mul(WATCHED_PER_KEPT)),
+    )
 }
+
+/// Processes watched for their end per kept `statm`: a pidfd holds about 1 KiB of kernel
+/// memory, a quarter of a kept `statm`, so the default 2,048 kept and 8,192 watched hold
+/// about 17 MiB at most.
+const WATCHED_PER_KEPT: usize = 4;
 
 /// `statm` descriptors kept by default. Each holds a page of kernel memory (the file's
 /// read buffer, `GFP_KERNEL_ACCOUNT`) until it is closed, charged to the exporter's own
@@ -369,8 +365,11 @@ mod dir;
 mod files;
 mod group;
 pub(super) mod known;
+mod listing;
 mod plan;
 pub(super) mod progress;
+mod rest;
+mod statm;
 
 use context::{LockSlots, ProcessRead, ReadContext, LOCK_SLOTS};
 use files::read_process;

@@ -64,6 +64,10 @@ catalogue! {
         "statm files of processes kept open between scans and re-read with one pread, which tells that a process did not change and is still the same process.";
     SCAN_UNKEPT_PROCESSES = membloat "scan_unkept_processes", Gauge, None, [], EXPORTER, "the exporter",
         "Processes the latest scan read by opening their files because no statm descriptor could be kept (the open-files limit is spent): each costs about four times as much. Raise LimitNOFILE.";
+    SCAN_WATCHED_PROCESSES = membloat "scan_watched_processes", Gauge, None, [], EXPORTER, "the exporter",
+        "Processes whose end is watched with a pidfd (about 1 KiB of kernel memory each, at most four per kept descriptor), so a quiet one may rest between reads without its end being missed.";
+    SCAN_RESTED_PROCESSES = membloat "scan_rested_processes", Gauge, None, [], EXPORTER, "the exporter",
+        "Processes the latest scan did not read because they rest: watched, their statm and CPU time unchanged for three reads; each is read at least every 10 s, and every process is read when the host's memory moves by more than 32 MiB between scans.";
     SCAN_STALLED_PROCESSES = membloat "scan_stalled_processes", Gauge, None, [], EXPORTER, "the exporter",
         "Processes the latest scan left behind because their read outlasted --collector.processes.read-timeout, or left out while a reader is still stuck in one of their files.";
     SCAN_SLOWEST_PROCESS_READ_SECONDS = membloat "scan_slowest_process_read", Gauge, Seconds, [], EXPORTER, "the exporter",

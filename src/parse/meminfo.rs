@@ -78,6 +78,31 @@ impl Meminfo {
     }
 }
 
+/// `AnonPages + Shmem + Mapped` in bytes: the memory that moves when a process's `statm`
+/// does (pages faulted in, reclaimed, swapped, collapsed), whichever process it is. An
+/// error when a field is missing or malformed.
+pub fn moving_bytes(text: &str) -> Result<u64, ParseError> {
+    const KEYS: [&str; 3] = ["AnonPages", "Shmem", "Mapped"];
+    let mut sum = 0u64;
+    let mut seen = [false; KEYS.len()];
+    for (key, value) in key_values(text) {
+        let Some(i) = KEYS.iter().position(|&k| k == key) else {
+            continue;
+        };
+        let v = kib_to_bytes(value).ok_or(ParseError::Malformed("meminfo value"))?;
+        if std::mem::replace(&mut seen[i], true) {
+            return Err(ParseError::Malformed("a field twice"));
+        }
+        sum = sum
+            .checked_add(v)
+            .ok_or(ParseError::Malformed("AnonPages + Shmem + Mapped"))?;
+    }
+    match seen {
+        [true, true, true] => Ok(sum),
+        _ => Err(ParseError::Missing("AnonPages, Shmem or Mapped")),
+    }
+}
+
 impl Meminfo {
     pub fn parse(text: &str) -> Result<Self, ParseError> {
         let mut m = Meminfo::default();
@@ -126,6 +151,17 @@ impl Meminfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_moving_memory_needs_all_three_fields() {
+        let m = "MemTotal: 100 kB\nAnonPages:  10 kB\nMapped: 2 kB\nShmem: 1 kB\n";
+        assert_eq!(moving_bytes(m), Ok(13 * 1024));
+        assert!(moving_bytes("AnonPages: 10 kB\nMapped: 2 kB\n").is_err());
+        assert!(moving_bytes("AnonPages: x kB\nMapped: 2 kB\nShmem: 1 kB\n").is_err());
+        assert!(moving_bytes("AnonPages: 1 kB\nAnonPages: 1 kB\nShmem: 1 kB\n").is_err());
+        let huge = "AnonPages: 18014398509481983 kB\nMapped: 18014398509481983 kB\nShmem: 0 kB\n";
+        assert!(moving_bytes(huge).is_err(), "a sum past 64 bits");
+    }
 
     // Captured on kernel 6.18, 24 GiB, no swap, THP madvise (lines trimmed).
     const KERNEL_6_18: &str = "MemTotal:       24608252 kB\nMemFree:        23138508 kB\nMemAvailable:   24005756 kB\nSwapTotal:             0 kB\nSwapFree:              0 kB\nAnonPages:        310244 kB\nPageTables:         6316 kB\nCommitLimit:    12304124 kB\nCommitted_AS:    1072352 kB\nAnonHugePages:      6144 kB\nShmemHugePages:        0 kB\nFileHugePages:         0 kB\nHugetlb:               0 kB\n";

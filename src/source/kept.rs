@@ -151,7 +151,7 @@ impl Descriptors {
         self.refused.load(Ordering::Relaxed)
     }
 
-    fn acquire(&self) -> bool {
+    pub(super) fn acquire(&self) -> bool {
         self.open
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
                 (n < self.limit).then_some(n + 1)
@@ -159,7 +159,7 @@ impl Descriptors {
             .is_ok()
     }
 
-    fn release(&self) {
+    pub(super) fn release(&self) {
         self.open.fetch_sub(1, Ordering::Relaxed);
     }
 }

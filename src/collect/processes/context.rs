@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::Known;
 use crate::collect::{Grouping, ProcessSample};
-use crate::source::{Descriptors, Reason, Source};
+use crate::source::{Descriptors, Exits, Reason, Source};
 
 /// Everything a reader thread needs for one scan.
 pub(super) struct ReadContext {
@@ -19,11 +19,16 @@ pub(super) struct ReadContext {
     /// The previous scan's processes without memory (kernel threads, zombies) and their
     /// start ticks, by pid.
     pub(super) memoryless: Arc<Vec<(u32, u64)>>,
-    /// This scan reads the pids the previous one read and no pid was handed out since:
-    /// a pid it saw is still the same process, or gone.
-    pub(super) same_pids: bool,
+    /// The pids that may have been handed out to a process the previous scan did not see;
+    /// any other it saw is still the same process, or gone.
+    pub(super) fresh: super::listing::Fresh,
     /// The budget of kept descriptors (a real `/proc`, `rollup_refresh` above 1).
     pub(super) descriptors: Option<Arc<Descriptors>>,
+    /// The set that watches processes for their end (with the kept descriptors, on a
+    /// `/proc` of the exporter's own PID namespace).
+    pub(super) exits: Option<Arc<Exits>>,
+    /// The watched processes that had ended when the scan began, by pid.
+    pub(super) ended: Vec<u32>,
     /// Pids a reader from an earlier scan is still stuck on in a file that takes the mmap
     /// lock: their smaps_rollup and cmdline are not touched again until it comes back.
     pub(super) stuck: Vec<u32>,

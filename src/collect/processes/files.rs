@@ -8,12 +8,11 @@ use super::dir::Dir;
 use super::group::group_of;
 use super::known::{cpu_ticks, still, Standing};
 use super::plan::{plan, Prior};
+use super::statm::{parsed, read_statm, vouched_statm};
 use super::{progress, Known, ProcessRead, ReadContext};
 use crate::collect::{pool, Grouping, ProcessFiles, ProcessSample};
-use crate::parse::{
-    self, smaps_rollup::SmapsRollup, stat::Stat, statm, status::Status, ParseError,
-};
-use crate::source::{Buffers, Kept, ReadError, Reason};
+use crate::parse::{self, smaps_rollup::SmapsRollup, stat::Stat, status::Status, ParseError};
+use crate::source::{Buffers, Kept, ReadError, Reason, Watch};
 
 /// One process, on a reader thread.
 pub(super) fn read_process(
@@ -46,7 +45,8 @@ pub(super) fn read_process(
 /// tells both that this is still the process that scan saw (a process that ended fails
 /// with `ESRCH`, even when a new one has taken its pid) and whether its memory moved: any
 /// page mapped, faulted in, reclaimed, swapped or collapsed into a huge page by
-/// khugepaged moves it. When it did not, and the process is not due for its refresh
+/// khugepaged moves it. A process watched for its end whose `statm` is not kept has it
+/// read by path, the watch vouching for the process (`statm.rs`). When it did not, and the process is not due for its refresh
 /// (every `rollup_refresh` scans, staggered by pid, for what moves without it: Pss as
 /// sharers come and go, CPU time, `oom_score_adj`, the name), the sample is what was
 /// known; only `stat` is read, while the process's CPU time keeps moving (so a process
@@ -80,21 +80,19 @@ fn read_process_files(
     }
     let stuck = ctx.stuck.contains(&pid);
     let due = (ctx.scan + pid as u64) % ctx.rollup_refresh == 0;
-    let mut kept = read_kept_statm(ctx, bufs, at, prior, read)?;
-    // The kept statm vouches that this is the process `prior` knew (a reused pid fails the
-    // pread), so an unchanged one needs no `stat` to say so.
+    let (watch, mut kept) = vouched_statm(ctx, bufs, at, prior, pid, read)?;
     if let (Some(k), Some((fd, m))) = (prior, &kept) {
         let prior = Prior::of(k, &k.reading.comm);
         if plan(Some(prior), *m, due, stuck).standing == Standing::Unchanged {
             if !k.cpu_moving {
-                return Ok(Some(still(ctx.clk_tck, k, fd.clone(), None)));
+                return Ok(Some(still(ctx.clk_tck, k, (fd.clone(), watch), None)));
             }
             // Its CPU time moved at the last read: `stat` alone is read again until it
             // stops, so a process that has just gone to sleep is seen idle at once.
             progress::at(at, progress::File::Stat);
             let stat = source.parse_pid(pid, "stat", &mut bufs.main, Stat::parse)?;
             if stat.start_ticks == k.start_ticks {
-                return Ok(Some(still(ctx.clk_tck, k, fd.clone(), Some(stat))));
+                return Ok(Some(still(ctx.clk_tck, k, (fd.clone(), watch), Some(stat))));
             }
         }
     }
@@ -108,7 +106,7 @@ fn read_process_files(
         kept = None;
     }
     let (statm, mut fd) = match kept {
-        Some((f, m)) => (m, Some(f)),
+        Some((f, m)) => (m, f),
         None => (read_statm(ctx, bufs, at, dir, read), None),
     };
     // No memory at all: a kernel thread, or a process that exited and is not reaped yet
@@ -174,7 +172,7 @@ fn read_process_files(
         oom_score_adj: Some(oom_score_adj),
         group,
     };
-    Ok(Some(remember(ctx, known, files, &stat, statm, fd)))
+    Ok(Some(remember(ctx, known, files, &stat, (statm, fd), watch)))
 }
 
 /// The sample of a process read this scan, and what the next scan keeps of it. What did
@@ -184,8 +182,8 @@ fn remember(
     known: Option<&Known>,
     files: ProcessFiles,
     stat: &Stat,
-    statm: Option<[u64; 3]>,
-    fd: Option<Arc<Kept>>,
+    (statm, fd): (Option<[u64; 3]>, Option<Arc<Kept>>),
+    watch: Option<Arc<Watch>>,
 ) -> (ProcessSample, Known) {
     let ticks = cpu_ticks(stat);
     let reading = match known {
@@ -206,6 +204,11 @@ fn remember(
         state: stat.state,
         cpu_ticks: ticks,
         cpu_moving: known.is_none_or(|k| k.cpu_ticks != ticks),
+        watch,
+        quiet: match known {
+            Some(k) if k.statm == statm && k.cpu_ticks == ticks => k.quiet.saturating_add(1),
+            _ => 0,
+        },
         deep_read: known.and_then(|k| k.deep_read.clone()),
         unsettled: known.map_or(0, |k| k.unsettled),
         newcomer: known.map_or(ctx.scan > 0, |k| k.newcomer),
@@ -249,72 +252,6 @@ fn read_oom(
     Ok((score, adj))
 }
 
-/// A kept `statm` descriptor and what it read.
-type KeptStatm = (Arc<Kept>, Option<[u64; 3]>);
-
-/// The kept `statm` of a known process, read with one `pread`: the descriptor and what it
-/// says, or `None` when there is none or the process ended (its pid may already be
-/// another's).
-fn read_kept_statm(
-    ctx: &ReadContext,
-    bufs: &mut Buffers,
-    at: &pool::Progress,
-    prior: Option<&Known>,
-    read: &mut ProcessRead,
-) -> Result<Option<KeptStatm>, Reason> {
-    let Some((k, fd)) = prior.and_then(|k| Some((k, k.statm_fd.as_ref()?))) else {
-        return Ok(None);
-    };
-    progress::at(at, progress::File::Statm);
-    match ctx.source.read_kept(fd, &mut bufs.main) {
-        Ok(text) => {
-            let m = parsed(read, k.pid, "statm", statm::parse(text));
-            Ok(Some((fd.clone(), m)))
-        }
-        Err(ReadError::Gone(_)) => Ok(None),
-        Err(e) => Err(e.process_reason()),
-    }
-}
-
-/// `statm` opened and read: the baseline the next scan compares with, read before anything
-/// it vouches for, so a change between two reads shows as a change next time, never as
-/// stillness. Not needed when every scan reads every file (`rollup_refresh` 1).
-fn read_statm(
-    ctx: &ReadContext,
-    bufs: &mut Buffers,
-    at: &pool::Progress,
-    dir: Dir,
-    read: &mut ProcessRead,
-) -> Option<[u64; 3]> {
-    if ctx.rollup_refresh <= 1 {
-        return None;
-    }
-    progress::at(at, progress::File::Statm);
-    match ctx
-        .source
-        .read_pid(dir.pid, &dir.file("statm"), &mut bufs.main)
-    {
-        Ok(text) => parsed(read, dir.pid, "statm", statm::parse(text)),
-        // Without a baseline the next scan reads the process again.
-        Err(_) => None,
-    }
-}
-
-/// A file a reader read but could not parse: counted as malformed, and the debug log names
-/// the process, the file and what was wrong (a kernel whose format changed shows here
-/// first). An empty file is not malformed: it has nothing to say.
-fn parsed<T>(read: &mut ProcessRead, pid: u32, file: &str, r: Result<T, ParseError>) -> Option<T> {
-    match r {
-        Ok(v) => Some(v),
-        Err(ParseError::Empty) => None,
-        Err(e) => {
-            read.malformed += 1;
-            crate::log!(Debug, "malformed file", pid = pid, file = file, error = e);
-            None
-        }
-    }
-}
-
 /// `smaps_rollup`, read again: `None` when it is empty, malformed (counted) or denied
 /// (another user's process without `CAP_SYS_PTRACE`: what `status` showed stands).
 fn read_rollup(
@@ -345,8 +282,8 @@ fn read_rollup(
 }
 
 /// A process the last scan found without memory (a kernel thread, a zombie) that is still
-/// the same one: its start ticks. Without a pid handed out since that scan nothing is read
-/// (the pid cannot belong to another process); else `stat` alone tells, where `stat` and
+/// the same one: its start ticks. Unless its pid may have been handed out since that scan
+/// nothing is read (the pid cannot belong to another process); else `stat` alone tells, where `stat` and
 /// `statm` were read before. Neither ever gains memory.
 fn still_memoryless(
     ctx: &ReadContext,
@@ -358,7 +295,7 @@ fn still_memoryless(
         return Ok(None);
     };
     let start = ctx.memoryless[i].1;
-    if ctx.same_pids {
+    if !ctx.fresh.contains(pid) {
         return Ok(Some(start));
     }
     progress::at(at, progress::File::Stat);

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crate::collect::{ProcessFiles, ProcessSample};
 use crate::parse::stat::Stat;
-use crate::source::Kept;
+use crate::source::{Kept, Watch};
 
 /// Everything the scanner remembers of a process for the next scan, in one record keyed
 /// by (pid, start ticks): enough to tell whether its memory changed, what its files said
@@ -32,6 +32,12 @@ pub(in crate::collect) struct Known {
     /// CPU time moved between the last two reads of `stat` (or the process is new): it
     /// is read again next scan even if `statm` did not move.
     pub(super) cpu_moving: bool,
+    /// Its end is watched (a pidfd in the scanner's epoll set): while no end is reported,
+    /// its pid is still this process, whatever pids were handed out.
+    pub(super) watch: Option<Arc<Watch>>,
+    /// Reads in a row that found its `statm` and CPU time unchanged (saturating): from
+    /// [`QUIET_READS`] on, a watched process rests between reads (`rest.rs`).
+    pub(super) quiet: u8,
     /// When the deep tier last read this process's smaps, and its memory then (boxed:
     /// only candidates have one).
     pub(in crate::collect) deep_read: Option<Box<(Instant, DeepMemory)>>,
@@ -69,30 +75,38 @@ pub(super) enum Standing {
     Unchanged,
 }
 
+/// Reads in a row that found a process unchanged before it may rest between reads.
+pub(super) const QUIET_READS: u8 = 3;
+
 /// User plus system CPU time in clock ticks.
 pub(super) fn cpu_ticks(s: &Stat) -> u64 {
     s.utime_ticks.saturating_add(s.stime_ticks)
 }
 
-/// A process whose kept `statm` did not move and that is not due: what the last read
-/// found, shared. With `stat` (read again because its CPU time moved at the last read),
+/// A process whose `statm` (kept, or read by path while its end is watched) did not move
+/// and that is not due, or that rests this scan: what the last read found, shared. With `stat` (read again because its CPU time moved at the last read),
 /// its CPU time is this scan's; without, there is none, and the signals keep their last
 /// verdict on idleness until CPU time is read again.
 pub(super) fn still(
     clk_tck: f64,
     k: &Known,
-    fd: Arc<Kept>,
+    (fd, watch): (Option<Arc<Kept>>, Option<Arc<Watch>>),
     stat: Option<Stat>,
 ) -> (ProcessSample, Known) {
     let mut known = Known {
-        statm_fd: Some(fd),
+        statm_fd: fd,
+        watch,
         reading: Arc::clone(&k.reading),
         deep_read: k.deep_read.clone(),
+        quiet: k.quiet.saturating_add(1),
         ..*k
     };
     let mut cpu_seconds = None;
     if let Some(stat) = stat {
         known.cpu_moving = cpu_ticks(&stat) != k.cpu_ticks;
+        if known.cpu_moving {
+            known.quiet = 0;
+        }
         known.cpu_ticks = cpu_ticks(&stat);
         known.state = stat.state;
         cpu_seconds = Some(stat.cpu_seconds(clk_tck));

@@ -165,15 +165,21 @@ fn refresh_of_one_reads_every_file_every_scan_without_statm() {
 #[test]
 fn kept_descriptors_are_bounded_by_the_flag_and_the_open_files_limit() {
     use super::descriptor_budget;
-    // Half of a small limit, the limit less 1,024 above 2,048.
-    assert_eq!(descriptor_budget(Some(128), None), 64);
-    // At most 2,048 without the flag: 8 MiB of kernel memory charged to the exporter.
-    assert_eq!(descriptor_budget(Some(20_000), None), 2048);
-    assert_eq!(descriptor_budget(Some(20_000), Some(10_000)), 10_000);
-    // The flag lowers it, never raises it past the limit.
-    assert_eq!(descriptor_budget(Some(20_000), Some(500)), 500);
-    assert_eq!(descriptor_budget(Some(128), Some(500)), 64);
-    assert_eq!(descriptor_budget(Some(20_000), Some(0)), 0);
+    // Half of a small limit, the limit less 1,024 above 2,048: kept first, then watched.
+    assert_eq!(descriptor_budget(Some(128), None), (64, 0));
+    // At most 2,048 kept and 8,192 watched without the flag: 17 MiB of kernel memory
+    // charged to the exporter.
+    assert_eq!(descriptor_budget(Some(20_000), None), (2048, 8192));
+    assert_eq!(descriptor_budget(Some(1 << 20), None), (2048, 8192));
+    assert_eq!(descriptor_budget(Some(4096), None), (2048, 1024));
+    assert_eq!(
+        descriptor_budget(Some(20_000), Some(10_000)),
+        (10_000, 8976)
+    );
+    // The flag lowers both, never raises them past the limit.
+    assert_eq!(descriptor_budget(Some(20_000), Some(500)), (500, 2000));
+    assert_eq!(descriptor_budget(Some(128), Some(500)), (64, 0));
+    assert_eq!(descriptor_budget(Some(20_000), Some(0)), (0, 0));
 }
 
 /// A kernel thread (no memory) is read once; later scans read only its `stat` to tell it
