@@ -31,6 +31,7 @@ const FULL: &[&str] = &[
     "absent_not_error",
     "kernel_files",
     "sheet",
+    "watch",
     "hoarding",
     "headroom",
     "pressure",
@@ -83,7 +84,7 @@ fn boot(kernel: &str, mode: &str, extra: &[&str]) -> Boot {
     common::tool("prometheus");
     let (trees, busybox) = kernels();
     let tree = &trees.iter().find(|(n, _)| n == kernel).unwrap().1;
-    let repros = ["heap", "burst", "regrowth", "mallocfuzz"].map(repro::build);
+    let repros = ["heap", "burst", "regrowth", "mallocfuzz", "arenas"].map(repro::build);
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("vm-{kernel}-{mode}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

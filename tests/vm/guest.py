@@ -405,6 +405,35 @@ def check_absent_not_error(r, e):
     return ", ".join(said)
 
 
+def check_watch(r, e):
+    """Every process is watched for its end with a pidfd, and a quiet one rests between
+    reads. New pids are asked with pidfd_open, which this kernel must answer for a
+    thread's id with ENOENT (EINVAL before 6.9), not a process; and a process that ends
+    while the others rest is gone by the next scan."""
+    before = e.samples()
+    listed = one(before, "membloat_scan_proc_listings_total")
+    p = r.spawn([r.alias("arenas", "vmthreads")])
+    assert p.ready.startswith("ready"), p.ready
+    series = dict(pid=str(p.pid), comm="vmthreads")
+    e.wait(30, "the threaded program", lambda s: one(s, "membloat_process_resident_bytes", **series))
+    s = e.scans_after(5)
+    named = len(pick(s, "membloat_process_resident_bytes", comm="vmthreads"))
+    assert named == 1, f"{named} processes named vmthreads: a thread's id read as a process"
+    watched = one(s, "membloat_scan_watched_processes") or 0
+    assert watched >= 1, f"{watched} processes watched"
+    e.wait(60, "a scan that rests", lambda s: (one(s, "membloat_scan_rested_processes") or 0) >= 1)
+    at = one(e.samples(), "membloat_scans_total")
+    p.kill()
+    p.wait()
+    gone = e.wait(30, "the ended program gone", lambda s: one(s, "membloat_process_resident_bytes", **series) is None and s)
+    after = one(gone, "membloat_scans_total") - at
+    assert after <= 2, f"an ended process gone {after} scans later"
+    relisted = one(gone, "membloat_scan_proc_listings_total") - listed
+    return (f"1 process for 17 tasks, {watched:.0f} watched, "
+            f"{one(gone, 'membloat_scan_rested_processes'):.0f} resting when the ended one went "
+            f"{after:.0f} scans after, {relisted:.0f} listings of /proc meanwhile")
+
+
 def check_regrowth(r, e):
     """khugepaged regrowth under THP always: memory released with MADV_DONTNEED grows
     back in huge pages while the program sleeps."""
@@ -740,6 +769,7 @@ def main():
         if a.mode == "full":
             r.check("kernel_files", lambda: check_host_files(r, e))
             r.check("sheet", lambda: check_sheet(r, e))
+            r.check("watch", lambda: check_watch(r, e))
             r.check("hoarding", lambda: check_hoarding(r, e, a.seed, a.programs))
             r.check("headroom", lambda: check_headroom(r, e))
             r.check("pressure", lambda: check_pressure(r, e))
