@@ -188,8 +188,27 @@ impl Daemon {
 
     pub fn metrics(&self) -> String {
         let r = self.get("/metrics");
-        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.status, 200, "{} (the exporter: {})", r.body, self.state());
         r.body
+    }
+
+    /// What the kernel says of the exporter's process, for a failed scrape's message: its
+    /// state and CPU time, or that it is gone.
+    fn state(&self) -> String {
+        let pid = self.child.id();
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => {
+                let after = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+                let f: Vec<&str> = after.split_whitespace().collect();
+                format!(
+                    "pid {pid} state {}, utime+stime {} + {} ticks",
+                    f.first().unwrap_or(&"?"),
+                    f.get(11).unwrap_or(&"?"),
+                    f.get(12).unwrap_or(&"?")
+                )
+            }
+            Err(e) => format!("pid {pid} gone: {e}"),
+        }
     }
 
     pub fn wait_until(&self, limit: Duration, mut ok: impl FnMut() -> bool) {
