@@ -61,14 +61,10 @@ impl Exits {
         if !self.budget.acquire() {
             return None;
         }
-        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-        if fd < 0 {
+        let Ok(fd) = pidfd_open(pid) else {
             self.budget.release();
             return None;
-        }
-        // SAFETY: a descriptor just returned to us and owned by nothing else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+        };
         let mut event = libc::epoll_event {
             events: libc::EPOLLIN as u32,
             u64: u64::from(pid),
@@ -97,18 +93,11 @@ impl Exits {
     /// thread's id (`ENOENT`; `EINVAL` before Linux 6.9) and for a free pid (`ESRCH`),
     /// without a path walk. `None` when it cannot tell (no pidfds, no descriptor left).
     pub fn is_process(pid: u32) -> Option<bool> {
-        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-        if fd >= 0 {
-            // SAFETY: a descriptor just returned to us, closed here.
-            drop(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
-            return Some(true);
-        }
-        match nix::errno::Errno::last() {
-            nix::errno::Errno::ESRCH | nix::errno::Errno::ENOENT | nix::errno::Errno::EINVAL => {
-                Some(false)
-            }
-            _ => None,
+        use nix::errno::Errno;
+        match pidfd_open(pid) {
+            Ok(_) => Some(true),
+            Err(Errno::ESRCH | Errno::ENOENT | Errno::EINVAL) => Some(false),
+            Err(_) => None,
         }
     }
 
@@ -141,6 +130,17 @@ impl Exits {
         out.dedup();
         out
     }
+}
+
+/// A pidfd for the process that holds `pid` in the exporter's PID namespace.
+fn pidfd_open(pid: u32) -> Result<OwnedFd, nix::errno::Errno> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return Err(nix::errno::Errno::last());
+    }
+    // SAFETY: a descriptor just returned to us and owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 #[cfg(test)]

@@ -42,20 +42,20 @@ pub(super) fn read_process(
 /// what the last scan knew; this carries the plan out.
 ///
 /// With a `statm` descriptor kept from an earlier scan (a real `/proc`), one `pread` of it
-/// tells both that this is still the process that scan saw (a process that ended fails
-/// with `ESRCH`, even when a new one has taken its pid) and whether its memory moved: any
-/// page mapped, faulted in, reclaimed, swapped or collapsed into a huge page by
-/// khugepaged moves it. A process watched for its end whose `statm` is not kept has it
-/// read by path, the watch vouching for the process (`statm.rs`). When it did not, and the process is not due for its refresh
-/// (every `rollup_refresh` scans, staggered by pid, for what moves without it: Pss as
-/// sharers come and go, CPU time, `oom_score_adj`, the name), the sample is what was
-/// known; only `stat` is read, while the process's CPU time keeps moving (so a process
-/// that runs without touching memory shows its CPU time, and one that stops is seen idle
-/// at once), else nothing.
+/// tells both that this is still the process that scan saw (a process that ended fails with
+/// `ESRCH`, even when a new one has taken its pid) and whether its memory moved: any page
+/// mapped, faulted in, reclaimed, swapped or collapsed into a huge page by khugepaged moves
+/// it; for a process watched for its end whose `statm` is not kept, `statm` read by path
+/// says the second and the watch the first (`statm.rs`). When it did not, and it is not due
+/// for its refresh (every `rollup_refresh` scans, staggered by pid, for what moves without
+/// it: Pss as sharers come and go, CPU time, `oom_score_adj`, the name), the sample is what
+/// was known; only `stat` is read, while the process's CPU time keeps moving (so a process
+/// that runs without touching memory shows its CPU time, and one that stops is seen idle at
+/// once), else nothing.
 ///
-/// Otherwise `stat` (identity, CPU time) and `oom_score_adj`, and `status`,
-/// `smaps_rollup` and `oom_score` when `statm` moved, the process is new or due. Without
-/// a kept descriptor (a fixture tree, or the open-files limit spent) `stat`, `statm` and
+/// Otherwise `stat` (identity, CPU time) and `oom_score_adj`, and `status`, `smaps_rollup`
+/// and `oom_score` when `statm` moved, the process is new or due. Without a kept descriptor
+/// or a watch (a fixture tree, or the open-files limit spent) `stat`, `statm` and
 /// `oom_score_adj` are read every scan and compared the same way. `cgroup` and `cmdline`
 /// for grouping when the process is new, its name changed, or on the refresh. With
 /// `rollup_refresh` 1 every file is read every scan and `statm` is not needed.
@@ -283,8 +283,8 @@ fn read_rollup(
 
 /// A process the last scan found without memory (a kernel thread, a zombie) that is still
 /// the same one: its start ticks. Unless its pid may have been handed out since that scan
-/// nothing is read (the pid cannot belong to another process); else `stat` alone tells, where `stat` and
-/// `statm` were read before. Neither ever gains memory.
+/// nothing is read (the pid cannot belong to another process); else `stat` alone tells,
+/// where `stat` and `statm` were read before. Neither ever gains memory.
 fn still_memoryless(
     ctx: &ReadContext,
     bufs: &mut Buffers,

@@ -84,9 +84,10 @@ pub(super) fn cpu_ticks(s: &Stat) -> u64 {
 }
 
 /// A process whose `statm` (kept, or read by path while its end is watched) did not move
-/// and that is not due, or that rests this scan: what the last read found, shared. With `stat` (read again because its CPU time moved at the last read),
-/// its CPU time is this scan's; without, there is none, and the signals keep their last
-/// verdict on idleness until CPU time is read again.
+/// and that is not due, or that rests this scan: what the last read found, shared. With
+/// `stat` (read again because its CPU time moved at the last read), its CPU time is this
+/// scan's; without, there is none, and the signals keep their last verdict on idleness
+/// until CPU time is read again.
 pub(super) fn still(
     clk_tck: f64,
     k: &Known,

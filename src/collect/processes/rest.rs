@@ -20,7 +20,7 @@ use crate::parse::meminfo;
 use crate::source::{Buffer, Source};
 
 /// A resting process is read at least this often.
-pub(in crate::collect) const REST_AT_MOST: Duration = Duration::from_secs(10);
+const REST_AT_MOST: Duration = Duration::from_secs(10);
 
 /// Host memory (`AnonPages + Shmem + Mapped`) that moved more than this between two scans
 /// wakes every process. The kernel's per-CPU counter drift is far below it (at most
@@ -30,14 +30,14 @@ pub(super) const HOST_MOVED_BYTES: u64 = 32 << 20;
 
 /// Scans between two reads of a resting process: as many as fit in [`REST_AT_MOST`], so 1
 /// (nothing rests) for an interval of 10 s or more.
-pub(in crate::collect) fn rest_every(scan_interval: Duration) -> u64 {
+pub(super) fn rest_every(scan_interval: Duration) -> u64 {
     let every = REST_AT_MOST.as_millis() / scan_interval.as_millis().max(1);
     u64::try_from(every).unwrap_or(u64::MAX).max(1)
 }
 
-/// Whether `k` rests this scan: quiet, watched and not ended, its CPU time still, not due
-/// for its read (every `every` scans) nor for its refresh (every `refresh` scans, both
-/// staggered by pid), and no reader stuck in it.
+/// Whether `k` rests this scan: quiet, watched and not ended, its CPU time still, and due
+/// neither for its read (every `every` scans) nor for its refresh (every `refresh` scans,
+/// both staggered by pid).
 pub(super) fn rests(k: &Known, scan: u64, every: u64, refresh: u64, ended: &[u32]) -> bool {
     let turn = scan.wrapping_add(u64::from(k.pid));
     every > 1
@@ -51,7 +51,9 @@ pub(super) fn rests(k: &Known, scan: u64, every: u64, refresh: u64, ended: &[u32
 
 /// The host's memory as far as resting goes, from `/proc/meminfo` (kept open): whether it
 /// moved by more than [`HOST_MOVED_BYTES`] since the last call. A file that cannot be read
-/// counts as moved: every process is read.
+/// counts as moved: every process is read. Read here, before the processes, not taken
+/// from the `meminfo` unit: that unit reads the file beside the processes, so its figure
+/// comes too late for this scan's choice.
 #[derive(Debug, Default)]
 pub(super) struct Host {
     last: Option<u64>,
@@ -109,38 +111,22 @@ mod tests {
     #[test]
     fn a_process_rests_only_when_quiet_watched_and_neither_due_nor_ended() {
         let exits = Exits::new(1).unwrap();
-        let w = Some(Arc::new(exits.watch(std::process::id()).unwrap()));
+        let w = Arc::new(exits.watch(std::process::id()).unwrap());
+        let k = |quiet, moving, watched: bool| known(7, quiet, moving, watched.then(|| w.clone()));
         let rests_k = |k: &Known, scan: u64, ended: &[u32]| rests(k, scan, 10, 60, ended);
-        assert!(rests_k(&known(7, 3, false, w.clone()), 0, &[]));
-        assert!(rests_k(&known(7, 255, false, w.clone()), 0, &[1, 9]));
-        assert!(
-            !rests_k(&known(7, 2, false, w.clone()), 0, &[]),
-            "not quiet yet"
-        );
-        assert!(
-            !rests_k(&known(7, 3, true, w.clone()), 0, &[]),
-            "CPU time moving"
-        );
-        assert!(!rests_k(&known(7, 3, false, None), 0, &[]), "not watched");
-        assert!(!rests_k(&known(7, 3, false, w.clone()), 0, &[7]), "ended");
-        assert!(
-            !rests_k(&known(7, 3, false, w.clone()), 3, &[]),
-            "its turn: (3 + 7) % 10"
-        );
-        assert!(
-            !rests_k(&known(7, 3, false, w.clone()), 53, &[]),
-            "its refresh: (53 + 7) % 60"
-        );
-        assert!(
-            !rests(&known(7, 3, false, w.clone()), 0, 1, 60, &[]),
-            "nothing rests at 1"
-        );
+        let quiet = k(3, false, true);
+        assert!(rests_k(&quiet, 0, &[]));
+        assert!(rests_k(&k(255, false, true), 0, &[1, 9]));
+        assert!(!rests_k(&k(2, false, true), 0, &[]), "not quiet yet");
+        assert!(!rests_k(&k(3, true, true), 0, &[]), "CPU time moving");
+        assert!(!rests_k(&k(3, false, false), 0, &[]), "not watched");
+        assert!(!rests_k(&quiet, 0, &[7]), "ended");
+        assert!(!rests_k(&quiet, 3, &[]), "its turn: (3 + 7) % 10");
+        assert!(!rests_k(&quiet, 53, &[]), "its refresh: (53 + 7) % 60");
+        assert!(!rests(&quiet, 0, 1, 60, &[]), "nothing rests at 1");
         // Read once per `every` scans, at a pid's own turn.
-        let turns = (0..100).filter(|&s| !rests_k(&known(7, 3, false, w.clone()), s, &[]));
-        assert_eq!(
-            turns.collect::<Vec<_>>(),
-            vec![3, 13, 23, 33, 43, 53, 63, 73, 83, 93]
-        );
+        let turns: Vec<u64> = (0..100).filter(|&s| !rests_k(&quiet, s, &[])).collect();
+        assert_eq!(turns, vec![3, 13, 23, 33, 43, 53, 63, 73, 83, 93]);
     }
 
     #[test]

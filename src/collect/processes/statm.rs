@@ -42,12 +42,8 @@ pub(super) fn vouched_statm(
         let m = read_statm(ctx, bufs, at, Dir { pid, tid: None }, read);
         return Ok((watch, Some((None, m))));
     }
-    let kept = read_kept_statm(ctx, bufs, at, prior, read)?;
-    Ok((watch, kept.map(|(f, m)| (Some(f), m))))
+    Ok((watch, read_kept_statm(ctx, bufs, at, prior, read)?))
 }
-
-/// A kept `statm` descriptor and what it read.
-type KeptStatm = (Arc<Kept>, Option<[u64; 3]>);
 
 /// The kept `statm` of a known process, read with one `pread`: the descriptor and what it
 /// says, or `None` when there is none or the process ended (its pid may already be
@@ -58,7 +54,7 @@ fn read_kept_statm(
     at: &pool::Progress,
     prior: Option<&Known>,
     read: &mut ProcessRead,
-) -> Result<Option<KeptStatm>, Reason> {
+) -> Result<Option<Vouched>, Reason> {
     let Some((k, fd)) = prior.and_then(|k| Some((k, k.statm_fd.as_ref()?))) else {
         return Ok(None);
     };
@@ -66,7 +62,7 @@ fn read_kept_statm(
     match ctx.source.read_kept(fd, &mut bufs.main) {
         Ok(text) => {
             let m = parsed(read, k.pid, "statm", statm::parse(text));
-            Ok(Some((fd.clone(), m)))
+            Ok(Some((Some(fd.clone()), m)))
         }
         Err(ReadError::Gone(_)) => Ok(None),
         Err(e) => Err(e.process_reason()),
