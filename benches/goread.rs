@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use membloat_exporter::collect::heap::{golang, memory::ProcessMemory};
+use membloat_exporter::heap::{golang, memory::ProcessMemory};
 use membloat_exporter::source::Source;
 
 struct Program(Child);

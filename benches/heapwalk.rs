@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use membloat_exporter::collect::heap;
+use membloat_exporter::heap;
 use membloat_exporter::parse::smaps;
 use membloat_exporter::source::Source;
 

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use membloat_exporter::collect::heap::{self, jvm};
+use membloat_exporter::heap::{self, jvm};
 use membloat_exporter::parse::{hsperfdata, smaps};
 use membloat_exporter::source::Source;
 

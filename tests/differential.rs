@@ -16,8 +16,8 @@
 use crate::common;
 
 use common::glibc::{self, Glibc};
-use membloat_exporter::collect::heap::reads::Reason;
-use membloat_exporter::collect::heap::{self, HeapMeasure};
+use membloat_exporter::heap::reads::Reason;
+use membloat_exporter::heap::{self, HeapMeasure};
 use membloat_exporter::parse::smaps;
 use membloat_exporter::source::Source;
 use std::io::{BufRead, BufReader};

@@ -214,8 +214,8 @@ fn pinned_heaps_of_every_collector_give_back_what_explain_promises() {
 /// experimental or unknown on a JDK would stop the JVM from starting at all.
 #[test]
 fn every_java_flag_explain_prints_starts_the_jvm() {
-    use membloat_exporter::collect::heap::jvm::{Collector, JavaHeap, Space};
     use membloat_exporter::explain::remedy;
+    use membloat_exporter::heap::jvm::{Collector, JavaHeap, Space};
     let space = |committed: u64, used: u64| Space {
         generation: "old".into(),
         name: "heap".into(),

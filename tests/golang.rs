@@ -19,8 +19,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use membloat_exporter::collect::heap::golang::{GoHeap, Unmeasured};
-use membloat_exporter::collect::heap::{self, golang};
+use membloat_exporter::heap::golang::{GoHeap, Unmeasured};
+use membloat_exporter::heap::{self, golang};
 use membloat_exporter::parse::smaps;
 use membloat_exporter::source::Source;
 

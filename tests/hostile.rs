@@ -56,8 +56,7 @@ fn dressed_as_go(kind: &str) -> PathBuf {
             (".debug_str", zeros("str", 47 << 20)),
         ],
         "types" => {
-            let (abbrev, info) =
-                membloat_exporter::collect::heap::golang::image::tiny_types(1 << 20);
+            let (abbrev, info) = membloat_exporter::heap::golang::image::tiny_types(1 << 20);
             std::fs::write(dir.join("abbrev"), abbrev).unwrap();
             std::fs::write(dir.join("info"), info).unwrap();
             vec![

@@ -10,8 +10,8 @@ use crate::common;
 use common::jemalloc::{program, VERSIONS};
 use common::repro::Repro;
 use common::*;
-use membloat_exporter::collect::heap::jemalloc::JemallocHeap;
-use membloat_exporter::collect::heap::{self, runtime::Allocator, Unmeasured as Outcome};
+use membloat_exporter::heap::jemalloc::JemallocHeap;
+use membloat_exporter::heap::{self, runtime::Allocator, Unmeasured as Outcome};
 use membloat_exporter::parse::smaps;
 use membloat_exporter::source::Source;
 use std::io::{BufRead, Write};
@@ -394,7 +394,7 @@ fn a_static_musl_program_is_musl() {
 /// from these builds, and a new version joins it the same way.
 #[test]
 fn each_versions_layout_is_its_dwarfs() {
-    use membloat_exporter::collect::heap::jemalloc::layout::VERSIONS as LAYOUTS;
+    use membloat_exporter::heap::jemalloc::layout::VERSIONS as LAYOUTS;
     for (version, o) in LAYOUTS {
         let built = program(version, true);
         // 5.2's arena keeps its extents in extents_t; 5.3's in its page allocator's ecaches,

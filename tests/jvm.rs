@@ -10,7 +10,7 @@ use crate::common;
 use common::java::{jdks, Jdk};
 use common::repro::Repro;
 use common::*;
-use membloat_exporter::collect::heap::{self, jvm};
+use membloat_exporter::heap::{self, jvm};
 use membloat_exporter::parse::smaps;
 use membloat_exporter::source::Source;
 use std::path::Path;

@@ -12,8 +12,8 @@ use crate::common;
 
 use common::repro::Repro;
 use common::*;
-use membloat_exporter::collect::heap::python::{Python, PythonHeap, Unmeasured};
-use membloat_exporter::collect::heap::{self, HeapReading};
+use membloat_exporter::heap::python::{Python, PythonHeap, Unmeasured};
+use membloat_exporter::heap::{self, HeapReading};
 use membloat_exporter::parse::smaps;
 use membloat_exporter::source::Source;
 use std::io::{BufRead, Write};
@@ -357,7 +357,7 @@ fn dwarf_offsets(lib: &Path, exprs: &[&str]) -> Vec<u64> {
 /// libpython, built with `-g`, where this machine has it).
 #[test]
 fn the_tables_places_are_each_builds_dwarfs() {
-    use membloat_exporter::collect::heap::python::layout::{
+    use membloat_exporter::heap::python::layout::{
         DEBUG_INTERPRETERS_HEAD, IN_RUNTIME, MGMT_ARENAS, MGMT_IN_STATE, MGMT_MAXARENAS,
         MGMT_NARENAS,
     };

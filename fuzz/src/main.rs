@@ -17,7 +17,7 @@
 mod check;
 mod coverage;
 // The exporter's own Go executable in miniature, shared with its unit tests.
-#[path = "../../src/collect/heap/runtime/go_elf.rs"]
+#[path = "../../src/heap/runtime/go_elf.rs"]
 mod go_elf;
 mod mutate;
 mod seeds;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use crate::targets::TARGETS;
 use crate::tree::pack;
-use membloat_exporter::collect::heap::golang;
+use membloat_exporter::heap::golang;
 
 /// Expands `a/*/b`: `*` matches one path component.
 fn glob(root: &Path, pattern: &str) -> Vec<PathBuf> {
@@ -175,7 +175,7 @@ fn seeds_of(root: &Path, name: &str, patterns: &[&str]) -> Vec<Vec<u8>> {
         "python_read" => {
             let mut p = vec![1u8];
             p.extend(0u16.to_le_bytes());
-            p.extend(membloat_exporter::collect::heap::python::image::arena_at(0).to_le_bytes());
+            p.extend(membloat_exporter::heap::python::image::arena_at(0).to_le_bytes());
             v.push(p);
         }
         // A patch that writes the free heap's own figure again: the process as built.

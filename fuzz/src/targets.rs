@@ -9,14 +9,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use membloat_exporter::collect::heap::glibc::Layout;
-use membloat_exporter::collect::heap::walk::HeapKind;
-use membloat_exporter::collect::heap::{
-    self as heap, golang, image, jemalloc, linked, python, runtime,
-};
 use membloat_exporter::collect::matcher::{Candidate, Matchers};
 use membloat_exporter::config::{self, Config};
 use membloat_exporter::daemon::Pipeline;
+use membloat_exporter::heap::glibc::Layout;
+use membloat_exporter::heap::walk::HeapKind;
+use membloat_exporter::heap::{self as heap, golang, image, jemalloc, linked, python, runtime};
 use membloat_exporter::parse::{
     cgroup, hsperfdata, kmsg, loadavg,
     meminfo::{self, Meminfo},

@@ -18,8 +18,8 @@ pub use live::{Live, Refusal};
 
 use std::time::Duration;
 
-use crate::collect::heap::dynsym::Symbols;
-use crate::collect::heap::memory::ProcessMemory;
+use crate::heap::dynsym::Symbols;
+use crate::heap::memory::ProcessMemory;
 use crate::parse::smaps::{self, Library};
 use crate::source::{Buffer, Source};
 

@@ -5,12 +5,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::heap::{self, HeapReading};
 use super::processes::known::{DeepMemory, Known};
 use super::processes::Processes;
 use super::{count, pool, thread_cpu, DeepRun, ErrorCounts, ProcessSample};
 use crate::config::DeepConfig;
 use crate::family::Collector;
+use crate::heap::{self, HeapReading};
 use crate::parse::cgroup;
 use crate::parse::smaps::{self, SmapsSummary};
 use crate::parse::stat::Stat;

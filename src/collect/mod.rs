@@ -1,10 +1,9 @@
 //! Collecting: one scan's raw values (their types are this module's; the scan is
 //! `scanner`'s), the system files once and every process, read on a bounded pool of
-//! threads (`pool`), grouped (`matcher`), with the heap walk of deep-read processes
-//! (`heap`). All file access goes through `source`.
+//! threads (`pool`), grouped (`matcher`), with the heap readers (`crate::heap`) run on
+//! deep-read processes (`deep`). All file access goes through `source`.
 
 mod deep;
-pub mod heap;
 pub mod matcher;
 pub mod own;
 pub mod pool;
@@ -38,7 +37,7 @@ pub struct DeepRun {
     pub cpu_seconds: f64,
     /// Each heap reader's reads (glibc's walks, JVMs', Go's, jemalloc's), by how they
     /// ended.
-    pub reads: heap::ReadCounts,
+    pub reads: crate::heap::ReadCounts,
     /// CPU time the heap walks took (part of `cpu_seconds`).
     pub heap_walk_cpu_seconds: f64,
 }

@@ -54,7 +54,7 @@ pub(super) struct Processes {
     pub(super) deep_cpu: Arc<DeepCpu>,
     /// What the heap readers learn once per binary (layouts, the allocator linked in),
     /// bounded, for as long as the exporter runs.
-    pub(super) binaries: Arc<super::heap::Binaries>,
+    pub(super) binaries: Arc<crate::heap::Binaries>,
     /// The slots of the reads that take a process's mmap lock, across scans: a reader
     /// stuck in one keeps its slot.
     locked: Arc<LockSlots>,

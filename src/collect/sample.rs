@@ -5,7 +5,7 @@
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use super::heap::HeapReading;
+use crate::heap::HeapReading;
 use crate::parse::{smaps::SmapsSummary, smaps_rollup::SmapsRollup, status::Status};
 
 /// What the files of one process said when they were last read. A scan that finds the

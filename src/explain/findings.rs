@@ -4,12 +4,12 @@
 use super::remedy::{self, Remedy};
 use super::{available_ratio, frees, size, subject, Finding, Host};
 use crate::attach::Live;
-use crate::collect::heap::golang::Go;
-use crate::collect::heap::jemalloc::Jemalloc;
-use crate::collect::heap::jvm::Jvm;
-use crate::collect::heap::python::Python;
-use crate::collect::heap::reads::Reader;
-use crate::collect::heap::runtime::Runtime;
+use crate::heap::golang::Go;
+use crate::heap::jemalloc::Jemalloc;
+use crate::heap::jvm::Jvm;
+use crate::heap::python::Python;
+use crate::heap::reads::Reader;
+use crate::heap::runtime::Runtime;
 use crate::model::derive::{ProcessReport, Snapshot};
 use crate::model::signals::{self, Method};
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::remedy;
 use super::size;
-use crate::collect::heap::runtime::Runtime;
+use crate::heap::runtime::Runtime;
 use crate::model::derive::Snapshot;
 use crate::model::kills::Victim;
 use crate::model::signals::Method;

@@ -185,9 +185,9 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
 fn unmeasured_heaps<'a>(
     processes: impl Iterator<Item = &'a ProcessReport>,
 ) -> Vec<UnmeasuredHeaps> {
-    use crate::collect::heap::golang::Go;
-    use crate::collect::heap::jvm::Jvm;
-    use crate::collect::heap::python::Python;
+    use crate::heap::golang::Go;
+    use crate::heap::jvm::Jvm;
+    use crate::heap::python::Python;
     let mut groups: Vec<(UnmeasuredHeaps, Vec<(u64, String)>)> = Vec::new();
     for p in processes {
         let sig = &p.signals;

@@ -1,13 +1,13 @@
 //! The exact remedy for each finding, by the process's allocator and runtime, with its cost
 //! where it has one.
 
-use crate::collect::heap::golang::Unmeasured as GoUnmeasured;
-use crate::collect::heap::jvm::{Collector, JavaHeap, Unmeasured};
-use crate::collect::heap::runtime::{Allocator, Runtime};
+use crate::heap::golang::Unmeasured as GoUnmeasured;
+use crate::heap::jvm::{Collector, JavaHeap, Unmeasured};
+use crate::heap::runtime::{Allocator, Runtime};
 use std::borrow::Cow;
 
 use crate::attach::Live;
-use crate::collect::heap::HeapMeasure;
+use crate::heap::HeapMeasure;
 
 mod advice;
 mod glibc;

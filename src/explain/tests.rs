@@ -275,10 +275,10 @@ fn bare(kind: &'static str, bytes: u64, process: Option<Subject>) -> Finding {
 /// from 1 GiB, or when asked for with --pid, and its remedy then fits a vendor's build.
 #[test]
 fn small_unmeasured_heaps_are_coverage_and_large_ones_findings() {
-    use crate::collect::heap::golang::Unmeasured as GoUnmeasured;
-    use crate::collect::heap::readers::Reading;
-    use crate::collect::heap::runtime::{Allocator, Identity, Runtime};
-    use crate::collect::heap::HeapReading;
+    use crate::heap::golang::Unmeasured as GoUnmeasured;
+    use crate::heap::readers::Reading;
+    use crate::heap::runtime::{Allocator, Identity, Runtime};
+    use crate::heap::HeapReading;
     use std::sync::Arc;
     let stripped = |pid: u32, comm: &str, rss: u64| {
         let signals = Signals {

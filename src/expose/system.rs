@@ -142,7 +142,7 @@ mod tests {
     /// A reader registered without its counter family would count reads nobody sees.
     #[test]
     fn every_reader_has_its_reads_family() {
-        let names = crate::collect::heap::readers::NAMES;
+        let names = crate::heap::readers::NAMES;
         let families: Vec<&str> = super::READS.iter().map(|(r, _)| *r).collect();
         assert_eq!(names, &families[..]);
     }

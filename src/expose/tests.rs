@@ -35,7 +35,7 @@ fn hostile_process_name_cannot_inject_a_series() {
         sample: p,
         signals: Default::default(),
         oom_rank: 1,
-        identity: Some(crate::collect::heap::runtime::identify(
+        identity: Some(crate::heap::runtime::identify(
             Default::default(),
             None,
             None,

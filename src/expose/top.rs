@@ -5,11 +5,11 @@ use std::fmt;
 
 use super::catalogue::*;
 use super::families::{u, Families, Labels, Num};
-use crate::collect::heap::golang::Go;
-use crate::collect::heap::jemalloc::Jemalloc;
-use crate::collect::heap::jvm::{Jvm, Space};
-use crate::collect::heap::python::Python;
-use crate::collect::heap::walk::{HeapKind, HeapTotals};
+use crate::heap::golang::Go;
+use crate::heap::jemalloc::Jemalloc;
+use crate::heap::jvm::{Jvm, Space};
+use crate::heap::python::Python;
+use crate::heap::walk::{HeapKind, HeapTotals};
 use crate::model::derive::ProcessReport;
 
 /// How a family of the top processes gets its samples from one of them (labelled `pid`

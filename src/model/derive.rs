@@ -4,10 +4,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::UNIX_EPOCH;
 
-use crate::collect::heap::reads::Reader as _;
-use crate::collect::heap::Glibc;
 use crate::collect::{ProcessSample, Sample};
 use crate::family::Collector;
+use crate::heap::reads::Reader as _;
+use crate::heap::Glibc;
 use crate::model::groups::groups;
 use crate::model::kills::Lookup;
 use crate::model::signals::{self, Method, ProcState, Signals};

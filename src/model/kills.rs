@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
-use crate::collect::heap::runtime::Identity;
+use crate::heap::runtime::Identity;
 use crate::model::groups::OTHER_GROUP;
 use crate::model::signals::{Method, ProcState, Seen};
 use crate::parse::kmsg::OomKill;

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use crate::collect::heap::reads::Reason;
-use crate::collect::heap::runtime::{Allocator, Runtime};
-use crate::collect::heap::{Glibc, HeapMeasure, HeapReading};
 use crate::collect::{ProcessFiles, ProcessSample};
+use crate::heap::reads::Reason;
+use crate::heap::runtime::{Allocator, Runtime};
+use crate::heap::{Glibc, HeapMeasure, HeapReading};
 use crate::parse::smaps::SmapsSummary;
 
 mod figures;

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::collect::heap::runtime::Identity;
 use crate::collect::{CollectorRun, DeepRun, ErrorCounts, Host, ProcessSample, ReadStats};
 use crate::family::Family;
+use crate::heap::runtime::Identity;
 use crate::model::groups::GroupStats;
 use crate::model::kills::Kills;
 use crate::model::signals::Signals;
@@ -72,7 +72,7 @@ pub struct Snapshot {
     pub deep_cpu_seconds_total: f64,
     /// Each heap reader's reads since start (glibc's walks, JVMs', Go's, jemalloc's), by
     /// how they ended.
-    pub reads_total: crate::collect::heap::ReadCounts,
+    pub reads_total: crate::heap::ReadCounts,
     /// Processes whose heap is walkable but not yet measured (see `Signals::hoard_pending`).
     pub heap_pending_processes: u64,
     /// CPU time of the heap walks since start.

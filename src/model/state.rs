@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
-use crate::collect::heap::ReadCounts;
 use crate::collect::ErrorCounts;
+use crate::heap::ReadCounts;
 use crate::model::kills::Kills;
 use crate::model::signals::ProcState;
 use crate::parse::pressure::Pressure;

@@ -4,8 +4,8 @@ use std::borrow::Cow;
 
 use super::advice::{Remedy, GLIBC_TUNABLES};
 use crate::attach::Live;
-use crate::collect::heap::runtime::Runtime;
-use crate::collect::heap::HeapMeasure;
+use crate::heap::runtime::Runtime;
+use crate::heap::HeapMeasure;
 
 /// glibc's hoarding: `malloc_trim(0)` now wherever it lies (where a live command was
 /// proven harmless on this host; else why none is printed); the thresholds at the next

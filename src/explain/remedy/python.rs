@@ -1,7 +1,7 @@
 //! What to do about the arenas CPython's allocator keeps, and why they could not be read.
 
 use super::advice::Advice;
-use crate::collect::heap::python::Unmeasured;
+use crate::heap::python::Unmeasured;
 
 /// pymalloc gives an arena back only once its last object is freed, and nothing outside
 /// the process can make it: the remedies are the program's shape and its lifetime.

@@ -14,11 +14,11 @@ use crate::units::{cgroup, meminfo, pressure, thp, vmstat};
 /// The readers whose held memory is a series of its own (every one but glibc's, whose free
 /// chunks are the rest of the measured figure), in the order of their samples.
 pub(crate) fn held_by() -> impl Iterator<Item = &'static str> {
-    use crate::collect::heap::reads::Reader;
-    crate::collect::heap::readers::NAMES
+    use crate::heap::reads::Reader;
+    crate::heap::readers::NAMES
         .iter()
         .copied()
-        .filter(|&r| r != crate::collect::heap::Glibc::NAME)
+        .filter(|&r| r != crate::heap::Glibc::NAME)
 }
 
 fn u(v: Option<u64>) -> Option<Num> {

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::collect::heap::reads::{Reader, Reason};
-use crate::collect::heap::{HeapMeasure, HeapReading, Registered};
+use crate::heap::reads::{Reader, Reason};
+use crate::heap::{HeapMeasure, HeapReading, Registered};
 
 /// Heap memory below this is never suspected of hoarding (no heap walk).
 pub const HOARD_MIN_HEAP_BYTES: u64 = 64 << 20;
@@ -130,7 +130,7 @@ impl Signals {
         match self.reading.as_ref()?.get::<R>()? {
             Err(why) => Some(why.as_str()),
             Ok(f) => {
-                use crate::collect::heap::reads::Figure;
+                use crate::heap::reads::Figure;
                 f.held_bytes()
                     .is_none()
                     .then_some(<R as Reader>::Reason::PARTIAL)

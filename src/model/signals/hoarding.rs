@@ -7,9 +7,9 @@ use super::{
     Method, Signals, ARENAS_PER_CPU, HOARD_MIN_HEAP_BYTES, HOARD_MIN_HEAP_DENSITY,
     HOARD_MIN_HEAP_SHARE, HOARD_MIN_MEASURED_BYTES, HOARD_MIN_RETAINED,
 };
-use crate::collect::heap::reads::{Reader, Share};
-use crate::collect::heap::{Glibc, HeapMeasure, HeapReading};
 use crate::collect::ProcessSample;
+use crate::heap::reads::{Reader, Share};
+use crate::heap::{Glibc, HeapMeasure, HeapReading};
 use crate::parse::smaps::SmapsSummary;
 
 /// What the mappings say (`smaps`): the heap's resident and mapped size, glibc's arenas as

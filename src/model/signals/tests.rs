@@ -1,6 +1,6 @@
 use super::*;
-use crate::collect::heap::runtime::Identity;
-use crate::collect::heap::{Reading, Unmeasured as Outcome};
+use crate::heap::runtime::Identity;
+use crate::heap::{Reading, Unmeasured as Outcome};
 use crate::model::derive::tests_support::process;
 use crate::parse::smaps_rollup::SmapsRollup;
 

@@ -3,7 +3,7 @@
 //! exporter itself.
 
 use super::layout::{Layout, State, ARENA_OBJECT, LARGE};
-use crate::collect::heap::image::Image;
+use crate::heap::image::Image;
 
 pub const ARENAS: u64 = 0x10_0000;
 pub const MAXARENAS: u64 = 0x10_0010;

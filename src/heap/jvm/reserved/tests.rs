@@ -2,7 +2,7 @@
 //! where a JVM's mappings tile the range they lead to.
 
 use super::{find_with, gnu_hash, Learnt, Places, Reserved};
-use crate::collect::heap::image::Image;
+use crate::heap::image::Image;
 use crate::parse::smaps::{Library, Vma};
 
 const LIB: u64 = 0x7f00_0000_0000;

@@ -16,7 +16,7 @@ use super::{
     bin_index, fastbin_index, Layout, ALIGN, FLAGS, IS_MMAPPED, MIN_CHUNK, NBINS, NFASTBINS,
     NON_MAIN_ARENA, PREV_INUSE,
 };
-use crate::collect::heap::reader::{Fault, Target};
+use crate::heap::reader::{Fault, Target};
 
 /// One free chunk found on a list, or a top chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

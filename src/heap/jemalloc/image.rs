@@ -3,7 +3,7 @@
 //! after the other. Not used by the exporter itself.
 
 use super::layout::{Layout, VERSIONS};
-use crate::collect::heap::image::{Image, PAGE};
+use crate::heap::image::{Image, PAGE};
 
 pub const ARENAS: u64 = 0x10_0000;
 pub const TOTAL: u64 = 0x10_8000;

@@ -16,7 +16,7 @@ pub enum Unmeasured {
     Unreadable,
     /// The lists moved under two reads.
     Moving,
-    /// The read ran out of its budget of time or pages ([`READER_BUDGET`](crate::collect::heap::READER_BUDGET)), or the
+    /// The read ran out of its budget of time or pages ([`READER_BUDGET`](crate::heap::READER_BUDGET)), or the
     /// lists are longer than a read follows.
     Budget,
     /// It found more resident kept pages than the process has resident: not believed.

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::{Layout, Unmeasured};
-use crate::collect::heap::elf::{Binary, Elf};
+use crate::heap::elf::{Binary, Elf};
 
 /// The DWARF sections a type's name, size and members may need.
 const SECTIONS: [&str; 5] = [

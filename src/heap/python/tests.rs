@@ -5,7 +5,7 @@ use super::image::{arena_at, image, layout, pool_at, MAXARENAS, NARENAS, TABLE};
 use super::layout::{Layout, State, LARGE};
 use super::read::read;
 use super::{PythonHeap, Unmeasured};
-use crate::collect::heap::image::PAGE;
+use crate::heap::image::PAGE;
 
 /// Blocks of size class `c` a 16 KiB pool holds.
 fn blocks(c: u64) -> u64 {
@@ -72,7 +72,7 @@ fn an_interpreter_with_no_arena_is_measured_at_zero() {
 fn a_crafted_or_foreign_table_is_not_believed() {
     let a0: &[Option<(u64, u64)>] = &[Some((3, 7)), None];
     let layout = layout();
-    let case = |change: &dyn Fn(&mut crate::collect::heap::image::Image)| {
+    let case = |change: &dyn Fn(&mut crate::heap::image::Image)| {
         let mut m = image(&[a0]);
         change(&mut m);
         read(&mut m, &layout, 0)

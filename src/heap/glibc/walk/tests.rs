@@ -3,8 +3,8 @@
 
 use super::*;
 
-use crate::collect::heap::glibc::first_chunk;
-use crate::collect::heap::image::{Image, PAGE};
+use crate::heap::glibc::first_chunk;
+use crate::heap::image::{Image, PAGE};
 
 const BASE: u64 = 0x5555_0000_0000;
 

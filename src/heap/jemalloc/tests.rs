@@ -4,7 +4,7 @@
 use super::image::{image, layout, ARENA, EXTENTS, MEMORY, TOTAL};
 use super::layout::VERSIONS;
 use super::{read, JemallocHeap, Unmeasured};
-use crate::collect::heap::image::PAGE;
+use crate::heap::image::PAGE;
 
 #[test]
 fn an_arenas_kept_extents_are_counted_and_their_resident_pages() {

@@ -14,7 +14,7 @@
 //! against itself before it is believed (see `read.rs`).
 
 use super::Unmeasured;
-use crate::collect::heap::elf::{Binary, Elf, Fault};
+use crate::heap::elf::{Binary, Elf, Fault};
 
 /// The sizes of one version's arenas and pools (x86-64, 64-bit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,7 +99,7 @@ pub struct Layout {
     /// The radix tree's root is there (`arena_map_root`, 3.10 and 3.11): large pools.
     pub radix: bool,
     /// Where its link-time addresses land.
-    load: crate::collect::heap::elf::Load,
+    load: crate::heap::elf::Load,
 }
 
 impl Layout {
@@ -110,7 +110,7 @@ impl Layout {
             py_version,
             state,
             radix,
-            load: crate::collect::heap::elf::Load::default(),
+            load: crate::heap::elf::Load::default(),
         }
     }
 

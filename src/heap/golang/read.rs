@@ -24,7 +24,7 @@ const MAX_CHUNKS: u64 = 1 << 18;
 fn word(b: &[u8], at: u64) -> u64 {
     usize::try_from(at)
         .ok()
-        .and_then(|at| crate::collect::heap::reader::u64_at(b, at))
+        .and_then(|at| crate::heap::reader::u64_at(b, at))
         .unwrap_or(0)
 }
 

@@ -6,8 +6,8 @@ use super::arenas::{self, Bounds, Discovery};
 use super::process::{is_64_bit, libc_version};
 use super::walk::{self, HeapKind, HeapTotals, Walker};
 use super::{freelist, Layout};
-use crate::collect::heap::reader::{Fault, Target};
-use crate::collect::heap::reads::{Counts, Figure};
+use crate::heap::reader::{Fault, Target};
+use crate::heap::reads::{Counts, Figure};
 use crate::parse::smaps::Vma;
 
 /// Free chunks one count may follow; above this the process is "not measured (budget)".
@@ -95,7 +95,7 @@ pub enum Unmeasured {
     RemoteFile,
 }
 
-crate::collect::heap::reads::reasons! {
+crate::heap::reads::reasons! {
     Unmeasured {
         NotGlibc => "not_glibc",
         Inconsistent => "inconsistent",
@@ -247,7 +247,7 @@ fn cross_check<T: Target>(
     Ok(true)
 }
 
-pub(in crate::collect::heap) fn measure_process<T: Target>(
+pub(in crate::heap) fn measure_process<T: Target>(
     target: &mut T,
     bounds: &Bounds,
     libc: &[&Vma],

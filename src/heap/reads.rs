@@ -74,7 +74,7 @@ pub trait Reason: Copy + PartialEq + std::fmt::Debug + 'static {
 macro_rules! reasons {
     ($ty:ty { $($variant:ident => $label:literal,)+ }
         $(transient: $transient:ident,)? $(partial: $partial:literal,)?) => {
-        impl $crate::collect::heap::reads::Reason for $ty {
+        impl $crate::heap::reads::Reason for $ty {
             const ALL: &'static [Self] = &[$(Self::$variant),+];
             const UNREADABLE: Self = Self::Unreadable;
             const BUDGET: Self = Self::Budget;

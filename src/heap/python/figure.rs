@@ -18,7 +18,7 @@ pub enum Unmeasured {
     Unreadable,
     /// The arenas moved under two reads.
     Moving,
-    /// The read ran out of its budget of time or pages ([`READER_BUDGET`](crate::collect::heap::READER_BUDGET)).
+    /// The read ran out of its budget of time or pages ([`READER_BUDGET`](crate::heap::READER_BUDGET)).
     Budget,
     /// It found more resident unused memory than the process has resident: not believed.
     Implausible,

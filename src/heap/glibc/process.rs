@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::arenas::Bounds;
-use crate::collect::heap::glibc;
-use crate::collect::heap::reader::Target;
+use crate::heap::glibc;
+use crate::heap::reader::Target;
 use crate::parse::smaps::{Library, Vma};
 
 /// What the mappings tell about where glibc's memory is (see [`Bounds`]) and which file
@@ -68,7 +68,7 @@ const BANNER: usize = b"release version 2.".len() + 3;
 /// glibc's version from the banner in libc's read-only data, read from the process: at
 /// the place it was found in this libc file before, else found anew (up to 4 MiB of each
 /// read-only mapping).
-pub(in crate::collect::heap) fn libc_version<T: Target>(t: &mut T, libc: &[&Vma]) -> Option<u32> {
+pub(in crate::heap) fn libc_version<T: Target>(t: &mut T, libc: &[&Vma]) -> Option<u32> {
     let id = libc.first()?.file_id?;
     let read_only: Vec<&Vma> = libc
         .iter()
@@ -113,7 +113,7 @@ pub(in crate::collect::heap) fn libc_version<T: Target>(t: &mut T, libc: &[&Vma]
 
 /// libc's ELF header says a 64-bit little-endian object (x86-64 or aarch64): the only
 /// layout [`glibc`] describes.
-pub(in crate::collect::heap) fn is_64_bit<T: Target>(t: &mut T, libc: &[&Vma]) -> bool {
+pub(in crate::heap) fn is_64_bit<T: Target>(t: &mut T, libc: &[&Vma]) -> bool {
     let Some(first) = libc.first() else {
         return false;
     };

@@ -6,7 +6,7 @@
 //! `narenas_total` in its symbol table, where it is loaded.
 
 use super::Unmeasured;
-use crate::collect::heap::elf::{Binary, Elf, Fault};
+use crate::heap::elf::{Binary, Elf, Fault};
 
 /// One version's places, in bytes from the start of the structure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +93,7 @@ pub struct Layout {
     pub arenas: u64,
     pub narenas_total: u64,
     /// Where its link-time addresses land.
-    load: crate::collect::heap::elf::Load,
+    load: crate::heap::elf::Load,
 }
 
 impl Layout {
@@ -106,7 +106,7 @@ impl Layout {
             offsets,
             arenas,
             narenas_total,
-            load: crate::collect::heap::elf::Load::default(),
+            load: crate::heap::elf::Load::default(),
         }
     }
 
