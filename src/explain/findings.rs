@@ -8,8 +8,8 @@ use crate::heap::golang::Go;
 use crate::heap::jemalloc::Jemalloc;
 use crate::heap::jvm::Jvm;
 use crate::heap::python::Python;
-use crate::heap::reads::Reader;
 use crate::heap::runtime::Runtime;
+use crate::heap::shape::Reader;
 use crate::model::derive::{ProcessReport, Snapshot};
 use crate::model::signals::{self, Method};
 

@@ -276,7 +276,7 @@ fn bare(kind: &'static str, bytes: u64, process: Option<Subject>) -> Finding {
 #[test]
 fn small_unmeasured_heaps_are_coverage_and_large_ones_findings() {
     use crate::heap::golang::Unmeasured as GoUnmeasured;
-    use crate::heap::readers::Reading;
+    use crate::heap::list::Reading;
     use crate::heap::runtime::{Allocator, Identity, Runtime};
     use crate::heap::HeapReading;
     use std::sync::Arc;

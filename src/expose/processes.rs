@@ -66,7 +66,7 @@ pub(super) fn encode_groups(
     let held: Vec<(Labels, Num)> = groups
         .iter()
         .flat_map(|g| {
-            crate::heap::readers::NAMES
+            crate::heap::list::NAMES
                 .iter()
                 .copied()
                 .zip(g.runtime_held)

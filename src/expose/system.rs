@@ -19,7 +19,7 @@ use super::families::{u, Families, Labels, Num};
 use crate::family::Metric;
 use crate::model::derive::Snapshot;
 
-/// Each heap reader's counter of reads by outcome, by the reader's name (`readers.rs`'s):
+/// Each heap reader's counter of reads by outcome, by the reader's name (`heap/list.rs`'s):
 /// glibc's walks beside the walks' CPU time, the others after them.
 const READS: [(&str, &Metric); 5] = [
     ("glibc", &HEAP_WALKS_TOTAL),
@@ -142,7 +142,7 @@ mod tests {
     /// A reader registered without its counter family would count reads nobody sees.
     #[test]
     fn every_reader_has_its_reads_family() {
-        let names = crate::heap::readers::NAMES;
+        let names = crate::heap::list::NAMES;
         let families: Vec<&str> = super::READS.iter().map(|(r, _)| *r).collect();
         assert_eq!(names, &families[..]);
     }

@@ -4,7 +4,7 @@
 //! library's file is reachable only through `/proc/PID/map_files`, which needs a
 //! capability the exporter is not granted.
 
-use super::reader::{u16_at, u32_at, u64_at, Target};
+use super::target::{u16_at, u32_at, u64_at, Target};
 use std::collections::HashMap;
 
 /// `len` bytes of the target at `at`.

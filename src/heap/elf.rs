@@ -121,15 +121,15 @@ impl Load {
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
-    super::reader::u16_at(b, at).unwrap_or(0)
+    super::target::u16_at(b, at).unwrap_or(0)
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
-    super::reader::u32_at(b, at).unwrap_or(0)
+    super::target::u32_at(b, at).unwrap_or(0)
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {
-    super::reader::u64_at(b, at).unwrap_or(0)
+    super::target::u64_at(b, at).unwrap_or(0)
 }
 
 /// Reads `len` bytes at `offset`, once `len` is known to be at most `cap` and inside the

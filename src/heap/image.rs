@@ -11,7 +11,7 @@ use super::glibc::{
     self, bin_index, fastbin_index, Layout, HEAP_MAX, MALLOC_STATE_BYTES, NBINS, NFASTBINS,
     NONCONTIGUOUS, NON_MAIN_ARENA, PREV_INUSE,
 };
-use super::reader::{Fault, Target};
+use super::target::{Fault, Target};
 
 /// Memory made of regions; pages listed in `absent` are not resident, ranges listed in
 /// `shared` are a shared mapping's (not private anonymous memory).

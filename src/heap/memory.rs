@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::reader::{Fault, Target};
+use super::target::{Fault, Target};
 use crate::parse::mountinfo::Remote;
 use crate::parse::smaps::Vma;
 use crate::source::PidFile;

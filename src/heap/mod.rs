@@ -1,8 +1,8 @@
 //! The heap readers: what a process's allocator and runtime hold free, measured from
 //! outside through `/proc/PID/mem` and `/proc/PID/pagemap` for deep-tier candidates:
 //! glibc's heaps (`glibc/`), jemalloc's arenas (`jemalloc/`), a JVM's heap (`jvm/`), a
-//! Go runtime's (`golang/`) and CPython's arenas (`python/`), each in the shape `reads.rs` gives and listed in
-//! `readers.rs`.
+//! Go runtime's (`golang/`) and CPython's arenas (`python/`), each in the shape `shape.rs`
+//! gives, read through the `Target` of `target.rs`, and listed in `list.rs`.
 //!
 //! Each reader is pure over a `Target`; this module tells the process's allocator and
 //! runtime and runs the readers that apply, through [`Source`]. The target never notices:
@@ -19,12 +19,12 @@ pub mod image;
 pub mod jemalloc;
 pub mod jvm;
 pub mod linked;
+pub mod list;
 pub mod memory;
 pub mod python;
-pub mod reader;
-pub mod readers;
-pub mod reads;
 pub mod runtime;
+pub mod shape;
+pub mod target;
 
 use crate::parse::smaps::Vma;
 use crate::source::Source;
@@ -33,12 +33,12 @@ pub use glibc::measure::{
     MAX_FREE_CHUNKS,
 };
 pub use glibc::Glibc;
+pub use list::{ReadCounts, Reading, Registered};
 use memory::ProcessMemory;
 pub use process::bounds;
-pub use readers::{ReadCounts, Reading, Registered};
-use reads::Ceiling;
-pub use reads::{resident_ceiling, READER_BUDGET};
 use runtime::Identity;
+use shape::Ceiling;
+pub use shape::{resident_ceiling, READER_BUDGET};
 
 /// What is learnt once per binary, owned by the scanner that reads the processes (its
 /// deep tier), each bounded.
@@ -46,14 +46,14 @@ pub struct Binaries {
     /// The allocator each executable links in (`linked`).
     pub linked: binaries::ByFile<Option<runtime::Allocator>>,
     /// Each reader's (Go's and jemalloc's layouts, read from their binaries).
-    pub readers: readers::Caches,
+    pub readers: list::Caches,
 }
 
 impl Default for Binaries {
     fn default() -> Self {
         Binaries {
             linked: binaries::ByFile::new(256),
-            readers: readers::Caches::default(),
+            readers: list::Caches::default(),
         }
     }
 }
@@ -121,7 +121,7 @@ pub fn read_with(
         .and_then(|e| linked::allocator(e, &binaries.linked));
     let identity = runtime::identify(libs, go, linked);
     let readings = if walk {
-        let process = reads::Process {
+        let process = shape::Process {
             source,
             pid,
             vmas,
@@ -133,7 +133,7 @@ pub fn read_with(
         let open =
             || ProcessMemory::open(source, pid).map(|m| m.with_mappings(vmas, remote.as_ref()));
         let mut ceiling = Ceiling(resident_ceiling(vmas));
-        readers::read_all(&process, open, &binaries.readers, &mut ceiling)
+        list::read_all(&process, open, &binaries.readers, &mut ceiling)
     } else {
         Vec::new()
     };

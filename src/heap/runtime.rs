@@ -121,8 +121,8 @@ pub fn go_version(mut read: impl FnMut(u64, &mut [u8]) -> bool) -> Option<String
     if !read(0, &mut eh) || &eh[..4] != b"\x7fELF" || eh[4] != 2 || eh[5] != 1 {
         return None;
     }
-    let u16_at = |b: &[u8], i: usize| u64::from(super::reader::u16_at(b, i).unwrap_or(0));
-    let u64_at = |b: &[u8], i: usize| super::reader::u64_at(b, i).unwrap_or(0);
+    let u16_at = |b: &[u8], i: usize| u64::from(super::target::u16_at(b, i).unwrap_or(0));
+    let u64_at = |b: &[u8], i: usize| super::target::u64_at(b, i).unwrap_or(0);
     let shoff = u64_at(&eh, 0x28);
     let shentsize = u16_at(&eh, 0x3a);
     let shnum = u16_at(&eh, 0x3c).min(256);

@@ -6,7 +6,7 @@
 use super::arenas::{Bounds, Discovery};
 use super::glibc::{Layout, PREV_INUSE};
 use super::image::{self, Builder, Image, BRK, LIBC_DATA, MAIN_ARENA};
-use super::reader::{Fault, Target};
+use super::target::{Fault, Target};
 use super::*;
 
 const KIB: u64 = 1024;

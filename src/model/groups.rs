@@ -40,8 +40,8 @@ pub struct GroupStats {
     pub arena_heaps: u64,
     pub arena_reserved_bytes: u64,
     /// Processes whose runtime's (or jemalloc's) held memory was measured, and its sum
-    /// (part of the measured hoarded bytes), by reader in the order of `readers::NAMES`.
-    pub runtime_held: [(u64, u64); crate::heap::readers::COUNT],
+    /// (part of the measured hoarded bytes), by reader in the order of `list::NAMES`.
+    pub runtime_held: [(u64, u64); crate::heap::list::COUNT],
     /// A process with a measured figure whose Pss is not known: the sums are not capped.
     pub pss_unknown: bool,
     /// What the group is ranked by for `--collector.processes.max-groups`: each process's
@@ -58,7 +58,7 @@ impl GroupStats {
         };
         *by_method = by_method.saturating_add(hoarded);
         if let (Some(held), Some(by)) = (sig.runtime_held_bytes, sig.runtime_held_by) {
-            let i = crate::heap::readers::NAMES
+            let i = crate::heap::list::NAMES
                 .iter()
                 .position(|h| *h == by)
                 .unwrap_or(0);
@@ -198,7 +198,7 @@ mod tests {
             hoarded_bytes: Some(hoarded),
             hoard_method: Some(Method::Measured),
             runtime_held_bytes: Some(hoarded),
-            runtime_held_by: Some(crate::heap::readers::NAMES[1]),
+            runtime_held_by: Some(crate::heap::list::NAMES[1]),
             ..Signals::default()
         };
         (p, sig)

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use crate::collect::{ProcessFiles, ProcessSample};
-use crate::heap::reads::Reason;
 use crate::heap::runtime::{Allocator, Runtime};
+use crate::heap::shape::Reason;
 use crate::heap::{Glibc, HeapMeasure, HeapReading};
 use crate::parse::smaps::SmapsSummary;
 

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use super::walk::Heap;
 use super::{Arena, HeapInfo, Layout, FLAGS, HEAP_MAX, MALLOC_STATE_BYTES, NONCONTIGUOUS};
 use crate::heap::glibc;
-use crate::heap::reader::{Fault, Target};
+use crate::heap::target::{Fault, Target};
 
 /// What the mappings say, sorted by address: used only to bound and check reads.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use super::{
     bin_index, fastbin_index, Layout, ALIGN, FLAGS, IS_MMAPPED, MIN_CHUNK, NBINS, NFASTBINS,
     NON_MAIN_ARENA, PREV_INUSE,
 };
-use crate::heap::reader::{Fault, Target};
+use crate::heap::target::{Fault, Target};
 
 /// One free chunk found on a list, or a top chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -96,7 +96,7 @@ impl Lists {
 
 /// The `i`th word of `b` (0 past its end).
 fn word(b: &[u8], i: usize) -> u64 {
-    super::super::reader::u64_at(b, i.saturating_mul(8)).unwrap_or(0)
+    super::super::target::u64_at(b, i.saturating_mul(8)).unwrap_or(0)
 }
 
 /// A list pointer must point at a chunk header inside its arena's heaps before it is

@@ -6,8 +6,8 @@ use super::arenas::{self, Bounds, Discovery};
 use super::process::{is_64_bit, libc_version};
 use super::walk::{self, HeapKind, HeapTotals, Walker};
 use super::{freelist, Layout};
-use crate::heap::reader::{Fault, Target};
-use crate::heap::reads::{Counts, Figure};
+use crate::heap::shape::{Counts, Figure};
+use crate::heap::target::{Fault, Target};
 use crate::parse::smaps::Vma;
 
 /// Free chunks one count may follow; above this the process is "not measured (budget)".
@@ -95,7 +95,7 @@ pub enum Unmeasured {
     RemoteFile,
 }
 
-crate::heap::reads::reasons! {
+crate::heap::shape::reasons! {
     Unmeasured {
         NotGlibc => "not_glibc",
         Inconsistent => "inconsistent",

@@ -102,7 +102,7 @@ pub fn banner_in(text: &[u8]) -> Option<(usize, u32)> {
 
 /// The word at `at` of `b` (0 past its end).
 fn word(b: &[u8], at: usize) -> u64 {
-    super::reader::u64_at(b, at).unwrap_or(0)
+    super::target::u64_at(b, at).unwrap_or(0)
 }
 
 /// The fields of an arena this exporter uses.

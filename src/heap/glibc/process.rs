@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use super::arenas::Bounds;
 use crate::heap::glibc;
-use crate::heap::reader::Target;
+use crate::heap::target::Target;
 use crate::parse::smaps::{Library, Vma};
 
 /// What the mappings tell about where glibc's memory is (see [`Bounds`]) and which file

@@ -1,4 +1,4 @@
-//! The reader of glibc's heaps as every heap reader is read (`reads::Reader`): which
+//! The reader of glibc's heaps as every heap reader is read (`shape::Reader`): which
 //! processes it reads, and its figure from the arenas' bounds and the measurement.
 
 use super::{measure, process};
@@ -6,14 +6,14 @@ use super::{measure, process};
 /// The reader of glibc's heaps: every process whose malloc is glibc's.
 pub struct Glibc;
 
-impl super::super::reads::Reader for Glibc {
+impl super::super::shape::Reader for Glibc {
     type Figure = measure::HeapMeasure;
     type Reason = measure::Unmeasured;
     type Cache = ();
     const NAME: &'static str = "glibc";
-    const SHARE: super::super::reads::Share = super::super::reads::Share::Allocator;
+    const SHARE: super::super::shape::Share = super::super::shape::Share::Allocator;
 
-    fn applies(p: &super::super::reads::Process) -> Result<bool, measure::Unmeasured> {
+    fn applies(p: &super::super::shape::Process) -> Result<bool, measure::Unmeasured> {
         use crate::parse::smaps::Library;
         if p.identity.allocator != super::super::runtime::Allocator::Glibc {
             return Err(measure::Unmeasured::NotGlibc);
@@ -29,10 +29,10 @@ impl super::super::reads::Reader for Glibc {
     }
 
     fn read(
-        p: &super::super::reads::Process,
+        p: &super::super::shape::Process,
         memory: &mut super::super::memory::ProcessMemory,
         _: &(),
-        _: &mut super::super::reads::Ceiling,
+        _: &mut super::super::shape::Ceiling,
     ) -> Result<measure::HeapMeasure, measure::Unmeasured> {
         let (bounds, libc) = process::bounds(p.vmas);
         measure::measure_process(memory, &bounds, &libc)

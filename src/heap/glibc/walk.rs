@@ -28,7 +28,7 @@ pub struct Heap {
     pub end: u64,
 }
 
-use crate::heap::reader::{Fault, Target};
+use crate::heap::target::{Fault, Target};
 
 /// Which arena a heap belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

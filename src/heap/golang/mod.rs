@@ -22,7 +22,7 @@ pub use super::elf::Binary;
 pub use layout::layout;
 pub use read::read;
 
-use super::reader::Target;
+use super::target::Target;
 use crate::parse::smaps::Vma;
 
 /// Why a Go heap has no figure: the `outcome` label of `membloat_go_reads_total`.
@@ -56,7 +56,7 @@ impl From<super::elf::Fault> for Unmeasured {
     }
 }
 
-super::reads::reasons! {
+super::shape::reasons! {
     Unmeasured {
         Stripped => "stripped",
         NoDwarf => "no_dwarf",
@@ -71,7 +71,7 @@ super::reads::reasons! {
 }
 
 /// Go heap reads by how they ended: `measured`, or each [`Unmeasured`] reason.
-pub type ReadCounts = super::reads::Counts<Unmeasured>;
+pub type ReadCounts = super::shape::Counts<Unmeasured>;
 
 /// The runtime's figures, as `runtime/metrics` names them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -100,7 +100,7 @@ impl GoHeap {
     }
 }
 
-impl super::reads::Figure for GoHeap {
+impl super::shape::Figure for GoHeap {
     fn held_bytes(&self) -> Option<u64> {
         Some(self.free_resident_bytes)
     }
@@ -109,22 +109,22 @@ impl super::reads::Figure for GoHeap {
 /// The reader of a Go runtime's heap.
 pub struct Go;
 
-impl super::reads::Reader for Go {
+impl super::shape::Reader for Go {
     type Figure = Box<GoHeap>;
     type Reason = Unmeasured;
     type Cache = super::binaries::ByFile<Result<Layout, Unmeasured>>;
     const NAME: &'static str = "go";
-    const SHARE: super::reads::Share = super::reads::Share::Runtime { alone: true };
+    const SHARE: super::shape::Share = super::shape::Share::Runtime { alone: true };
 
-    fn applies(p: &super::reads::Process) -> Result<bool, Unmeasured> {
+    fn applies(p: &super::shape::Process) -> Result<bool, Unmeasured> {
         Ok(p.identity.runtime == super::runtime::Runtime::Go)
     }
 
     fn read(
-        p: &super::reads::Process,
+        p: &super::shape::Process,
         memory: &mut super::memory::ProcessMemory,
         layouts: &Self::Cache,
-        _: &mut super::reads::Ceiling,
+        _: &mut super::shape::Ceiling,
     ) -> Result<Box<GoHeap>, Unmeasured> {
         let exe = p.exe.ok_or(Unmeasured::Unreadable)?;
         read_process(memory, exe, p.vmas, layouts).map(Box::new)

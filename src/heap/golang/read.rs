@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::super::reader::{Fault, Target};
+use super::super::target::{Fault, Target};
 use super::{GoHeap, Layout, Unmeasured, GO_PAGE};
 
 /// Pages of one page-allocator chunk (4 MiB).
@@ -24,7 +24,7 @@ const MAX_CHUNKS: u64 = 1 << 18;
 fn word(b: &[u8], at: u64) -> u64 {
     usize::try_from(at)
         .ok()
-        .and_then(|at| crate::heap::reader::u64_at(b, at))
+        .and_then(|at| crate::heap::target::u64_at(b, at))
         .unwrap_or(0)
 }
 

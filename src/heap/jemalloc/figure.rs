@@ -25,7 +25,7 @@ pub enum Unmeasured {
     RemoteFile,
 }
 
-super::super::reads::reasons! {
+super::super::shape::reasons! {
     Unmeasured {
         Stripped => "stripped",
         UnknownVersion => "unknown_version",
@@ -41,7 +41,7 @@ super::super::reads::reasons! {
 }
 
 /// jemalloc reads counted by how they ended.
-pub type ReadCounts = super::super::reads::Counts<Unmeasured>;
+pub type ReadCounts = super::super::shape::Counts<Unmeasured>;
 
 /// What jemalloc keeps, every arena together (`stats.arenas.<all>.*`), in bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -72,7 +72,7 @@ impl JemallocHeap {
     }
 }
 
-impl super::super::reads::Figure for JemallocHeap {
+impl super::super::shape::Figure for JemallocHeap {
     fn held_bytes(&self) -> Option<u64> {
         Some(JemallocHeap::held_bytes(self))
     }

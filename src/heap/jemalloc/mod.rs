@@ -18,7 +18,7 @@ pub mod image;
 pub mod layout;
 mod read;
 
-use super::reader::Target;
+use super::target::Target;
 use crate::parse::smaps::Vma;
 mod figure;
 pub use figure::{JemallocHeap, ReadCounts, Unmeasured};
@@ -28,14 +28,14 @@ pub use read::read;
 /// The reader of jemalloc's arenas, whether it is a library or linked into the executable.
 pub struct Jemalloc;
 
-impl super::reads::Reader for Jemalloc {
+impl super::shape::Reader for Jemalloc {
     type Figure = Box<JemallocHeap>;
     type Reason = Unmeasured;
     type Cache = super::binaries::ByFile<Result<Layout, Unmeasured>>;
     const NAME: &'static str = "jemalloc";
-    const SHARE: super::reads::Share = super::reads::Share::Allocator;
+    const SHARE: super::shape::Share = super::shape::Share::Allocator;
 
-    fn applies(p: &super::reads::Process) -> Result<bool, Unmeasured> {
+    fn applies(p: &super::shape::Process) -> Result<bool, Unmeasured> {
         use crate::parse::smaps::Library;
         if p.identity.allocator != super::runtime::Allocator::Jemalloc {
             return Ok(false);
@@ -51,10 +51,10 @@ impl super::reads::Reader for Jemalloc {
     }
 
     fn read(
-        p: &super::reads::Process,
+        p: &super::shape::Process,
         memory: &mut super::memory::ProcessMemory,
         layouts: &Self::Cache,
-        _: &mut super::reads::Ceiling,
+        _: &mut super::shape::Ceiling,
     ) -> Result<Box<JemallocHeap>, Unmeasured> {
         let library = library(p.source, p.pid, p.vmas, p.remote)?;
         let binary = library.as_ref().or(p.exe).ok_or(Unmeasured::Unreadable)?;

@@ -4,7 +4,7 @@
 
 use super::layout::{Layout, Offsets, PAGE, STATE_DIRTY, STATE_MUZZY};
 use super::{JemallocHeap, Unmeasured};
-use crate::heap::reader::{u32_at, u64_at, Fault, Target};
+use crate::heap::target::{u32_at, u64_at, Fault, Target};
 
 /// `MALLOCX_ARENA_LIMIT`: the most arenas jemalloc 5 has.
 const MAX_ARENAS: u64 = 4095;

@@ -21,8 +21,8 @@ pub use args::heap_floor;
 pub use interpret::interpret;
 
 use super::memory::ProcessMemory;
-use super::reader::Target;
-use super::reads::{Ceiling, Counts, Figure, Process, Reader};
+use super::shape::{Ceiling, Counts, Figure, Process, Reader};
+use super::target::Target;
 use crate::parse::hsperfdata::{self, PerfData};
 use crate::parse::smaps::{Library, Vma};
 use crate::parse::ParseError;
@@ -170,7 +170,7 @@ pub enum Unmeasured {
     RemoteFile,
 }
 
-super::reads::reasons! {
+super::shape::reasons! {
     Unmeasured {
         NotPublished => "not_published",
         Unreadable => "unreadable",
@@ -204,7 +204,7 @@ impl Reader for Jvm {
     type Reason = Unmeasured;
     type Cache = reserved::Learnt;
     const NAME: &'static str = "jvm";
-    const SHARE: super::reads::Share = super::reads::Share::Runtime { alone: false };
+    const SHARE: super::shape::Share = super::shape::Share::Runtime { alone: false };
 
     fn applies(p: &Process) -> Result<bool, Unmeasured> {
         if p.identity.runtime != super::runtime::Runtime::Jvm {

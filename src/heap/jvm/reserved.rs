@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use super::super::reader::Target;
+use super::super::target::Target;
 use crate::parse::smaps::{Library, Vma};
 
 /// The Java heap's reserved address range: `[start, end)`.
@@ -30,7 +30,7 @@ const ROWS_AT_ONCE: usize = 512;
 /// Bytes of a name read: every name looked for is shorter.
 const NAME_BYTES: usize = 32;
 
-use super::super::reader::{u32_at, u64_at};
+use super::super::target::{u32_at, u64_at};
 
 use super::super::dynsym::Symbols;
 pub use super::super::dynsym::{gnu_hash, sysv_hash};

@@ -26,7 +26,7 @@ pub enum Unmeasured {
     RemoteFile,
 }
 
-super::super::reads::reasons! {
+super::super::shape::reasons! {
     Unmeasured {
         Stripped => "stripped",
         UnknownVersion => "unknown_version",
@@ -77,7 +77,7 @@ impl PythonHeap {
     }
 }
 
-impl super::super::reads::Figure for PythonHeap {
+impl super::super::shape::Figure for PythonHeap {
     fn held_bytes(&self) -> Option<u64> {
         Some(self.unused_resident_bytes)
     }

@@ -15,7 +15,7 @@ pub mod image;
 pub mod layout;
 pub mod read;
 
-use super::reader::Target;
+use super::target::Target;
 use crate::parse::smaps::{Library, Vma};
 mod figure;
 pub use figure::{PythonHeap, Unmeasured};
@@ -25,15 +25,15 @@ pub use layout::Layout;
 /// executable.
 pub struct Python;
 
-impl super::reads::Reader for Python {
+impl super::shape::Reader for Python {
     type Figure = Box<PythonHeap>;
     type Reason = Unmeasured;
     type Cache = super::binaries::ByFile<Result<Layout, Unmeasured>>;
     const NAME: &'static str = "python";
     // Beside glibc's heap, which holds Python's large blocks.
-    const SHARE: super::reads::Share = super::reads::Share::Runtime { alone: false };
+    const SHARE: super::shape::Share = super::shape::Share::Runtime { alone: false };
 
-    fn applies(p: &super::reads::Process) -> Result<bool, Unmeasured> {
+    fn applies(p: &super::shape::Process) -> Result<bool, Unmeasured> {
         if p.identity.runtime != super::runtime::Runtime::Python {
             return Ok(false);
         }
@@ -53,10 +53,10 @@ impl super::reads::Reader for Python {
     }
 
     fn read(
-        p: &super::reads::Process,
+        p: &super::shape::Process,
         memory: &mut super::memory::ProcessMemory,
         layouts: &Self::Cache,
-        _: &mut super::reads::Ceiling,
+        _: &mut super::shape::Ceiling,
     ) -> Result<Box<PythonHeap>, Unmeasured> {
         let heap = match library(p.source, p.pid, p.vmas, p.remote) {
             Ok(Some(lib)) => read_process(memory, &lib, p.vmas, layouts),

@@ -14,7 +14,7 @@ use super::layout::{
     RUNTIME_SPAN, SIZE_CLASSES, SMALL,
 };
 use super::{PythonHeap, Unmeasured};
-use crate::heap::reader::{u32_at, u64_at, Fault, Target};
+use crate::heap::target::{u32_at, u64_at, Fault, Target};
 
 /// The most arena records read: pymalloc doubles its table from 16, so 2^24 records hold
 /// 16 TiB of 1 MiB arenas.

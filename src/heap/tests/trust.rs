@@ -3,7 +3,7 @@
 
 use super::super::glibc::{Layout, PREV_INUSE};
 use super::super::image::{Builder, Image, MAIN_ARENA};
-use super::super::reader::Fault;
+use super::super::target::Fault;
 use super::super::{measure, process};
 use super::KIB;
 

@@ -14,8 +14,8 @@ use crate::units::{cgroup, meminfo, pressure, thp, vmstat};
 /// The readers whose held memory is a series of its own (every one but glibc's, whose free
 /// chunks are the rest of the measured figure), in the order of their samples.
 pub(crate) fn held_by() -> impl Iterator<Item = &'static str> {
-    use crate::heap::reads::Reader;
-    crate::heap::readers::NAMES
+    use crate::heap::shape::Reader;
+    crate::heap::list::NAMES
         .iter()
         .copied()
         .filter(|&r| r != crate::heap::Glibc::NAME)

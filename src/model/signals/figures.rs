@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::heap::reads::{Reader, Reason};
+use crate::heap::shape::{Reader, Reason};
 use crate::heap::{HeapMeasure, HeapReading, Registered};
 
 /// Heap memory below this is never suspected of hoarding (no heap walk).
@@ -130,7 +130,7 @@ impl Signals {
         match self.reading.as_ref()?.get::<R>()? {
             Err(why) => Some(why.as_str()),
             Ok(f) => {
-                use crate::heap::reads::Figure;
+                use crate::heap::shape::Figure;
                 f.held_bytes()
                     .is_none()
                     .then_some(<R as Reader>::Reason::PARTIAL)

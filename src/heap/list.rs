@@ -5,7 +5,7 @@
 //! ([`read_all`]), in the order listed (the order of their series).
 
 use super::memory::ProcessMemory;
-use super::reads::{run, Ceiling, Counts, Figure, Process, Reader, Reason, Share};
+use super::shape::{run, Ceiling, Counts, Figure, Process, Reader, Reason, Share};
 
 macro_rules! readers {
     ($($field:ident: $variant:ident => $reader:ty,)*) => {

@@ -1,6 +1,6 @@
 //! The shape every heap reader has: what it reads a process for ([`Reader`]), the figure
 //! it gives ([`Figure`]), the reasons it gives none ([`Reason`]), and its reads counted by
-//! how they ended ([`Counts`]). `readers.rs` lists the readers; a new one is a
+//! how they ended ([`Counts`]). `list.rs` lists the readers; a new one is a
 //! folder beside `glibc/`, `jvm/`, `golang/` and `jemalloc/` that implements these, and
 //! one line there.
 
@@ -74,7 +74,7 @@ pub trait Reason: Copy + PartialEq + std::fmt::Debug + 'static {
 macro_rules! reasons {
     ($ty:ty { $($variant:ident => $label:literal,)+ }
         $(transient: $transient:ident,)? $(partial: $partial:literal,)?) => {
-        impl $crate::heap::reads::Reason for $ty {
+        impl $crate::heap::shape::Reason for $ty {
             const ALL: &'static [Self] = &[$(Self::$variant),+];
             const UNREADABLE: Self = Self::Unreadable;
             const BUDGET: Self = Self::Budget;
