@@ -214,7 +214,7 @@ fn pinned_heaps_of_every_collector_give_back_what_explain_promises() {
 /// experimental or unknown on a JDK would stop the JVM from starting at all.
 #[test]
 fn every_java_flag_explain_prints_starts_the_jvm() {
-    use membloat_exporter::explain::remedy;
+    use membloat_exporter::heap::jvm::java_heap;
     use membloat_exporter::heap::jvm::{Collector, JavaHeap, Space};
     let space = |committed: u64, used: u64| Space {
         generation: "old".into(),
@@ -258,7 +258,7 @@ fn every_java_flag_explain_prints_starts_the_jvm() {
                     resident_above_floor_bytes: Some((512 - floor) << 20),
                     feature: Some(jdk.feature),
                 };
-                let r = remedy::java_heap(&heap, 1);
+                let r = java_heap(&heap, 1);
                 let Some(next) = r.next_start else { continue };
                 let args: Vec<&str> = next.split_ascii_whitespace().collect();
                 // A collector it names takes the place of the one the JVM had.

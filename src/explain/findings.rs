@@ -4,12 +4,10 @@
 use super::remedy::{self, Remedy};
 use super::{available_ratio, frees, size, subject, Finding, Host};
 use crate::attach::Live;
-use crate::heap::golang::Go;
-use crate::heap::jemalloc::Jemalloc;
-use crate::heap::jvm::Jvm;
-use crate::heap::python::Python;
+use crate::heap::list::{self, Reading};
 use crate::heap::runtime::Runtime;
-use crate::heap::shape::Reader;
+use crate::heap::shape::Share;
+use crate::heap::words;
 use crate::model::derive::{ProcessReport, Snapshot};
 use crate::model::signals::{self, Method};
 
@@ -159,133 +157,50 @@ pub(super) fn process_findings(
             next_start: remedy.next_start,
         })
     };
-    // A runtime's held heap (a JVM's Java heap, a Go program's free heap) is its own
-    // finding, with the runtime's remedy; the rest of the measured figure is glibc's.
-    let java_held = sig
+    // The held heap of a runtime beside the allocator (a JVM's Java heap, a Go program's
+    // free heap, CPython's arenas) is a finding of its own, in its reader's words; the
+    // rest of the measured figure is the allocator's. Which it is, the reader declares
+    // (its `Share`).
+    let readings = sig.reading.as_deref().map_or(&[][..], |r| &r.readings[..]);
+    let subject = words::Subject {
+        pid,
+        version: id.map_or("", |i| i.version.as_str()),
+    };
+    let runtime_held = sig
         .runtime_held_bytes
-        .filter(|_| sig.runtime_held_by != Some(Jemalloc::NAME))
+        .filter(|_| {
+            let share = sig.runtime_held_by.and_then(list::share_of);
+            matches!(share, Some(Share::Runtime { .. }))
+        })
         .filter(|&b| b >= signals::HOARD_MIN_MEASURED_BYTES && !sig.hoard_pending);
-    if let (Some(held), Some(g)) = (java_held, sig.figure::<Go>().map(Box::as_ref)) {
-        let limit = g.memory_limit().map_or(String::from("no GOMEMLIMIT"), |l| {
-            format!("GOMEMLIMIT {}", size(l))
-        });
-        let evidence = format!(
-            "the Go runtime holds {} of free heap in RAM it does not use: {} free, {} released, {} in use, GC goal {}, {limit} (its own figures)",
-            size(held),
-            size(g.free_bytes),
-            size(g.released_bytes),
-            size(g.in_use_bytes),
-            size(g.gc_percent_goal_bytes),
-        );
-        let version = id.map_or("", |i| i.version.as_str());
-        push(
-            "go_heap",
-            held,
-            "measured",
-            evidence,
-            remedy::go_heap(version).into(),
-        );
+    if let Some(held) = runtime_held {
+        let said = readings
+            .iter()
+            .filter(|r| Some(r.reader()) == sig.runtime_held_by)
+            .find_map(|r| r.said(held, subject));
+        if let Some(said) = said {
+            let remedy = said.remedy.unwrap_or_default();
+            push(said.kind, held, "measured", said.evidence, remedy);
+        }
     }
-    if let (Some(held), Some(py)) = (java_held, sig.figure::<Python>().map(Box::as_ref)) {
-        let evidence = format!(
-            "CPython {}'s allocator keeps {} unused in RAM in its {} arenas ({} in all): {} free blocks in pools in use, {} pools with none, beside {} in use (its own figures, as sys._debugmallocstats prints them)",
-            py.version,
-            size(held),
-            py.arenas,
-            size(py.arenas_bytes()),
-            size(py.available_bytes),
-            py.unused_pools,
-            size(py.allocated_bytes),
-        );
-        push(
-            "python_arenas",
-            held,
-            "measured",
-            evidence,
-            remedy::python_arenas().into(),
-        );
-    }
-    if let Some(why) = sig.unmeasured::<Python>().filter(|_| tell_unmeasured) {
-        let (evidence, fix) = remedy::python_unmeasured(why);
-        push(
-            "python_arenas_unmeasured",
-            0,
-            "observed",
-            evidence,
-            fix.into(),
-        );
-    }
-    if let Some(why) = sig.unmeasured::<Go>().filter(|_| tell_unmeasured) {
-        let (evidence, fix) = remedy::go_unmeasured(why);
-        push("go_heap_unmeasured", 0, "observed", evidence, fix.into());
-    }
-    if let (Some(held), Some(j)) = (java_held, sig.figure::<Jvm>().map(Box::as_ref)) {
-        let evidence = format!(
-            "the Java heap ({} collector) holds {} in RAM it does not use: {} resident, {} used, {} committed (its perf data)",
-            j.collector.as_str(),
-            size(held),
-            size(j.resident_bytes.unwrap_or(0)),
-            size(j.used_bytes()),
-            size(j.committed_bytes()),
-        );
-        push(
-            "java_heap",
-            held,
-            "measured",
-            evidence,
-            remedy::java_heap(j, pid),
-        );
-    }
-    let no_resident = sig
-        .figure::<Jvm>()
-        .is_some_and(|j| j.resident_bytes.is_none());
-    let jvm_unmeasured = sig.unmeasured::<Jvm>().map(Some);
-    if let Some(why) = jvm_unmeasured
-        .or(no_resident.then_some(None))
-        .filter(|_| tell_unmeasured)
-    {
-        let (evidence, fix) = remedy::java_unmeasured(why);
-        push("java_heap_unmeasured", 0, "observed", evidence, fix.into());
+    // A reader that could not measure the process says why, where that is a finding.
+    for gap in readings.iter().filter_map(Reading::gap) {
+        if tell_unmeasured {
+            let fix = Remedy::advice(gap.fix, None);
+            push(gap.kind, 0, "observed", gap.evidence.to_string(), fix);
+        }
     }
     let native = sig
         .hoarded_bytes
-        .map(|h| h.saturating_sub(java_held.unwrap_or(0)));
+        .map(|h| h.saturating_sub(runtime_held.unwrap_or(0)));
     if let Some(hoarded) = native.filter(|&b| b > 0) {
         let measured_glibc = sig
             .heap
             .as_deref()
             .filter(|_| sig.hoard_method == Some(Method::Measured));
-        let measured = (
-            sig.hoard_method,
-            sig.heap.as_deref(),
-            sig.figure::<Jemalloc>().map(Box::as_ref),
-        );
-        let (certainty, evidence) = match measured {
-            (Some(Method::Measured), _, Some(j)) => {
-                (
-                    "measured",
-                    format!(
-                        "jemalloc {} keeps {} dirty ({} resident) and {} muzzy ({} resident) in {} arenas, beside {} active",
-                        j.version,
-                        size(j.dirty_bytes),
-                        size(j.dirty_resident_bytes),
-                        size(j.muzzy_bytes),
-                        size(j.muzzy_resident_bytes),
-                        j.arenas,
-                        size(j.active_bytes)
-                    ),
-                )
-            }
-            (Some(Method::Measured), Some(h), None) => (
-                "measured",
-                format!(
-                    "glibc heaps hold {} free ({} resident, {} malloc_trim could return) in {} free chunks",
-                    size(h.free_bytes()),
-                    size(h.free_resident_bytes()),
-                    size(h.reclaimable_bytes()),
-                    h.main.free_chunks + h.arenas.free_chunks
-                ),
-            ),
+        let said = sig.allocator_said(allocator, hoarded, subject);
+        let (certainty, evidence) = match (sig.hoard_method, said) {
+            (Some(Method::Measured), Some(said)) => ("measured", said.evidence),
             _ => (
                 "suspected",
                 format!(

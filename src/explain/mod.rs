@@ -185,20 +185,14 @@ pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
 fn unmeasured_heaps<'a>(
     processes: impl Iterator<Item = &'a ProcessReport>,
 ) -> Vec<UnmeasuredHeaps> {
-    use crate::heap::golang::Go;
-    use crate::heap::jvm::Jvm;
-    use crate::heap::python::Python;
     let mut groups: Vec<(UnmeasuredHeaps, Vec<(u64, String)>)> = Vec::new();
     for p in processes {
         let sig = &p.signals;
         let rss = p.sample.status.vm_rss_bytes.unwrap_or(0);
-        let reasons = [
-            ("go", sig.unmeasured_label::<Go>()),
-            ("jvm", sig.unmeasured_label::<Jvm>()),
-            ("python", sig.unmeasured_label::<Python>()),
-        ];
-        for (runtime, reason) in reasons {
-            let Some(reason) = reason else { continue };
+        // Each reader whose gap is a finding of its own, with why (its outcome).
+        let readings = sig.reading.iter().flat_map(|r| &r.readings);
+        let gaps = readings.filter(|r| r.gap().is_some());
+        for (runtime, reason) in gaps.map(|r| (r.reader(), r.outcome())) {
             let at = match groups
                 .iter()
                 .position(|(g, _)| g.runtime == runtime && g.reason == reason)

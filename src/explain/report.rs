@@ -179,18 +179,9 @@ impl Finding {
     }
 }
 
-const MIB: f64 = 1048576.0;
-
-/// Sizes for people: `512 KiB`, `12.3 MiB`, `1.50 GiB`.
+/// Sizes for people: `512 KiB`, `12.3 MiB`, `1.50 GiB` (as the heap readers write them).
 pub fn size(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b >= 1024.0 * MIB {
-        format!("{:.2} GiB", b / 1024.0 / MIB)
-    } else if b >= MIB {
-        format!("{:.1} MiB", b / MIB)
-    } else {
-        format!("{} KiB", bytes / 1024)
-    }
+    crate::heap::words::Size(bytes).to_string()
 }
 
 pub(super) fn subject(p: &ProcessReport) -> Subject {

@@ -1,5 +1,6 @@
 //! The metric catalogue: one row per family the exporter itself and the processes
-//! collector serve (each system collector's rows are in its unit, `units/`), with its base name (what
+//! collector serve (each system collector's rows are in its unit, `units/`, and each heap
+//! reader's in its folder, `heap/`), with its base name (what
 //! prometheus-client takes; the name as served is made from it, its type and its unit),
 //! type, unit, labels, the file it comes from and its help text. The encoder
 //! (`system.rs`, `processes.rs`) writes families only through these rows; docs/metrics.md
@@ -18,19 +19,20 @@ mod s {
     pub const PROCESSES: Section = Of(Collector::Processes);
 }
 
+/// The rows in three runs, between which the heap readers' rows are served: their reads
+/// counters after the first, their families of the top processes after the second.
 macro_rules! catalogue {
-    ($($id:ident = $scope:ident $base:literal, $kind:ident, $unit:ident, [$($label:literal),*],
-        $section:ident, $source:literal, $help:literal;)*) => {
-        $(pub const $id: Metric = crate::family::metric!(
+    ($($run:ident {$($id:ident = $scope:ident $base:literal, $kind:ident, $unit:ident,
+        [$($label:literal),*], $section:ident, $source:literal, $help:literal;)*})*) => {
+        $($(pub const $id: Metric = crate::family::metric!(
             $scope $base, $kind, $unit, [$($label),*], s::$section, $source, $help
         );)*
-        /// Every row of the exporter itself and of the processes collector, in the order
-        /// of the exposition (the system collectors' rows are their units': [`all`]).
-        pub const ALL: &[Metric] = &[$($id),*];
+        const $run: &[Metric] = &[$($id),*];)*
     };
 }
 
 catalogue! {
+BEFORE_READS {
     // The exporter's own process, named as every Prometheus client library names them.
     OWN_CPU_SECONDS_TOTAL = process "cpu", Counter, Seconds, [], EXPORTER, "/proc/self/stat",
         "Total user and system CPU time the exporter has spent.";
@@ -90,18 +92,10 @@ catalogue! {
         "CPU time of the deep tier since the exporter started.";
     HEAP_WALK_CPU_SECONDS_TOTAL = membloat "heap_walk_cpu", Counter, Seconds, [], EXPORTER, "the exporter",
         "CPU time of the heap walks (glibc's arenas and free lists read from process memory, and pagemap) since the exporter started; part of membloat_deep_cpu_seconds_total.";
-    HEAP_WALKS_TOTAL = membloat "heap_walks", Counter, None, ["outcome"], EXPORTER, "the exporter",
-        "Heap walks of deep-read processes by outcome: measured; not_glibc (another allocator: hoarding stays suspected); inconsistent (the heap changed under two tries: tried again at the next scans, no hoarding figure meanwhile); budget (more free chunks than a walk may follow, or the walk ran out of its time or pages: backed off); unreadable (/proc/PID/mem or pagemap denied or gone); unsupported (glibc outside 2.27-2.42, a 32-bit process, or no arena that fits glibc's layout); implausible (more free memory in resident pages than the process has resident: not believed); remote_file (its libc, or memory a pointer of its heap leads to, lies on a FUSE or network mount or on one no mountinfo lists: never read).";
     HEAP_PENDING_PROCESSES = membloat "heap_pending_processes", Gauge, None, [], EXPORTER, "the exporter",
         "Processes whose glibc heap can be measured but whose walks so far found it changing under the read: they show no hoarding figure (neither measured nor suspected) until a walk succeeds.";
-    JVM_READS_TOTAL = membloat "jvm_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
-        "Reads of deep-read JVMs' perf data (hsperfdata, read through the JVM's own mapping of it) by outcome: measured (figures and held heap); no_resident (figures, but the heap's range or file was not found: no held figure); not_published (no perf data: -XX:-UsePerfData, -XX:+PerfDisableSharedMem, a uid the image's /etc/passwd does not name (HotSpot then keeps it private), or another JVM holds the file of the same /tmp and namespace pid); unreadable (no ptrace access); not_ready (the JVM is starting); malformed (outside HotSpot's format, or absurd figures); budget (the read ran out of its time or pages: backed off); implausible (a held heap larger than the process's resident memory: not believed); remote_file (libjvm or the perf-data file lies on a FUSE or network mount or on one no mountinfo lists: never read).";
-    GO_READS_TOTAL = membloat "go_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
-        "Reads of deep-read Go programs' heaps (the runtime's own figures, found through the binary's symbols and DWARF) by outcome: measured; stripped (built with -ldflags=-s: no symbol table); no_dwarf (built with -ldflags=-w); unknown_layout (the DWARF lacks a field this exporter reads: a Go version it does not know); unreadable (no ptrace access); moving (the figures changed under two reads, tried again at the next deep read); budget (the read ran out of its time or pages, or the DWARF a layout needs is more than its 20 MiB: a Go binary of much over 40 MB with its DWARF; backed off); implausible (a free heap in resident pages larger than the process's resident memory: not believed).";
-    JEMALLOC_READS_TOTAL = membloat "jemalloc_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
-        "Reads of deep-read jemalloc processes' kept pages (its arenas, found through the binary's symbols, and each kept extent) by outcome: measured; stripped (no symbol table: Debian's libjemalloc2, a stripped binary); unknown_version (a jemalloc other than 5.2.1, 5.3.0 or 5.3.1); unknown_layout (its structures do not fit the version's layout: another build configuration); unreadable (no ptrace access, or its library could not be opened); moving (the lists changed under two reads, tried again at the next scans); budget (the read ran out of its time or pages, or more than 256 Ki extents: backed off); implausible (more resident kept pages than the process has resident, or a kept extent outside its private anonymous memory: not believed); remote_file (its library lies on a FUSE or network mount or on one no mountinfo lists: never read).";
-    PYTHON_READS_TOTAL = membloat "python_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
-        "Reads of deep-read CPython processes' small-object arenas (pymalloc's state, found through the binary's or libpython's symbols, and each pool's header) by outcome: measured; stripped (3.11 and older without a symbol table: Debian's python3.11); unknown_version (a CPython other than 3.8 to 3.13); free_threaded (python3.13t: mimalloc, not read); unknown_layout (what was read does not fit the version's layout: another build configuration, or a crafted table); unreadable (no ptrace access, or libpython could not be opened); moving (the arenas changed under two reads, tried again at the next scans); budget (the read ran out of its time or pages: backed off); implausible (more resident unused memory than the process has resident: not believed); remote_file (the interpreter lies on a FUSE or network mount or on one no mountinfo lists: never read).";
+}
+BEFORE_READERS_ROWS {
     SCAN_ERRORS_TOTAL = membloat "scan_errors", Counter, None, ["collector", "reason"], EXPORTER, "the exporter",
         "Values skipped by reason: vanished (the process exited while being read), permission_denied (the exporter may not read it), malformed (unparseable or absurd), unsupported (the kernel lacks the file), io, hidden (/proc has hidepid and the exporter lacks CAP_SYS_PTRACE: other users' processes are not listed; once per scan), timeout (a read that outlasted --collector.processes.read-timeout: a process once, when it is left behind; a system collector every scan its reader is still stuck; a process's smaps_rollup or cmdline not read because four readers are stuck in such reads or the scan has spent one read timeout on them, or its deep read left because a thread of it waits uninterruptibly; for owners, the processes whose descriptors were past its budget).";
     GROUPS_FOLDED = membloat "groups_folded", Gauge, None, [], PROCESSES, "the exporter",
@@ -206,56 +200,8 @@ catalogue! {
         "Free chunks on glibc's free lists (fastbins, unsorted, small and large bins; mallinfo2's ordblks + smblks less the top chunks), by heap.";
     PROCESS_ALLOCATOR_INFO = membloat "process_allocator", Info, None, ["allocator", "runtime", "version", "pid", "comm"], PROCESSES, "/proc/PID/smaps, exe",
         "The process's allocator (glibc, jemalloc, tcmalloc, mimalloc, musl, go, static) and runtime (native, go, jvm, python, node; version: Go's from the binary's build info), from its mappings and executable (deep tier): a malloc preloaded, or linked into the binary (the symbols it defines; a stripped one's own messages), is that allocator's, never glibc's.";
-    PROCESS_JVM_INFO = membloat "process_jvm", Info, None, ["collector", "pid", "comm"], PROCESSES, "/proc/PID/mem (hsperfdata)",
-        "A JVM's collector (g1, parallel, serial, z, shenandoah, other), from its perf data (deep tier).";
-    PROCESS_JVM_HEAP_COMMITTED_BYTES = membloat "process_jvm_heap_committed", Gauge, Bytes, ["pid", "comm", "generation", "space"], PROCESSES, "/proc/PID/mem (hsperfdata)",
-        "Memory a JVM committed to each space of its Java heap, as its perf data names them (jstat's S0C, EC, OC...; JDK 17's G1 adds 8 bytes a space). Committed is not resident: see membloat_process_jvm_heap_resident_bytes.";
-    PROCESS_JVM_HEAP_USED_BYTES = membloat "process_jvm_heap_used", Gauge, Bytes, ["pid", "comm", "generation", "space"], PROCESSES, "/proc/PID/mem (hsperfdata)",
-        "Bytes a JVM uses in each space of its Java heap (jstat's S0U, EU, OU...).";
-    PROCESS_JVM_HEAP_MAX_BYTES = membloat "process_jvm_heap_max", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (libjvm, hsperfdata)",
-        "The most a JVM's Java heap may grow to (-Xmx): the size of its reserved range (ZGC: its one space's maximum).";
-    PROCESS_JVM_HEAP_RESIDENT_BYTES = membloat "process_jvm_heap_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (libjvm), pagemap, smaps",
-        "A JVM's Java heap in RAM: pages present in its reserved range (found as HotSpot's Serviceability Agent finds it, from libjvm's exported VMStructs), or the bytes allocated to ZGC's heap file.";
-    PROCESS_JVM_METASPACE_COMMITTED_BYTES = membloat "process_jvm_metaspace_committed", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (hsperfdata)",
-        "Metaspace a JVM committed (jstat's MC).";
-    PROCESS_JVM_METASPACE_USED_BYTES = membloat "process_jvm_metaspace_used", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (hsperfdata)",
-        "Metaspace a JVM uses (jstat's MU).";
-    PROCESS_JVM_UNMEASURED = membloat "process_jvm_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/mem (hsperfdata, libjvm)",
-        "1 for a JVM whose held Java heap could not be measured, by reason (as membloat_jvm_reads_total's outcomes): not_published (-XX:-UsePerfData, -XX:+PerfDisableSharedMem, a uid the image's /etc/passwd does not name, or another JVM holds its perf-data file), no_resident (its heap's range or file was not found), unreadable, not_ready, malformed, budget, implausible, remote_file. Such a JVM has no measured hoarding figure.";
-    PROCESS_GO_HEAP_IN_USE_BYTES = membloat "process_go_heap_in_use", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
-        "A Go program's heap in spans in use (runtime/metrics' /memory/classes/heap/objects plus .../unused), as its runtime counts it (deep tier).";
-    PROCESS_GO_HEAP_FREE_BYTES = membloat "process_go_heap_free", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
-        "A Go program's free heap not yet returned to the OS (runtime/metrics' /memory/classes/heap/free): kept until its scavenger releases it.";
-    PROCESS_GO_HEAP_FREE_RESIDENT_BYTES = membloat "process_go_heap_free_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.mheap_.pages), pagemap",
-        "Of a Go program's free heap, the bytes in resident pages (its page allocator's free, unscavenged pages, then pagemap): the RAM its runtime holds unused, its measured hoarding.";
-    PROCESS_GO_HEAP_RELEASED_BYTES = membloat "process_go_heap_released", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
-        "A Go program's heap returned to the OS and not reused (runtime/metrics' /memory/classes/heap/released).";
-    PROCESS_GO_GC_GOAL_BYTES = membloat "process_go_gc_goal", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
-        "The heap size at which a Go program's next GC should end, as GOGC sets it (runtime/metrics' /gc/heap/goal unless GOMEMLIMIT binds).";
-    PROCESS_GO_MEMORY_LIMIT_BYTES = membloat "process_go_memory_limit", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
-        "A Go program's soft memory limit (GOMEMLIMIT or debug.SetMemoryLimit); absent when none is set.";
-    PROCESS_GO_UNMEASURED = membloat "process_go_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/exe, /proc/PID/mem",
-        "1 for a Go program whose heap could not be read, by reason (as membloat_go_reads_total's outcomes): stripped (-ldflags=-s), no_dwarf (-ldflags=-w), unknown_layout, unreadable, moving, budget, implausible. Such a program has no hoarding figure.";
-    PROCESS_JEMALLOC_ACTIVE_BYTES = membloat "process_jemalloc_active", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (je_arenas and each kept extent), pagemap, the binary's symbols",
-        "jemalloc's active pages, every arena together (mallctl's stats.arenas.<all>.pactive): allocated, or in its thread caches and slabs.";
-    PROCESS_JEMALLOC_DIRTY_BYTES = membloat "process_jemalloc_dirty", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (je_arenas and each kept extent), pagemap, the binary's symbols",
-        "Pages jemalloc keeps dirty after the program freed them (stats.arenas.<all>.pdirty): reused, or given back as they decay (dirty_decay_ms, only while the process allocates unless background_thread is on) or on a purge.";
-    PROCESS_JEMALLOC_MUZZY_BYTES = membloat "process_jemalloc_muzzy", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (je_arenas and each kept extent), pagemap, the binary's symbols",
-        "Pages jemalloc gave back with MADV_FREE (stats.arenas.<all>.pmuzzy): still resident until the kernel needs them.";
-    PROCESS_JEMALLOC_KEPT_RESIDENT_BYTES = membloat "process_jemalloc_kept_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (je_arenas and each kept extent), pagemap, the binary's symbols",
-        "Of jemalloc's dirty and muzzy pages, those resident (each kept extent's pages, then pagemap): what an arena purge gives back, the process's measured hoarding.";
-    PROCESS_JEMALLOC_UNMEASURED = membloat "process_jemalloc_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/exe or its libjemalloc, /proc/PID/mem",
-        "1 for a jemalloc process whose kept pages could not be read, by reason (as membloat_jemalloc_reads_total's outcomes): stripped, unknown_version, unknown_layout, unreadable, moving, budget, implausible, remote_file. Its hoarding stays suspected.";
-    PROCESS_PYTHON_ARENAS = membloat "process_python_arenas", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/mem (pymalloc's arenas and pool headers), pagemap, the binary's symbols",
-        "Arenas CPython's small-object allocator holds (sys._debugmallocstats' \"# arenas allocated current\"): 256 KiB each to 3.9, 1 MiB from 3.10; an arena is given back only when its last object is freed.";
-    PROCESS_PYTHON_ALLOCATED_BYTES = membloat "process_python_allocated", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (pymalloc's arenas and pool headers), pagemap, the binary's symbols",
-        "Bytes of the blocks in use in CPython's arenas (\"# bytes in allocated blocks\"): its small objects.";
-    PROCESS_PYTHON_UNUSED_BYTES = membloat "process_python_unused", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (pymalloc's arenas and pool headers), pagemap, the binary's symbols",
-        "What CPython's arenas hold unused: free blocks in pools in use (\"# bytes in available blocks\") plus pools with no block in use (\"unused pools\" times the pool size), resident or not.";
-    PROCESS_PYTHON_UNUSED_RESIDENT_BYTES = membloat "process_python_unused_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (pymalloc's arenas and pool headers), pagemap, the binary's symbols",
-        "Of CPython's unused arena memory, what is in resident pages (pagemap): kept until every object of its arena is freed, the process's measured hoarding beside glibc's.";
-    PROCESS_PYTHON_UNMEASURED = membloat "process_python_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/exe or its libpython, /proc/PID/mem",
-        "1 for a CPython process whose arenas could not be read, by reason (as membloat_python_reads_total's outcomes): stripped, unknown_version, free_threaded, unknown_layout, unreadable, moving, budget, implausible, remote_file. Such a process has no measured hoarding figure.";
+}
+AFTER_READERS_ROWS {
     PROCESS_ARENA_HEAPS = membloat "process_arena_heaps", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/mem, smaps",
         "Heaps of glibc's non-main arenas: from glibc's ring of arenas and heap_info headers when the heap walk measured the process, else from the maps' shape (64 MiB-aligned anonymous heaps, merged neighbours counted; deep tier).";
     PROCESS_ARENA_RESERVED_BYTES = membloat "process_arena_reserved", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps",
@@ -273,13 +219,21 @@ catalogue! {
     PROCESS_THP_ANON_RATIO = membloat "process_thp_anon", Gauge, Ratio, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup, status",
         "AnonHugePages / RssAnon: the share of anonymous memory in transparent huge pages.";
 }
+}
 
 #[cfg(test)]
 mod tests;
 
-/// Every row: the built-in collectors' and the collector units' (`units::ALL`).
+/// Every row, in the order of the exposition: the exporter's and the processes
+/// collector's, with each heap reader's (`heap::list`) among them, then the collector
+/// units' (`units::ALL`).
 pub fn all() -> Vec<&'static Metric> {
-    ALL.iter()
+    BEFORE_READS
+        .iter()
+        .chain(crate::heap::list::READS.iter().copied())
+        .chain(BEFORE_READERS_ROWS)
+        .chain(crate::heap::list::ROWS.iter().flat_map(|r| r.iter()))
+        .chain(AFTER_READERS_ROWS)
         .chain(crate::units::ALL.iter().flat_map(|u| u.rows))
         .collect()
 }

@@ -5,44 +5,29 @@ use std::fmt;
 
 use super::catalogue::{
     BUILD_INFO, DEEP_CPU_SECONDS_TOTAL, DEEP_SCAN_CANDIDATES, DEEP_SCAN_CPU_SECONDS,
-    DEEP_SCAN_DEFERRED, DEEP_SCAN_DURATION_SECONDS, DEEP_SCAN_PROCESSES, GO_READS_TOTAL,
-    HEAP_PENDING_PROCESSES, HEAP_WALKS_TOTAL, HEAP_WALK_CPU_SECONDS_TOTAL, JEMALLOC_READS_TOTAL,
-    JVM_READS_TOTAL, LAST_SCAN_TIMESTAMP_SECONDS, OWN_CPU_SECONDS_TOTAL, OWN_MAX_FDS, OWN_OPEN_FDS,
-    OWN_RESIDENT_MEMORY_BYTES, OWN_START_TIME_SECONDS, OWN_VIRTUAL_MEMORY_BYTES, PROCESSES_SCANNED,
-    PYTHON_READS_TOTAL, SCANS_TOTAL, SCAN_DURATION_SECONDS, SCAN_ERRORS_TOTAL,
+    DEEP_SCAN_DEFERRED, DEEP_SCAN_DURATION_SECONDS, DEEP_SCAN_PROCESSES, HEAP_PENDING_PROCESSES,
+    HEAP_WALK_CPU_SECONDS_TOTAL, LAST_SCAN_TIMESTAMP_SECONDS, OWN_CPU_SECONDS_TOTAL, OWN_MAX_FDS,
+    OWN_OPEN_FDS, OWN_RESIDENT_MEMORY_BYTES, OWN_START_TIME_SECONDS, OWN_VIRTUAL_MEMORY_BYTES,
+    PROCESSES_SCANNED, SCANS_TOTAL, SCAN_DURATION_SECONDS, SCAN_ERRORS_TOTAL,
     SCAN_KEPT_DESCRIPTORS, SCAN_PROC_LISTINGS_TOTAL, SCAN_READER_THREADS, SCAN_RESTED_PROCESSES,
     SCAN_ROLLUP_READS, SCAN_SLOWEST_PROCESS_READ_SECONDS, SCAN_STALLED_PROCESSES,
     SCAN_UNKEPT_PROCESSES, SCAN_WATCHED_PROCESSES, SCRAPE_COLLECTOR_DURATION_SECONDS,
     SCRAPE_COLLECTOR_SUCCESS,
 };
 use super::families::{u, Families, Labels, Num};
-use crate::family::Metric;
 use crate::model::derive::Snapshot;
 
-/// Each heap reader's counter of reads by outcome, by the reader's name (`heap/list.rs`'s):
-/// glibc's walks beside the walks' CPU time, the others after them.
-const READS: [(&str, &Metric); 5] = [
-    ("glibc", &HEAP_WALKS_TOTAL),
-    ("jvm", &JVM_READS_TOTAL),
-    ("go", &GO_READS_TOTAL),
-    ("jemalloc", &JEMALLOC_READS_TOTAL),
-    ("python", &PYTHON_READS_TOTAL),
-];
-
-/// One heap reader's counts, by outcome.
-fn encode_reads(f: &mut Families, s: &Snapshot, reader: &str) -> fmt::Result {
-    let Some(&(_, family)) = READS.iter().find(|(r, _)| *r == reader) else {
-        return Ok(());
-    };
+/// Each heap reader's counter of reads by outcome, in the readers' order (`heap::list`).
+fn encode_reads(f: &mut Families, s: &Snapshot) -> fmt::Result {
     let counts = s.reads_total.each();
-    let Some((_, outcomes)) = counts.iter().find(|(r, _)| *r == reader) else {
-        return Ok(());
-    };
-    let rows = outcomes
-        .iter()
-        .map(|&(o, n)| (vec![("outcome", o)], Num::U(n)))
-        .collect();
-    f.family(family, rows)
+    for (family, (_, outcomes)) in crate::heap::list::READS.iter().zip(&counts) {
+        let rows = outcomes
+            .iter()
+            .map(|&(o, n)| (vec![("outcome", o)], Num::U(n)))
+            .collect();
+        f.family(family, rows)?;
+    }
+    Ok(())
 }
 
 pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
@@ -99,14 +84,11 @@ pub(super) fn encode_self(f: &mut Families, s: &Snapshot) -> fmt::Result {
             &HEAP_WALK_CPU_SECONDS_TOTAL,
             Some(Num::F(s.heap_walk_cpu_seconds_total)),
         )?;
-        encode_reads(f, s, "glibc")?;
         f.single(
             &HEAP_PENDING_PROCESSES,
             Some(Num::U(s.heap_pending_processes)),
         )?;
-        for (reader, _) in READS.iter().filter(|(r, _)| *r != "glibc") {
-            encode_reads(f, s, reader)?;
-        }
+        encode_reads(f, s)?;
     }
     let errors: Vec<(Labels, Num)> = s
         .errors
@@ -135,15 +117,4 @@ pub(super) fn encode_own(f: &mut Families, s: &Snapshot) -> fmt::Result {
     f.single(&OWN_OPEN_FDS, u(o.open_fds))?;
     f.single(&OWN_MAX_FDS, u(o.max_fds))?;
     f.single(&OWN_START_TIME_SECONDS, o.start_time_seconds.map(Num::F))
-}
-
-#[cfg(test)]
-mod tests {
-    /// A reader registered without its counter family would count reads nobody sees.
-    #[test]
-    fn every_reader_has_its_reads_family() {
-        let names = crate::heap::list::NAMES;
-        let families: Vec<&str> = super::READS.iter().map(|(r, _)| *r).collect();
-        assert_eq!(names, &families[..]);
-    }
 }

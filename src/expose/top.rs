@@ -5,11 +5,9 @@ use std::fmt;
 
 use super::catalogue::*;
 use super::families::{u, Families, Labels, Num};
-use crate::heap::golang::Go;
-use crate::heap::jemalloc::Jemalloc;
-use crate::heap::jvm::{Jvm, Space};
-use crate::heap::python::Python;
+use crate::family::Kind;
 use crate::heap::walk::{HeapKind, HeapTotals};
+use crate::heap::words::Samples;
 use crate::model::derive::ProcessReport;
 
 /// How a family of the top processes gets its samples from one of them (labelled `pid`
@@ -25,21 +23,15 @@ enum Get {
     Allocator,
     /// The held heap of the process's runtime, labelled with the runtime (`runtime`).
     RuntimeHeld,
-    /// A JVM's collector (an info family).
-    JvmInfo,
-    /// One sample per space of a JVM's heap (`generation`, `space`).
-    PerJvmSpace(fn(&Space) -> u64),
-    /// 1 with why a runtime's heap was not measured (`reason`): a JVM's, a Go program's.
-    Unmeasured(fn(&ProcessReport) -> Option<&'static str>),
 }
 
 fn flag(b: Option<bool>) -> Option<Num> {
     b.map(|b| Num::U(b as u64))
 }
 
-/// The families of the top processes, in the order of the exposition, each with how it
-/// gets its value.
-const TOP: &[(&Metric, Get)] = &[
+/// The families of the top processes before the heap readers' (theirs are said by each
+/// reader, `heap::words`), in the order of the exposition, each with how it gets its value.
+const BEFORE_READERS: &[(&Metric, Get)] = &[
     (
         &PROCESS_RESIDENT_BYTES,
         Get::One(|p| u(p.sample.status.vm_rss_bytes)),
@@ -122,103 +114,10 @@ const TOP: &[(&Metric, Get)] = &[
     (&PROCESS_HEAP_TOP_BYTES, Get::PerHeap(|t| t.top_bytes)),
     (&PROCESS_HEAP_FREE_CHUNKS, Get::PerHeap(|t| t.free_chunks)),
     (&PROCESS_ALLOCATOR_INFO, Get::Allocator),
-    (&PROCESS_JVM_INFO, Get::JvmInfo),
-    (
-        &PROCESS_JVM_HEAP_COMMITTED_BYTES,
-        Get::PerJvmSpace(|s| s.committed_bytes),
-    ),
-    (
-        &PROCESS_JVM_HEAP_USED_BYTES,
-        Get::PerJvmSpace(|s| s.used_bytes),
-    ),
-    (
-        &PROCESS_JVM_HEAP_MAX_BYTES,
-        Get::One(|p| u(p.signals.figure::<Jvm>()?.max_bytes())),
-    ),
-    (
-        &PROCESS_JVM_HEAP_RESIDENT_BYTES,
-        Get::One(|p| u(p.signals.figure::<Jvm>()?.resident_bytes)),
-    ),
-    (
-        &PROCESS_JVM_METASPACE_COMMITTED_BYTES,
-        Get::One(|p| Some(Num::U(p.signals.figure::<Jvm>()?.metaspace?.0))),
-    ),
-    (
-        &PROCESS_JVM_METASPACE_USED_BYTES,
-        Get::One(|p| Some(Num::U(p.signals.figure::<Jvm>()?.metaspace?.1))),
-    ),
-    (
-        &PROCESS_JVM_UNMEASURED,
-        Get::Unmeasured(|p| p.signals.unmeasured_label::<Jvm>()),
-    ),
-    (
-        &PROCESS_GO_HEAP_IN_USE_BYTES,
-        Get::One(|p| u(Some(p.signals.figure::<Go>()?.in_use_bytes))),
-    ),
-    (
-        &PROCESS_GO_HEAP_FREE_BYTES,
-        Get::One(|p| u(Some(p.signals.figure::<Go>()?.free_bytes))),
-    ),
-    (
-        &PROCESS_GO_HEAP_FREE_RESIDENT_BYTES,
-        Get::One(|p| u(Some(p.signals.figure::<Go>()?.free_resident_bytes))),
-    ),
-    (
-        &PROCESS_GO_HEAP_RELEASED_BYTES,
-        Get::One(|p| u(Some(p.signals.figure::<Go>()?.released_bytes))),
-    ),
-    (
-        &PROCESS_GO_GC_GOAL_BYTES,
-        Get::One(|p| u(Some(p.signals.figure::<Go>()?.gc_percent_goal_bytes))),
-    ),
-    (
-        &PROCESS_GO_MEMORY_LIMIT_BYTES,
-        Get::One(|p| u(p.signals.figure::<Go>()?.memory_limit())),
-    ),
-    (
-        &PROCESS_GO_UNMEASURED,
-        Get::Unmeasured(|p| p.signals.unmeasured_label::<Go>()),
-    ),
-    (
-        &PROCESS_JEMALLOC_ACTIVE_BYTES,
-        Get::One(|p| u(Some(p.signals.figure::<Jemalloc>()?.active_bytes))),
-    ),
-    (
-        &PROCESS_JEMALLOC_DIRTY_BYTES,
-        Get::One(|p| u(Some(p.signals.figure::<Jemalloc>()?.dirty_bytes))),
-    ),
-    (
-        &PROCESS_JEMALLOC_MUZZY_BYTES,
-        Get::One(|p| u(Some(p.signals.figure::<Jemalloc>()?.muzzy_bytes))),
-    ),
-    (
-        &PROCESS_JEMALLOC_KEPT_RESIDENT_BYTES,
-        Get::One(|p| u(Some(p.signals.figure::<Jemalloc>()?.held_bytes()))),
-    ),
-    (
-        &PROCESS_JEMALLOC_UNMEASURED,
-        Get::Unmeasured(|p| p.signals.unmeasured_label::<Jemalloc>()),
-    ),
-    (
-        &PROCESS_PYTHON_ARENAS,
-        Get::One(|p| u(Some(p.signals.figure::<Python>()?.arenas))),
-    ),
-    (
-        &PROCESS_PYTHON_ALLOCATED_BYTES,
-        Get::One(|p| u(Some(p.signals.figure::<Python>()?.allocated_bytes))),
-    ),
-    (
-        &PROCESS_PYTHON_UNUSED_BYTES,
-        Get::One(|p| u(Some(p.signals.figure::<Python>()?.unused_bytes()))),
-    ),
-    (
-        &PROCESS_PYTHON_UNUSED_RESIDENT_BYTES,
-        Get::One(|p| u(Some(p.signals.figure::<Python>()?.unused_resident_bytes))),
-    ),
-    (
-        &PROCESS_PYTHON_UNMEASURED,
-        Get::Unmeasured(|p| p.signals.unmeasured_label::<Python>()),
-    ),
+];
+
+/// The families of the top processes after the heap readers'.
+const AFTER_READERS: &[(&Metric, Get)] = &[
     (&PROCESS_ARENA_HEAPS, Get::One(|p| u(p.signals.arena_heaps))),
     (
         &PROCESS_ARENA_RESERVED_BYTES,
@@ -256,7 +155,8 @@ fn with<'a>(mut labels: Labels<'a>, key: &'static str, value: &'a str) -> Labels
     labels
 }
 
-/// Every family of the top processes: a loop over [`TOP`].
+/// Every family of the top processes: the rows before the heap readers', theirs, and the
+/// rows after.
 pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result {
     let pids: Vec<String> = top.iter().map(|p| p.sample.pid.to_string()).collect();
     let labels = |i: usize| -> Labels {
@@ -265,7 +165,67 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
             ("comm", top[i].sample.comm.as_str()),
         ]
     };
-    for (metric, get) in TOP {
+    encode_rows(f, top, &labels, BEFORE_READERS)?;
+    encode_readers(f, top, &labels)?;
+    encode_rows(f, top, &labels, AFTER_READERS)
+}
+
+/// The heap readers' families of the top processes: the samples each reader's rows take
+/// from its read of each process, row by row in the readers' order.
+fn encode_readers<'a>(
+    f: &mut Families,
+    top: &[ProcessReport],
+    labels: &dyn Fn(usize) -> Labels<'a>,
+) -> fmt::Result {
+    let said: Vec<Samples> = top
+        .iter()
+        .map(|p| {
+            let mut out = Samples::default();
+            let readings = p.signals.reading.iter().flat_map(|r| &r.readings);
+            for reading in readings {
+                reading.samples(&mut out);
+            }
+            out
+        })
+        .collect();
+    for row in crate::heap::list::ROWS.iter().flat_map(|r| r.iter()) {
+        let of_row = |i: usize| said[i].0.iter().filter(move |s| s.row.name == row.name);
+        if row.kind == Kind::Info {
+            // An info's labels are the information: written after the process's.
+            if (0..top.len()).any(|i| of_row(i).next().is_some()) {
+                let mut family = f.descriptor(row)?;
+                for i in 0..top.len() {
+                    for s in of_row(i) {
+                        let carried: Labels =
+                            s.labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                        family.encode_family(&labels(i))?.encode_info(&carried)?;
+                    }
+                }
+            }
+            continue;
+        }
+        let samples: Vec<(Labels, Num)> = (0..top.len())
+            .flat_map(|i| {
+                of_row(i).map(move |s| {
+                    let mut l = labels(i);
+                    l.extend(s.labels.iter().map(|(k, v)| (*k, v.as_str())));
+                    (l, s.value)
+                })
+            })
+            .collect();
+        f.family(row, samples)?;
+    }
+    Ok(())
+}
+
+/// Families of the top processes, each as its row in `rows` says.
+fn encode_rows<'a>(
+    f: &mut Families,
+    top: &[ProcessReport],
+    labels: &dyn Fn(usize) -> Labels<'a>,
+    rows: &[(&Metric, Get)],
+) -> fmt::Result {
+    for (metric, get) in rows {
         let samples: Vec<(Labels, Num)> = match get {
             Get::One(get) => top
                 .iter()
@@ -301,34 +261,6 @@ pub(super) fn encode_top(f: &mut Families, top: &[ProcessReport]) -> fmt::Result
                     Some((with(labels(i), "runtime", by), Num::U(held)))
                 })
                 .collect(),
-            Get::PerJvmSpace(get) => top
-                .iter()
-                .enumerate()
-                .filter_map(|(i, p)| p.signals.figure::<Jvm>().map(Box::as_ref).map(|j| (i, j)))
-                .flat_map(|(i, j)| j.spaces.iter().map(move |s| (i, s)))
-                .map(|(i, s)| {
-                    let l = with(labels(i), "generation", s.generation.as_str());
-                    (with(l, "space", s.name.as_str()), Num::U(get(s)))
-                })
-                .collect(),
-            Get::Unmeasured(why) => top
-                .iter()
-                .enumerate()
-                .filter_map(|(i, p)| Some((with(labels(i), "reason", why(p)?), Num::U(1))))
-                .collect(),
-            Get::JvmInfo => {
-                if top.iter().any(|p| p.signals.figure::<Jvm>().is_some()) {
-                    let mut family = f.descriptor(metric)?;
-                    for (i, p) in top.iter().enumerate() {
-                        if let Some(j) = p.signals.figure::<Jvm>() {
-                            family
-                                .encode_family(&labels(i))?
-                                .encode_info(&vec![("collector", j.collector.as_str())])?;
-                        }
-                    }
-                }
-                continue;
-            }
             Get::Allocator => {
                 // An info family, written only once a deep read has told one.
                 if top.iter().any(|p| p.identity.is_some()) {

@@ -5,7 +5,9 @@
 //! ([`read_all`]), in the order listed (the order of their series).
 
 use super::memory::ProcessMemory;
-use super::shape::{run, Ceiling, Counts, Figure, Process, Reader, Reason, Share};
+use super::shape::{run, Ceiling, Counts, Figure, Process, Reader, Reason, Says, Share};
+use super::words::{Gap, Said, Samples, Subject};
+use crate::family::Metric;
 
 macro_rules! readers {
     ($($field:ident: $variant:ident => $reader:ty,)*) => {
@@ -64,6 +66,39 @@ macro_rules! readers {
                 }
             }
 
+            /// The samples of the reader's families of the top processes.
+            pub fn samples(&self, out: &mut Samples) {
+                match self {
+                    $(Reading::$variant(r) => <$reader as Says>::samples(r, out),)*
+                }
+            }
+
+            /// What the reader's figure says of the process (`None`: no figure), which
+            /// holds `held` bytes it could have back.
+            pub fn said(&self, held: u64, process: Subject) -> Option<Said> {
+                match self {
+                    $(Reading::$variant(r) => r
+                        .as_ref()
+                        .ok()
+                        .map(|f| <$reader as Says>::said(f, held, process)),)*
+                }
+            }
+
+            /// Why the reader has no whole figure, where that is a finding of its own.
+            pub fn gap(&self) -> Option<Gap> {
+                match self {
+                    $(Reading::$variant(r) => match r {
+                        Err(why) => <$reader as Says>::gap(Some(*why)),
+                        Ok(f) if f.held_bytes().is_none()
+                            && <$reader as Reader>::Reason::PARTIAL.is_some() =>
+                        {
+                            <$reader as Says>::gap(None)
+                        }
+                        Ok(_) => None,
+                    },)*
+                }
+            }
+
             /// Whether the read found the process moving (or starting): read again on
             /// the retry schedule.
             pub fn is_transient(&self) -> bool {
@@ -82,6 +117,20 @@ macro_rules! readers {
 
         /// Every reader's name, in the list's order.
         pub const NAMES: &[&str] = &[$(<$reader as Reader>::NAME,)*];
+
+        /// Every reader's counter of reads by outcome, in the list's order.
+        pub const READS: &[&Metric] = &[$(&<$reader as Says>::READS,)*];
+
+        /// Every reader's families of the top processes, in the list's order.
+        pub const ROWS: &[&[Metric]] = &[$(<$reader as Says>::ROWS,)*];
+
+        /// What a reader's figure is to the process's hoarding, by its name.
+        pub fn share_of(name: &str) -> Option<Share> {
+            $(if name == <$reader as Reader>::NAME {
+                return Some(<$reader as Reader>::SHARE);
+            })*
+            None
+        }
 
         /// Reads by reader and outcome.
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

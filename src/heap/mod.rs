@@ -25,6 +25,7 @@ pub mod python;
 pub mod runtime;
 pub mod shape;
 pub mod target;
+pub mod words;
 
 use crate::parse::smaps::Vma;
 use crate::source::Source;

@@ -8,6 +8,8 @@ use std::marker::PhantomData;
 
 use super::memory::{self, ProcessMemory};
 use super::runtime::Identity;
+use super::words::{Gap, Said, Samples, Subject};
+use crate::family::Metric;
 use crate::parse::mountinfo::Remote;
 use crate::parse::smaps::Vma;
 use crate::source::{PidFile, Source};
@@ -179,6 +181,26 @@ pub trait Reader {
         cache: &Self::Cache,
         ceiling: &mut Ceiling,
     ) -> Result<Self::Figure, Self::Reason>;
+}
+
+/// What a reader says of itself and of a process beyond its figure (`words.rs`): its
+/// families and the words `explain` renders. No item has a default, so a new reader is
+/// told by the compiler what it must say.
+pub trait Says: Reader {
+    /// Its counter of reads by outcome (labelled `outcome`), in the exporter's section.
+    const READS: Metric;
+    /// Its families of the top processes (labelled `pid` and `comm`, then any of their
+    /// own), in the order served.
+    const ROWS: &'static [Metric];
+    /// The samples its rows take from its read of one process: its figures, or 1 with
+    /// why it has none.
+    fn samples(read: &Result<Self::Figure, Self::Reason>, out: &mut Samples);
+    /// What its figure says of the process, which holds `held` bytes it could have back.
+    fn said(figure: &Self::Figure, held: u64, process: Subject) -> Said;
+    /// Why it has no figure (`None`: its figure lacks the held bytes, the `PARTIAL`
+    /// label), as a finding; `None` where that is no finding of its own (an allocator's:
+    /// the process's hoarding stays suspected, and says so).
+    fn gap(why: Option<Self::Reason>) -> Option<Gap>;
 }
 
 /// Runs a reader that applies: its memory opened (`None`: it could not be), its budget

@@ -6,20 +6,7 @@ use std::borrow::Cow;
 /// What to change, and what the change costs where it costs something.
 pub type Advice = (String, Option<&'static str>);
 
-/// What to change, what it costs, and the exact commands where the facts measured make
-/// them right: none is printed for a case where it would not give the memory back.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Remedy {
-    pub what: String,
-    pub cost: Option<Cow<'static, str>>,
-    /// A command that gives the memory back now, as it runs (the process's pid in it).
-    pub now: Option<String>,
-    /// What `now` gives back, in bytes of RAM, as far as the measurement tells.
-    pub now_gives_back_bytes: Option<u64>,
-    /// The environment or flags to start the program with, so that it does not happen
-    /// again.
-    pub next_start: Option<String>,
-}
+pub use crate::heap::words::Remedy;
 
 impl From<Advice> for Remedy {
     fn from((what, cost): Advice) -> Remedy {

@@ -7,7 +7,7 @@ use crate::model::signals::{
 #[test]
 fn names_are_unique_prefixed_and_end_as_their_type_and_unit_say() {
     let mut seen = std::collections::BTreeSet::new();
-    for m in ALL {
+    for m in all() {
         assert!(seen.insert(m.name), "{} twice in the catalogue", m.name);
         // Only the standard process_* names of the exporter's own process go without it.
         let prefix = if m.source.starts_with("/proc/self/") {

@@ -13,6 +13,7 @@ pub mod process;
 pub mod walk;
 
 mod reading;
+mod said;
 pub use reading::Glibc;
 
 /// The glibc versions (major 2, these minors) whose layout this module knows.

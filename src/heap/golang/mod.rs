@@ -17,6 +17,7 @@
 pub mod image;
 mod layout;
 mod read;
+mod said;
 
 pub use super::elf::Binary;
 pub use layout::layout;

@@ -21,6 +21,7 @@ mod read;
 use super::target::Target;
 use crate::parse::smaps::Vma;
 mod figure;
+mod said;
 pub use figure::{JemallocHeap, ReadCounts, Unmeasured};
 pub use layout::Layout;
 pub use read::read;

@@ -15,10 +15,12 @@
 mod args;
 mod interpret;
 pub mod reserved;
+mod said;
 
 use args::feature;
 pub use args::heap_floor;
 pub use interpret::interpret;
+pub use said::java_heap;
 
 use super::memory::ProcessMemory;
 use super::shape::{Ceiling, Counts, Figure, Process, Reader};

@@ -18,6 +18,7 @@ pub mod read;
 use super::target::Target;
 use crate::parse::smaps::{Library, Vma};
 mod figure;
+mod said;
 pub use figure::{PythonHeap, Unmeasured};
 pub use layout::Layout;
 

@@ -4,8 +4,10 @@
 
 use std::sync::Arc;
 
-use crate::heap::shape::{Reader, Reason};
-use crate::heap::{HeapMeasure, HeapReading, Registered};
+use crate::heap::runtime::Allocator;
+use crate::heap::shape::{Reader, Reason, Says, Share};
+use crate::heap::words::{Said, Subject};
+use crate::heap::{Glibc, HeapMeasure, HeapReading, Registered};
 
 /// Heap memory below this is never suspected of hoarding (no heap walk).
 pub const HOARD_MIN_HEAP_BYTES: u64 = 64 << 20;
@@ -122,6 +124,26 @@ impl Signals {
     /// Why a reader has no figure for the process.
     pub fn unmeasured<R: Registered>(&self) -> Option<R::Reason> {
         self.reading.as_ref()?.get::<R>()?.as_ref().err().copied()
+    }
+
+    /// What the allocator's reader says of the process's measured hoarding (`held`
+    /// bytes): the reader of its allocator (`allocator`, as the deep read told it) before
+    /// any other allocator's, else glibc's last walk where a walk being retried keeps it.
+    pub fn allocator_said(
+        &self,
+        allocator: Option<Allocator>,
+        held: u64,
+        process: Subject,
+    ) -> Option<Said> {
+        let readings = self.reading.as_deref().map_or(&[][..], |r| &r.readings[..]);
+        let name = allocator.map(Allocator::as_str);
+        readings
+            .iter()
+            .filter(|r| r.share() == Share::Allocator)
+            .filter_map(|r| Some((Some(r.reader()) == name, r.said(held, process)?)))
+            .max_by_key(|(theirs, _)| *theirs)
+            .map(|(_, said)| said)
+            .or_else(|| Some(<Glibc as Says>::said(self.heap.as_deref()?, held, process)))
     }
 
     /// The `reason` a reader's figure is not whole: why it has none, or the label of a
