@@ -2,7 +2,8 @@
 //! outside through `/proc/PID/mem` and `/proc/PID/pagemap` for deep-tier candidates:
 //! glibc's heaps (`glibc/`), jemalloc's arenas (`jemalloc/`), a JVM's heap (`jvm/`), a
 //! Go runtime's (`golang/`) and CPython's arenas (`python/`), each in the shape `shape.rs`
-//! gives, read through the `Target` of `target.rs`, and listed in `list.rs`.
+//! gives, read through the `Target` of `target.rs`, and listed below, one line each
+//! (`registry.rs` makes `list` from the line).
 //!
 //! Each reader is pure over a `Target`; this module tells the process's allocator and
 //! runtime and runs the readers that apply, through [`Source`]. The target never notices:
@@ -11,17 +12,12 @@
 pub mod binaries;
 pub mod dynsym;
 pub mod elf;
-pub mod glibc;
 pub use glibc::{arenas, freelist, process, walk};
-pub mod golang;
 #[doc(hidden)]
 pub mod image;
-pub mod jemalloc;
-pub mod jvm;
 pub mod linked;
-pub mod list;
 pub mod memory;
-pub mod python;
+mod registry;
 pub mod runtime;
 pub mod shape;
 pub mod target;
@@ -35,11 +31,22 @@ pub use glibc::measure::{
 };
 pub use glibc::Glibc;
 pub use list::{ReadCounts, Reading, Registered};
+
 use memory::ProcessMemory;
 pub use process::bounds;
 use runtime::Identity;
 use shape::Ceiling;
 pub use shape::{resident_ceiling, READER_BUDGET};
+
+// The heap readers, one line each: a folder beside this file and its type, which
+// implements `shape::Reader` and `shape::Says`. The order is the order of their series.
+registry::readers! {
+    glibc::Glibc,
+    jvm::Jvm,
+    golang::Go,
+    jemalloc::Jemalloc,
+    python::Python,
+}
 
 /// What is learnt once per binary, owned by the scanner that reads the processes (its
 /// deep tier), each bounded.

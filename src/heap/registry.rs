@@ -1,16 +1,38 @@
-//! The heap readers, one line each: a reader is a folder beside this file implementing
-//! [`Reader`], registered here with the name its field takes. From the list come what
-//! one process's reading holds ([`Reading`]), the reads counted per reader
-//! ([`ReadCounts`]), the per-binary caches ([`Caches`]) and the reading itself
-//! ([`read_all`]), in the order listed (the order of their series).
+//! How the one line a heap reader takes (`readers!` in `heap/mod.rs`) becomes its module
+//! and its place in `heap::list`: what one process's reading holds (`Reading`), the reads
+//! counted per reader (`ReadCounts`), the per-binary caches (`Caches`), the reading itself
+//! (`read_all`), and each reader's name, share and families, in the order listed (the
+//! order of their series).
 
-use super::memory::ProcessMemory;
-use super::shape::{run, Ceiling, Counts, Figure, Process, Reader, Reason, Says, Share};
-use super::words::{Gap, Said, Samples, Subject};
-use crate::family::Metric;
-
+/// Declares each reader's module (`src/heap/NAME/`) and makes `heap::list` from them:
+/// `readers! { glibc::Glibc, ... }`, a reader by its folder and its type.
 macro_rules! readers {
+    ($($module:ident::$reader:ident,)*) => {
+        $(pub mod $module;)*
+
+        /// The heap readers, in the order of `readers!`, and what is made from them.
+        pub mod list {
+            super::registry::list! {
+                $($module: $reader => super::$module::$reader,)*
+            }
+
+            /// How many readers there are.
+            pub const COUNT: usize = NAMES.len();
+        }
+    };
+}
+
+/// The items of `heap::list`, from each reader's field name, variant and type.
+macro_rules! list {
     ($($field:ident: $variant:ident => $reader:ty,)*) => {
+        use $crate::family::Metric;
+        use super::memory::ProcessMemory;
+        use super::registry::outcome;
+        use super::shape::{
+            run, Ceiling, Counts, Figure, Process, Reader, Reason, Says, Share,
+        };
+        use super::words::{Gap, Said, Samples, Subject};
+
         /// One reader's measurement of a process: its figure, or why there is none.
         #[derive(Debug, Clone, PartialEq)]
         pub enum Reading {
@@ -197,22 +219,15 @@ macro_rules! readers {
     };
 }
 
+pub(crate) use {list, readers};
+
+use super::shape::{Figure, Reader, Reason};
+
 /// A read's `outcome` label.
-fn outcome<R: Reader>(read: &Result<R::Figure, R::Reason>) -> &'static str {
+pub fn outcome<R: Reader>(read: &Result<R::Figure, R::Reason>) -> &'static str {
     match read {
         Ok(f) if f.held_bytes().is_none() => R::Reason::PARTIAL.unwrap_or("measured"),
         Ok(_) => "measured",
         Err(e) => e.as_str(),
     }
 }
-
-readers! {
-    glibc: Glibc => super::glibc::Glibc,
-    jvm: Jvm => super::jvm::Jvm,
-    go: Go => super::golang::Go,
-    jemalloc: Jemalloc => super::jemalloc::Jemalloc,
-    python: Python => super::python::Python,
-}
-
-/// How many readers there are.
-pub const COUNT: usize = NAMES.len();
