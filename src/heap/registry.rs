@@ -198,7 +198,9 @@ macro_rules! list {
             struct Applies {
                 $($field: Result<bool, <$reader as Reader>::Reason>,)*
             }
-            let applies = Applies { $($field: <$reader as Reader>::applies(process),)* };
+            let applies = Applies {
+                $($field: <$reader as Reader>::applies(process, &caches.$field),)*
+            };
             let mut memory = [$(matches!(applies.$field, Ok(true)),)*]
                 .contains(&true)
                 .then(open)

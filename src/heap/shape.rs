@@ -170,8 +170,9 @@ pub trait Reader {
     /// What its figure is to the process's hoarding.
     const SHARE: Share;
     /// Whether it reads this process: `Ok(true)` read, `Ok(false)` not its (no outcome),
-    /// or the reason it gives without reading.
-    fn applies(process: &Process) -> Result<bool, Self::Reason>;
+    /// or the reason it gives without reading; `cache` is what it learnt of binaries
+    /// (a reader that knows its process by a symbol of the executable looks it up once).
+    fn applies(process: &Process, cache: &Self::Cache) -> Result<bool, Self::Reason>;
     /// Reads the process's memory, within the budget `memory` carries. `ceiling` is what
     /// is left of its resident memory for the readers' figures: one that shows resident
     /// memory the mappings do not (ZGC's heap file) raises it.

@@ -13,50 +13,35 @@ pub const NOT_SERVED_HERE: [(&str, &str); 1] = [(
 
 /// Rows only the live host can show: the fixture's SwapFree is absurd (dropped) and a
 /// fixture has no process memory for the heap walk to read, nor a JVM (the live run has
-/// one of its own).
-pub const LIVE_ONLY: [&str; 38] = [
+/// one of its own). Every heap reader's families of the top processes are live-only too
+/// ([`live_only`]: they are read from a process's memory).
+pub const LIVE_ONLY: [&str; 13] = [
     // A live process's socket tables.
     "membloat_netns_socket_queue_bytes",
     // statvfs of a real tmpfs mount.
     "membloat_tmpfs_used_bytes",
     // A memfd the live run holds open.
     "membloat_unlinked_file_bytes",
-    "membloat_process_python_arenas",
-    "membloat_process_python_allocated_bytes",
-    "membloat_process_python_unused_bytes",
-    "membloat_process_python_unused_resident_bytes",
-    "membloat_process_python_unmeasured",
-    "membloat_process_jemalloc_active_bytes",
-    "membloat_process_jemalloc_dirty_bytes",
-    "membloat_process_jemalloc_muzzy_bytes",
-    "membloat_process_jemalloc_kept_resident_bytes",
-    "membloat_process_jemalloc_unmeasured",
-    "membloat_process_go_heap_in_use_bytes",
-    "membloat_process_go_heap_free_bytes",
-    "membloat_process_go_heap_free_resident_bytes",
-    "membloat_process_go_heap_released_bytes",
-    "membloat_process_go_gc_goal_bytes",
-    "membloat_process_go_memory_limit_bytes",
-    "membloat_process_go_unmeasured",
-    "membloat_process_jvm_heap_max_bytes",
-    "membloat_process_jvm_unmeasured",
     "membloat_swap_free_bytes",
     "membloat_cgroup_hoarded_bytes",
     "membloat_cgroup_runtime_held_bytes",
     "membloat_group_runtime_held_bytes",
     "membloat_process_runtime_held_bytes",
-    "membloat_process_jvm_info",
-    "membloat_process_jvm_heap_committed_bytes",
-    "membloat_process_jvm_heap_used_bytes",
-    "membloat_process_jvm_heap_resident_bytes",
-    "membloat_process_jvm_metaspace_committed_bytes",
-    "membloat_process_jvm_metaspace_used_bytes",
     "membloat_process_heap_free_bytes",
     "membloat_process_heap_free_resident_bytes",
     "membloat_process_heap_reclaimable_bytes",
     "membloat_process_heap_top_bytes",
     "membloat_process_heap_free_chunks",
 ];
+
+/// Whether only the live host can show the row: one of [`LIVE_ONLY`], or a heap reader's
+/// family of the top processes.
+pub fn live_only(name: &str) -> bool {
+    let readers = membloat_exporter::heap::list::ROWS
+        .iter()
+        .flat_map(|r| r.iter());
+    LIVE_ONLY.contains(&name) || readers.map(|m| m.name).any(|n| n == name)
+}
 
 /// `# TYPE` and `# HELP` of every family in a text-format exposition.
 pub fn families(text: &str) -> BTreeMap<String, (String, String)> {
@@ -169,7 +154,7 @@ pub fn check(live: bool) {
         if NOT_SERVED_HERE.iter().any(|(n, _)| *n == m.name) {
             continue;
         }
-        if LIVE_ONLY.contains(&m.name) {
+        if live_only(m.name) {
             if !live {
                 continue;
             }

@@ -33,6 +33,8 @@ mod oomkill;
 mod package;
 #[path = "../phenomena.rs"]
 mod phenomena;
+#[path = "../planted.rs"]
+mod planted;
 #[path = "../privileges.rs"]
 mod privileges;
 #[path = "../prometheus.rs"]

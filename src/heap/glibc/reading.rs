@@ -13,7 +13,10 @@ impl super::super::shape::Reader for Glibc {
     const NAME: &'static str = "glibc";
     const SHARE: super::super::shape::Share = super::super::shape::Share::Allocator;
 
-    fn applies(p: &super::super::shape::Process) -> Result<bool, measure::Unmeasured> {
+    fn applies(
+        p: &super::super::shape::Process,
+        _: &(),
+    ) -> Result<bool, measure::Unmeasured> {
         use crate::parse::smaps::Library;
         if p.identity.allocator != super::super::runtime::Allocator::Glibc {
             return Err(measure::Unmeasured::NotGlibc);

@@ -117,7 +117,7 @@ impl super::shape::Reader for Go {
     const NAME: &'static str = "go";
     const SHARE: super::shape::Share = super::shape::Share::Runtime { alone: true };
 
-    fn applies(p: &super::shape::Process) -> Result<bool, Unmeasured> {
+    fn applies(p: &super::shape::Process, _: &Self::Cache) -> Result<bool, Unmeasured> {
         Ok(p.identity.runtime == super::runtime::Runtime::Go)
     }
 

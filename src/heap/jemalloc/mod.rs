@@ -36,7 +36,7 @@ impl super::shape::Reader for Jemalloc {
     const NAME: &'static str = "jemalloc";
     const SHARE: super::shape::Share = super::shape::Share::Allocator;
 
-    fn applies(p: &super::shape::Process) -> Result<bool, Unmeasured> {
+    fn applies(p: &super::shape::Process, _: &Self::Cache) -> Result<bool, Unmeasured> {
         use crate::parse::smaps::Library;
         if p.identity.allocator != super::runtime::Allocator::Jemalloc {
             return Ok(false);

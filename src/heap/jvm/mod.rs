@@ -208,7 +208,7 @@ impl Reader for Jvm {
     const NAME: &'static str = "jvm";
     const SHARE: super::shape::Share = super::shape::Share::Runtime { alone: false };
 
-    fn applies(p: &Process) -> Result<bool, Unmeasured> {
+    fn applies(p: &Process, _: &reserved::Learnt) -> Result<bool, Unmeasured> {
         if p.identity.runtime != super::runtime::Runtime::Jvm {
             return Ok(false);
         }

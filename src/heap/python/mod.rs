@@ -34,7 +34,7 @@ impl super::shape::Reader for Python {
     // Beside glibc's heap, which holds Python's large blocks.
     const SHARE: super::shape::Share = super::shape::Share::Runtime { alone: false };
 
-    fn applies(p: &super::shape::Process) -> Result<bool, Unmeasured> {
+    fn applies(p: &super::shape::Process, _: &Self::Cache) -> Result<bool, Unmeasured> {
         if p.identity.runtime != super::runtime::Runtime::Python {
             return Ok(false);
         }
