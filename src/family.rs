@@ -180,7 +180,7 @@ pub enum Value {
 }
 
 /// The labels of one sample, by name, in the row's order.
-pub type Labels = Vec<(&'static str, String)>;
+pub(crate) type Labels = Vec<(&'static str, String)>;
 
 /// One family as a unit's reading (or the model, for its derived rows) gives it: its row,
 /// the key of a pattern row, and its samples. A family without samples is not served.
@@ -203,7 +203,7 @@ impl Family {
     }
 
     /// The family `key` names of the pattern row `metric`.
-    pub fn keyed(metric: &'static Metric, key: &str) -> Self {
+    pub(crate) fn keyed(metric: &'static Metric, key: &str) -> Self {
         Family {
             key: Some(key.to_string()),
             ..Family::new(metric)

@@ -73,7 +73,7 @@ impl Source {
     /// the exporter): then a pid there can be passed to system calls such as
     /// `process_vm_readv`. A host `/proc` seen from a container without the host's PID
     /// namespace names other processes by the same numbers.
-    pub fn pids_are_ours(&self) -> bool {
+    pub(crate) fn pids_are_ours(&self) -> bool {
         std::fs::read_link(self.procfs.join("self"))
             .ok()
             .and_then(|l| l.to_str()?.parse::<u32>().ok())
@@ -81,13 +81,17 @@ impl Source {
     }
 
     /// Reads `<procfs>/<rel>` as text into `buf` (replacing its content).
-    pub fn read_proc<'b>(&self, rel: &str, buf: &'b mut Buffer) -> Result<&'b str, ReadError> {
+    pub(crate) fn read_proc<'b>(
+        &self,
+        rel: &str,
+        buf: &'b mut Buffer,
+    ) -> Result<&'b str, ReadError> {
         set_path(&mut buf.path, &self.procfs, None, rel);
         read_text(buf, false, MAX_FILE_BYTES)
     }
 
     /// Reads `<procfs>/<pid>/<file>` as text into `buf`.
-    pub fn read_pid<'b>(
+    pub(crate) fn read_pid<'b>(
         &self,
         pid: u32,
         file: &str,
@@ -100,7 +104,7 @@ impl Source {
     /// Reads `<procfs>/<rel>`, a system file, and parses it: a read error becomes its
     /// [`ReadError::system_reason`] (a missing file is a kernel without it), a failed
     /// parse [`Reason::Malformed`].
-    pub fn parse_proc<T>(
+    pub(crate) fn parse_proc<T>(
         &self,
         rel: &str,
         buf: &mut Buffer,
@@ -113,7 +117,7 @@ impl Source {
     /// Reads `<procfs>/<pid>/<file>` and parses it: a read error becomes its
     /// [`ReadError::process_reason`], a parse error [`Reason::Malformed`], with what was
     /// wrong in the debug log. The one place that says how a process file is read.
-    pub fn parse_pid<T>(
+    pub(crate) fn parse_pid<T>(
         &self,
         pid: u32,
         file: &str,
@@ -129,7 +133,7 @@ impl Source {
     /// Reads `<procfs>/<pid>/smaps` a piece at a time, giving `line` each line in turn:
     /// the file is never held whole, so 60,000 mappings cost what the caller keeps of
     /// them. At most [`MAX_SMAPS_BYTES`] are read; `Ok(false)` when the file was longer.
-    pub fn read_smaps(
+    pub(crate) fn read_smaps(
         &self,
         pid: u32,
         buf: &mut Buffer,
@@ -141,7 +145,7 @@ impl Source {
     /// Reads `<procfs>/<pid>/<file>` a piece at a time, giving `line` each line in turn
     /// (a socket table of 100,000 sockets is never held whole). At most `max` bytes are
     /// read; `Ok(false)` when the file was longer.
-    pub fn read_pid_lines(
+    pub(crate) fn read_pid_lines(
         &self,
         pid: u32,
         file: &str,
@@ -154,7 +158,11 @@ impl Source {
     }
 
     /// Reads an absolute path (under the sysfs root, from [`Source::sysfs`]) as text.
-    pub fn read_path<'b>(&self, path: &Path, buf: &'b mut Buffer) -> Result<&'b str, ReadError> {
+    pub(crate) fn read_path<'b>(
+        &self,
+        path: &Path,
+        buf: &'b mut Buffer,
+    ) -> Result<&'b str, ReadError> {
         buf.path.clear();
         buf.path.push(path);
         read_text(buf, false, MAX_FILE_BYTES)
@@ -216,7 +224,11 @@ impl Source {
     ///
     /// At most `max` are listed: a directory with more (a delegated cgroup subtree is
     /// anyone's to fill) gives the first `max` and `true`, never the rest in memory.
-    pub fn subdirs(&self, dir: &Path, max: usize) -> Result<(Vec<PathBuf>, bool), ReadError> {
+    pub(crate) fn subdirs(
+        &self,
+        dir: &Path,
+        max: usize,
+    ) -> Result<(Vec<PathBuf>, bool), ReadError> {
         let entries = std::fs::read_dir(dir).map_err(|e| ReadError::new(dir, e))?;
         let mut dirs = Vec::new();
         for e in entries.flatten() {
@@ -231,7 +243,7 @@ impl Source {
     }
 
     /// Names of the entries of a directory, sorted; used for `hugepages-*kB`.
-    pub fn dir_names(&self, dir: &Path) -> Result<Vec<String>, ReadError> {
+    pub(crate) fn dir_names(&self, dir: &Path) -> Result<Vec<String>, ReadError> {
         let entries = std::fs::read_dir(dir).map_err(|e| ReadError::new(dir, e))?;
         let mut names: Vec<String> = entries
             .filter_map(|entry| entry.ok()?.file_name().into_string().ok())

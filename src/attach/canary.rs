@@ -26,7 +26,7 @@ const WAITS: [i64; 4] = [34, 35, 0, 202];
 
 /// The verdict for `tool` on this host, proven once per process with the child run from
 /// `exe` (this binary).
-pub fn verdict(tool: LiveTool, exe: &Path) -> Live {
+pub(crate) fn verdict(tool: LiveTool, exe: &Path) -> Live {
     static PROVEN: [OnceLock<Live>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
     let slot = match tool {
         LiveTool::Exporter => 0,

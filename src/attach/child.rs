@@ -17,10 +17,10 @@ use std::time::Duration;
 pub const ARG: &str = "__membloat-canary-child";
 
 /// The waits, in the order of their lines; `pause` is the main thread's (gdb calls there).
-pub const KINDS: [&str; 4] = ["pause", "nanosleep", "read", "futex"];
+pub(crate) const KINDS: [&str; 4] = ["pause", "nanosleep", "read", "futex"];
 
 /// What [`probe`] returns for `arg`: proof that it ran to its end and returned.
-pub fn probed(arg: u64) -> u64 {
+pub(crate) fn probed(arg: u64) -> u64 {
     arg.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5a5a_5a5a
 }
 

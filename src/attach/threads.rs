@@ -30,7 +30,7 @@ pub fn waiting(source: &Source, pid: u32) -> Vec<u32> {
 }
 
 /// `/proc/PID/task/TID/syscall` names a system call the thread waits in.
-pub fn in_syscall(text: &str) -> bool {
+pub(crate) fn in_syscall(text: &str) -> bool {
     text.split_ascii_whitespace()
         .next()
         .and_then(|nr| nr.parse::<i64>().ok())

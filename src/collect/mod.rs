@@ -51,7 +51,7 @@ pub struct CollectorRun {
 }
 
 /// Error counts by (collector, reason).
-pub type ErrorCounts = BTreeMap<(Collector, Reason), u64>;
+pub(crate) type ErrorCounts = BTreeMap<(Collector, Reason), u64>;
 
 /// Everything one scan read.
 #[derive(Debug, Clone, Default)]
@@ -129,7 +129,7 @@ pub enum Grouping {
 }
 
 impl Grouping {
-    pub fn from_config(g: &GroupBy) -> Result<Self, String> {
+    pub(crate) fn from_config(g: &GroupBy) -> Result<Self, String> {
         Ok(match g {
             GroupBy::Comm => Grouping::Comm,
             GroupBy::Cgroup => Grouping::Cgroup,
@@ -146,7 +146,7 @@ impl Grouping {
 
 /// How many processes whose files were denied a scan names (`ReadStats::denied`): enough
 /// to act on, bounded on a host where every process is another user's.
-pub const DENIED_NAMED: usize = 16;
+pub(crate) const DENIED_NAMED: usize = 16;
 
 /// What the processes collector did in one scan beyond reading each process.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -35,12 +35,12 @@ pub fn read(clk_tck: f64, boot: Option<u64>) -> OwnProcess {
 }
 
 /// The real boot time, for [`read`].
-pub fn boot_time() -> Option<u64> {
+pub(crate) fn boot_time() -> Option<u64> {
     own::proc_stat().as_deref().and_then(stat::boot_time)
 }
 
 /// `sysconf(_SC_CLK_TCK)`: the unit of CPU times in `stat` (100 on every Linux
 /// architecture in practice, and so when it cannot be read).
-pub fn clk_tck() -> f64 {
+pub(crate) fn clk_tck() -> f64 {
     own::clk_tck() as f64
 }

@@ -45,7 +45,7 @@ impl Progress<'_> {
 type Task = Box<dyn FnOnce(&mut Buffers, &WorkerState) + Send>;
 
 /// What a batch does with one pid: `work(buffers, progress, pid, index in the batch)`.
-pub type Work<T> = Arc<dyn Fn(&mut Buffers, &Progress, u32, usize) -> T + Send + Sync>;
+pub(crate) type Work<T> = Arc<dyn Fn(&mut Buffers, &Progress, u32, usize) -> T + Send + Sync>;
 
 struct Worker {
     tx: Sender<Task>,
@@ -101,7 +101,7 @@ impl Pool {
 
     /// Items (pids, or the system pool's jobs) that a worker has been reading since an
     /// earlier batch gave up on it.
-    pub fn stuck_items(&self) -> Vec<u32> {
+    pub(crate) fn stuck_items(&self) -> Vec<u32> {
         self.stuck().into_iter().map(|(pid, _)| pid).collect()
     }
 
@@ -250,7 +250,11 @@ impl Pool {
 
     /// Starts a batch on `min(size, items)` workers and returns without waiting for it
     /// ([`Pool::wait`]).
-    pub fn submit<T: Send + 'static>(&mut self, pids: Vec<u32>, work: &Work<T>) -> Running<T> {
+    pub(crate) fn submit<T: Send + 'static>(
+        &mut self,
+        pids: Vec<u32>,
+        work: &Work<T>,
+    ) -> Running<T> {
         self.batches += 1;
         let n = pids.len();
         let (tx, rx) = mpsc::channel();

@@ -113,7 +113,7 @@ impl Scanner {
     /// Every collector unit reads what its source holds from before the exporter started,
     /// not only what is new: the kernel log from its oldest record, not its end (for
     /// `explain`, which tells the kills of a host it was not watching).
-    pub fn read_history(&mut self) {
+    pub(crate) fn read_history(&mut self) {
         self.system.read_history();
     }
 

@@ -1,17 +1,17 @@
 //! What `build.rs` recorded about this binary: shown by `--version` and exported as the
 //! labels of `membloat_build_info`, as every Prometheus exporter does.
 
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-pub const REVISION: &str = env!("MEMBLOAT_REVISION");
-pub const BRANCH: &str = env!("MEMBLOAT_BRANCH");
+pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const REVISION: &str = env!("MEMBLOAT_REVISION");
+pub(crate) const BRANCH: &str = env!("MEMBLOAT_BRANCH");
 /// UTC, RFC 3339.
-pub const BUILD_DATE: &str = env!("MEMBLOAT_BUILD_DATE");
-pub const RUST_VERSION: &str = env!("MEMBLOAT_RUST_VERSION");
+pub(crate) const BUILD_DATE: &str = env!("MEMBLOAT_BUILD_DATE");
+pub(crate) const RUST_VERSION: &str = env!("MEMBLOAT_RUST_VERSION");
 /// The target triple, e.g. `x86_64-unknown-linux-gnu`.
 pub const TARGET: &str = env!("MEMBLOAT_TARGET");
 
 /// `--version`, in the layout of the Prometheus exporters' `version.Print`.
-pub const LONG_VERSION: &str = concat!(
+pub(crate) const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (branch: ",
     env!("MEMBLOAT_BRANCH"),

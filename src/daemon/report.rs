@@ -11,7 +11,7 @@ use crate::log::LogLevel;
 use crate::source::{own, Reason};
 
 #[derive(Default)]
-pub struct Reporter {
+pub(crate) struct Reporter {
     /// Collectors whose last scan failed.
     failing: BTreeSet<Collector>,
     /// (collector, reason) pairs already warned about.

@@ -29,9 +29,9 @@ use crate::parse::meminfo::Meminfo;
 use crate::units::{sysctl::Sysctl, thp::Thp};
 
 /// The JSON schema's name and version; bumped only on an incompatible change.
-pub const SCHEMA: &str = "membloat.explain/v1";
+pub(crate) const SCHEMA: &str = "membloat.explain/v1";
 /// Processes listed in the OOM killer's order.
-pub const OOM_ORDER_LEN: usize = 5;
+pub(crate) const OOM_ORDER_LEN: usize = 5;
 
 /// What explain looks at.
 #[derive(Debug, Clone, Default)]
@@ -72,12 +72,12 @@ impl Diagnosis {
     /// The exit code of `explain`: 0 nothing to act on, 1 findings. That a small process's
     /// heap could not be measured (below [`INFORM_BELOW_RSS_BYTES`] of RSS) informs: alone
     /// it does not set the code.
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         i32::from(self.findings.iter().any(|f| !f.informs()))
     }
 }
 
-pub fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
+pub(crate) fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
     let m = s.host.get::<Meminfo>();
     let g = |f: fn(&crate::parse::meminfo::Meminfo) -> Option<u64>| m.and_then(f);
     let host = Host {

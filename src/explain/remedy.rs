@@ -13,7 +13,7 @@ pub use advice::{Advice, Remedy, GLIBC_TUNABLES};
 use glibc::glibc_hoarding;
 
 /// jemalloc's settings that give its dirty pages back within a second, idle or not.
-pub const JEMALLOC_CONF: &str =
+pub(crate) const JEMALLOC_CONF: &str =
     "MALLOC_CONF=background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0";
 
 /// The exact remedy for hoarding by allocator and runtime; for glibc, by where the freed
@@ -45,7 +45,7 @@ pub fn hoarding(
 
 /// What keeps hoarding from building up again in a program that was killed: nothing can
 /// be given back now.
-pub fn hoarding_after_kill(allocator: Option<Allocator>, runtime: Runtime) -> String {
+pub(crate) fn hoarding_after_kill(allocator: Option<Allocator>, runtime: Runtime) -> String {
     match allocator {
         Some(Allocator::Glibc) | None => {
             let trim = match runtime {
@@ -61,7 +61,7 @@ pub fn hoarding_after_kill(allocator: Option<Allocator>, runtime: Runtime) -> St
 /// glibc's arena cap: two arenas, whatever the CPUs. Started with it, the program's
 /// threads share the main arena and one other, so the arena heaps reserve one 64 MiB heap
 /// (or a few, where one arena outgrows its heap) instead of up to 8 per CPU.
-pub const ARENA_MAX: &str = "MALLOC_ARENA_MAX=2";
+pub(crate) const ARENA_MAX: &str = "MALLOC_ARENA_MAX=2";
 
 pub fn arenas(runtime: Runtime) -> Remedy {
     let what = if runtime == Runtime::Jvm {
@@ -83,7 +83,7 @@ pub fn arenas(runtime: Runtime) -> Remedy {
 /// inherited across fork and exec): khugepaged leaves its memory alone, even ranges it
 /// advised with `MADV_HUGEPAGE`. Put before the program's command, it runs as printed
 /// wherever `python3` is.
-pub const THP_DISABLED_LAUNCHER: &str = "python3 -c 'import ctypes,os,sys; ctypes.CDLL(None).prctl(41, 1, 0, 0, 0) == 0 or sys.exit(\"PR_SET_THP_DISABLE failed\"); os.execvp(sys.argv[1], sys.argv[1:])'";
+pub(crate) const THP_DISABLED_LAUNCHER: &str = "python3 -c 'import ctypes,os,sys; ctypes.CDLL(None).prctl(41, 1, 0, 0, 0) == 0 or sys.exit(\"PR_SET_THP_DISABLE failed\"); os.execvp(sys.argv[1], sys.argv[1:])'";
 
 /// khugepaged's regrowth: the program started with THP off for it (the launcher, or in
 /// its own launcher `prctl(PR_SET_THP_DISABLE, 1)`), or the host's `max_ptes_none` at 0.

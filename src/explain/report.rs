@@ -64,7 +64,7 @@ pub struct UnmeasuredHeaps {
 }
 
 /// Names listed per group of unmeasured heaps.
-pub const UNMEASURED_NAMES: usize = 8;
+pub(crate) const UNMEASURED_NAMES: usize = 8;
 
 /// A process whose runtime heap could not be measured is a finding from this much RSS
 /// on (or when asked for with `--pid`): below it, what it could hold back is small beside a
@@ -169,7 +169,7 @@ pub const INFORM_BELOW_RSS_BYTES: u64 = crate::model::signals::HOARD_MIN_HEAP_BY
 
 impl Finding {
     /// Whether the finding only informs: a small process's heap that could not be measured.
-    pub fn informs(&self) -> bool {
+    pub(crate) fn informs(&self) -> bool {
         self.kind.ends_with("_unmeasured")
             && self
                 .process

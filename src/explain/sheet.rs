@@ -10,7 +10,7 @@ use crate::units::owners::OwnersReading;
 
 /// A row is told in the text when it holds at least this share of the total (every row is
 /// in the JSON); `unexplained` always is.
-pub const TOLD_SHARE: f64 = 0.01;
+pub(crate) const TOLD_SHARE: f64 = 0.01;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Row {
@@ -79,7 +79,7 @@ fn note(row: &str) -> &'static str {
 }
 
 /// Owners the text tells at most; the JSON has every one the collector kept.
-pub const OWNERS_TOLD: usize = 8;
+pub(crate) const OWNERS_TOLD: usize = 8;
 
 /// One holder of memory outside the processes' heaps.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -30,7 +30,7 @@ use crate::model::derive::Snapshot;
 use crate::units::Unit as CollectorUnit;
 
 /// Every family but the exporter's own `process_*` starts with this (`family::prefix!`).
-pub const PREFIX: &str = crate::family::prefix!();
+pub(crate) const PREFIX: &str = crate::family::prefix!();
 
 /// A unit's section: the families of its reading, and those the model derives for it
 /// (`derived`, in their order). A derived family whose row the unit lists goes before the
@@ -69,7 +69,7 @@ fn encode_section(
 
 /// Encodes one snapshot.
 #[derive(Debug)]
-pub struct SnapshotCollector(pub std::sync::Arc<Snapshot>);
+pub(crate) struct SnapshotCollector(pub std::sync::Arc<Snapshot>);
 
 impl Collector for SnapshotCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> fmt::Result {

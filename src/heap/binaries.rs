@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 /// A file's identity: device, inode, size, modification time.
-pub type FileId = (u64, u64, u64, i64);
+pub(crate) type FileId = (u64, u64, u64, i64);
 
 /// Where a process loaded the binary `id`: the start of the lowest of its mappings of it
 /// (file offset 0 of a binary the kernel or the loader mapped).
@@ -21,7 +21,7 @@ pub fn first_mapping(vmas: &[crate::parse::smaps::Vma], id: FileId) -> Option<u6
 
 /// Why the library a reader reads could not be opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotOpened {
+pub(crate) enum NotOpened {
     /// It lies on a FUSE or network mount, which no reader opens.
     Remote,
     /// It could not be opened (no ptrace access, process gone).
@@ -30,7 +30,7 @@ pub enum NotOpened {
 
 /// The lowest mapping of `library` in the process, opened as the process maps it
 /// (`/proc/PID/map_files`), never on a FUSE or network mount; `None` when it maps none.
-pub fn open_library(
+pub(crate) fn open_library(
     source: &crate::source::Source,
     pid: u32,
     vmas: &[crate::parse::smaps::Vma],
@@ -59,7 +59,7 @@ pub struct ByFile<V> {
 }
 
 /// The binaries a reader keeps by default: a node runs a few dozen distinct ones.
-pub const DEFAULT_BINARIES: usize = 64;
+pub(crate) const DEFAULT_BINARIES: usize = 64;
 
 impl<V> Default for ByFile<V> {
     fn default() -> Self {

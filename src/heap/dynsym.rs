@@ -8,7 +8,7 @@ use super::target::{u16_at, u32_at, u64_at, Target};
 use std::collections::HashMap;
 
 /// `len` bytes of the target at `at`.
-pub fn read_vec<T: Target>(t: &mut T, at: u64, len: usize) -> Option<Vec<u8>> {
+pub(crate) fn read_vec<T: Target>(t: &mut T, at: u64, len: usize) -> Option<Vec<u8>> {
     let mut b = vec![0u8; len];
     t.read(at, &mut b).ok()?;
     Some(b)
@@ -30,7 +30,7 @@ pub fn gnu_hash(name: &[u8]) -> u32 {
 }
 
 /// A loaded shared object's dynamic symbols, as its own dynamic section lays them out.
-pub struct Symbols {
+pub(crate) struct Symbols {
     base: u64,
     symtab: u64,
     strtab: u64,

@@ -27,9 +27,9 @@ const MAX_SEGMENTS: u64 = 1 << 8;
 /// The section names' table.
 const MAX_NAMES_BYTES: u64 = 1 << 20;
 /// The symbol table and its strings, each: a kubelet's are a few MiB.
-pub const MAX_SYMBOLS_BYTES: u64 = 32 << 20;
+pub(crate) const MAX_SYMBOLS_BYTES: u64 = 32 << 20;
 /// One DWARF section, inflated: a kubelet's `.debug_info` is tens of MiB less than this.
-pub const MAX_DWARF_BYTES: u64 = 48 << 20;
+pub(crate) const MAX_DWARF_BYTES: u64 = 48 << 20;
 /// Inflated from the file this much at a time.
 const CHUNK: usize = 64 << 10;
 
@@ -290,7 +290,7 @@ impl Elf {
     /// The bytes a section holds once inflated, as its header claims: what a reader sums
     /// over the sections it needs before it inflates any ([`Elf::data`] refuses data
     /// that holds more or less).
-    pub fn claimed<B: Binary + ?Sized>(&self, bin: &B, s: &Section) -> Result<u64, Fault> {
+    pub(crate) fn claimed<B: Binary + ?Sized>(&self, bin: &B, s: &Section) -> Result<u64, Fault> {
         Ok(self.packing(bin, s)?.map_or(s.size, |(_, size)| size))
     }
 

@@ -89,10 +89,10 @@ impl Target for Image {
 }
 
 /// Where the builder puts things.
-pub const LIBC_DATA: u64 = 0x7fff_f7e0_0000;
-pub const MAIN_ARENA: u64 = LIBC_DATA + 0x1c0;
+pub(crate) const LIBC_DATA: u64 = 0x7fff_f7e0_0000;
+pub(crate) const MAIN_ARENA: u64 = LIBC_DATA + 0x1c0;
 pub const BRK: u64 = 0x5555_5555_a000;
-pub const HEAPS: u64 = 0x7ff0_0000_0000;
+pub(crate) const HEAPS: u64 = 0x7ff0_0000_0000;
 
 #[derive(Debug, Clone)]
 struct ArenaPlan {
@@ -160,7 +160,7 @@ impl Builder {
 
     /// Ends arena `a`'s current heap with fence posts and starts the next, `gap` heaps
     /// further (0: right beside it, as the kernel then merges the two mappings).
-    pub fn next_heap(&mut self, a: usize, gap: u64) {
+    pub(crate) fn next_heap(&mut self, a: usize, gap: u64) {
         let plan = &mut self.arenas[a];
         let (_, end) = *plan.heaps.last().unwrap();
         let fence = end - 32;
@@ -222,7 +222,8 @@ impl Builder {
 
     /// A free chunk on no list at all, as a chunk looks in the middle of a `free`: the
     /// chunk walk sees it free, the free lists do not.
-    pub fn orphan(&mut self, a: usize, size: u64) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn orphan(&mut self, a: usize, size: u64) -> u64 {
         let at = self.push(a, size, 0);
         self.arenas[a].free_before = Some(size);
         at

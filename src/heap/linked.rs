@@ -16,7 +16,7 @@ use super::elf::{Binary, Elf};
 use super::runtime::Allocator;
 
 /// The read-only data a stripped binary is searched: ClickHouse's is about 40 MiB.
-pub const MAX_RODATA_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_RODATA_BYTES: u64 = 64 << 20;
 
 /// The allocator linked into the executable `exe`, read once per binary (`kept`).
 pub fn allocator(

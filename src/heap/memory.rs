@@ -128,7 +128,7 @@ impl ProcessMemory {
     /// is then read from pagemap only where their `Rss` cannot say it.
     /// A mapping of a file on one of `remote`'s mounts (every file's, when the mounts
     /// cannot be told) is never read.
-    pub fn with_mappings(mut self, vmas: &[Vma], remote: Option<&Remote>) -> ProcessMemory {
+    pub(crate) fn with_mappings(mut self, vmas: &[Vma], remote: Option<&Remote>) -> ProcessMemory {
         if remote.is_some_and(|r| r.unreadable) {
             self.refused = Fault::Unreadable;
         }
@@ -173,7 +173,7 @@ impl ProcessMemory {
     }
 
     /// Whether the current reader's budget ran out (a read failed for it).
-    pub fn exhausted(&self) -> bool {
+    pub(crate) fn exhausted(&self) -> bool {
         self.exhausted
     }
 

@@ -10,9 +10,10 @@
 //! no ptrace stop, no signal, only `pread`s. Nothing read is kept or logged.
 
 pub mod binaries;
-pub mod dynsym;
+pub(crate) mod dynsym;
 pub mod elf;
 pub use glibc::{arenas, freelist, process, walk};
+#[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod image;
 pub mod linked;

@@ -17,7 +17,7 @@ macro_rules! readers {
             }
 
             /// How many readers there are.
-            pub const COUNT: usize = NAMES.len();
+            pub(crate) const COUNT: usize = NAMES.len();
         }
     };
 }
@@ -123,14 +123,14 @@ macro_rules! list {
 
             /// Whether the read found the process moving (or starting): read again on
             /// the retry schedule.
-            pub fn is_transient(&self) -> bool {
+            pub(crate) fn is_transient(&self) -> bool {
                 match self {
                     $(Reading::$variant(r) => r.as_ref().is_err_and(|e| e.is_transient()),)*
                 }
             }
 
             /// Whether the read stopped at its budget.
-            pub fn is_over_budget(&self) -> bool {
+            pub(crate) fn is_over_budget(&self) -> bool {
                 match self {
                     $(Reading::$variant(r) => r.as_ref().is_err_and(|e| e.is_over_budget()),)*
                 }
@@ -147,7 +147,7 @@ macro_rules! list {
         pub const ROWS: &[&[Metric]] = &[$(<$reader as Says>::ROWS,)*];
 
         /// What a reader's figure is to the process's hoarding, by its name.
-        pub fn share_of(name: &str) -> Option<Share> {
+        pub(crate) fn share_of(name: &str) -> Option<Share> {
             $(if name == <$reader as Reader>::NAME {
                 return Some(<$reader as Reader>::SHARE);
             })*
@@ -188,7 +188,7 @@ macro_rules! list {
 
         /// Runs every reader that applies to `process`, on its memory (opened once, when
         /// one of them reads it), within the ceiling.
-        pub fn read_all(
+        pub(crate) fn read_all(
             process: &Process,
             open: impl FnOnce() -> Option<ProcessMemory>,
             caches: &Caches,

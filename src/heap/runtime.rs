@@ -69,7 +69,7 @@ pub struct Identity {
 
 /// Decides from the files mapped, the Go build info of the executable (`Some(version)`
 /// when it is a Go binary) and the allocator linked into it (as `linked.rs` reads it).
-pub fn identify(libs: Libraries, go: Option<String>, linked: Option<Allocator>) -> Identity {
+pub(crate) fn identify(libs: Libraries, go: Option<String>, linked: Option<Allocator>) -> Identity {
     // A malloc replacement wins over libc: it is preloaded, or linked in front of it.
     let allocator = if libs.has(Library::Jemalloc) {
         Allocator::Jemalloc

@@ -136,7 +136,7 @@ impl Process<'_> {
     /// or faults in: its server (any user's program) could hold the read forever.
     /// A process whose mounts could not be read at all is not said to be on one: its
     /// reads fail as unreadable.
-    pub fn on_remote(&self, v: &Vma) -> bool {
+    pub(crate) fn on_remote(&self, v: &Vma) -> bool {
         v.file_id.is_some_and(|(dev, _)| {
             self.remote
                 .is_none_or(|r| !r.unreadable && r.has_device(dev))
@@ -247,7 +247,7 @@ impl Ceiling {
 }
 
 /// The most reasons a reader may have.
-pub const MAX_REASONS: usize = 14;
+pub(crate) const MAX_REASONS: usize = 14;
 
 /// Reads counted by outcome: `measured`, the partial figure (if the reader has one), and
 /// each reason.
@@ -273,7 +273,7 @@ impl<R: Reason> Counts<R> {
     }
 
     /// Each outcome's label (`measured` first) and count.
-    pub fn outcomes(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+    pub(crate) fn outcomes(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
         let labels = std::iter::once(Some("measured"))
             .chain(std::iter::once(R::PARTIAL))
             .chain(R::ALL.iter().map(|r| Some(r.as_str())));

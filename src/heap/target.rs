@@ -63,14 +63,14 @@ pub fn u64_at(b: &[u8], at: usize) -> Option<u64> {
 }
 
 /// The little-endian `u32` at `at` of `b`; `None` past its end.
-pub fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+pub(crate) fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(
         b.get(at..at.checked_add(4)?)?.try_into().ok()?,
     ))
 }
 
 /// The little-endian `u16` at `at` of `b`; `None` past its end.
-pub fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+pub(crate) fn u16_at(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_le_bytes(
         b.get(at..at.checked_add(2)?)?.try_into().ok()?,
     ))

@@ -1,7 +1,7 @@
 //! RFC 3339 UTC timestamps without a date library (shared with `build.rs`).
 
 /// Days since 1970-01-01 to (year, month, day): Howard Hinnant's `civil_from_days`.
-pub fn civil(days: i64) -> (i64, u32, u32) {
+pub(crate) fn civil(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

@@ -7,7 +7,7 @@ use crate::collect::ProcessSample;
 use crate::model::signals::{Method, Signals};
 
 /// The group that holds the processes of the groups past `--collector.processes.max-groups`.
-pub const OTHER_GROUP: &str = "other";
+pub(crate) const OTHER_GROUP: &str = "other";
 
 /// Sums over the processes of one group. Sizes in bytes.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -11,11 +11,11 @@ use crate::model::signals::{Method, ProcState, Seen};
 use crate::parse::kmsg::OomKill;
 
 /// Kills kept for `/explain` and `explain`.
-pub const RECENT_KILLS: usize = 10;
+pub(crate) const RECENT_KILLS: usize = 10;
 
 /// The group of a victim the exporter never saw (it started and died between two scans,
 /// or `explain` read a kill from before it ran).
-pub const UNKNOWN_GROUP: &str = "unknown";
+pub(crate) const UNKNOWN_GROUP: &str = "unknown";
 
 /// One kill and what was known of its victim.
 #[derive(Debug, Clone, PartialEq)]

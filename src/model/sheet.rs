@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use crate::parse::meminfo::Meminfo;
 
 /// The last row: `total` less every other row.
-pub const UNEXPLAINED: &str = "unexplained";
+pub(crate) const UNEXPLAINED: &str = "unexplained";
 
 /// What a heap reader measured as held over the processes, in their anonymous memory and
 /// in their shared memory.

@@ -209,7 +209,7 @@ pub fn advance(
 /// process and the last reading is older than `fresh_seconds` at `now`: a figure that old
 /// is not served as measured (the process's deep reads kept being deferred or backed
 /// off); `None` when `prev` stands as it is.
-pub fn without_stale_heap(
+pub(crate) fn without_stale_heap(
     prev: &ProcState,
     p: &ProcessSample,
     now: Option<f64>,

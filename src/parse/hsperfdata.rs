@@ -16,7 +16,7 @@ use super::ParseError;
 
 /// Largest file read: HotSpot's default is 64 KiB (`-XX:PerfDataMemorySize`), rounded up
 /// to a page; a file this large is not a JVM's.
-pub const MAX_BYTES: usize = 1 << 20;
+pub(crate) const MAX_BYTES: usize = 1 << 20;
 
 const PROLOGUE_BYTES: usize = 32;
 const ENTRY_HEADER_BYTES: usize = 20;

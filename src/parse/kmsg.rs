@@ -255,7 +255,7 @@ fn kernels_reason(reason: &str) -> bool {
 /// True for the record that carries the rest of a summary a kernel split in two (some
 /// 4.20 to 5.2 kernels printed `,oom_memcg=` or `,global_oom` with `pr_info`, which
 /// starts a record): the collector appends it to the `oom-kill:` record before it.
-pub fn continues_summary(message: &str) -> bool {
+pub(crate) fn continues_summary(message: &str) -> bool {
     message.starts_with(",oom_memcg=") || message.starts_with(",global_oom")
 }
 

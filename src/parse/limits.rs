@@ -3,7 +3,7 @@
 use super::ParseError;
 
 /// The soft `Max open files` limit; an error when absent, `unlimited` or not a number.
-pub fn max_open_files(text: &str) -> Result<u64, ParseError> {
+pub(crate) fn max_open_files(text: &str) -> Result<u64, ParseError> {
     let rest = text
         .lines()
         .find_map(|l| l.strip_prefix("Max open files"))

@@ -45,7 +45,7 @@ pub struct Meminfo {
 
 /// The fields the balance sheet reads besides those above, each once in `meminfo`.
 /// `HugePages_Total` and `HugePages_Free` are page counts; the others kB.
-pub const SHEET_FIELDS: [&str; 21] = [
+pub(crate) const SHEET_FIELDS: [&str; 21] = [
     "Buffers",
     "Cached",
     "SwapCached",

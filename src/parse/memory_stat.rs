@@ -85,30 +85,30 @@ impl MemoryStat {
     }
 
     /// Adds the usage, from `memory.current` or `memory.usage_in_bytes`.
-    pub fn add_usage(&mut self, text: &str) {
+    pub(crate) fn add_usage(&mut self, text: &str) {
         self.usage_bytes = text.trim().parse().ok();
     }
 
     /// Adds the limit, from `memory.max` (`max`: none) or `memory.limit_in_bytes`
     /// (unlimited is a number near 2^63).
-    pub fn add_limit(&mut self, text: &str) {
+    pub(crate) fn add_limit(&mut self, text: &str) {
         self.limit_bytes = text.trim().parse::<u64>().ok().filter(|&l| l < UNLIMITED);
     }
 
     /// What the kubelet calls the working set, and evicts and reports (`kubectl top`) by:
     /// usage minus inactive page cache, never below 0.
-    pub fn working_set_bytes(&self) -> Option<u64> {
+    pub(crate) fn working_set_bytes(&self) -> Option<u64> {
         let usage = self.usage_bytes?;
         Some(usage.saturating_sub(self.inactive_file_bytes.unwrap_or(0)))
     }
 
     /// Adds the peak, from `memory.peak`; not a number leaves it out.
-    pub fn add_peak(&mut self, text: &str) {
+    pub(crate) fn add_peak(&mut self, text: &str) {
         self.peak_bytes = text.trim().parse().ok();
     }
 
     /// Adds the cgroup's own memory pressure, from `memory.pressure`.
-    pub fn add_pressure(&mut self, text: &str) -> Result<(), ParseError> {
+    pub(crate) fn add_pressure(&mut self, text: &str) -> Result<(), ParseError> {
         self.pressure = Some(Pressure::parse(text)?);
         Ok(())
     }
@@ -116,7 +116,7 @@ impl MemoryStat {
     /// Adds the counters of v2 `memory.events` (`high`, `max`, `oom`, `oom_kill`,
     /// `oom_group_kill`) or v1
     /// `memory.oom_control` (`oom_kill`); a value that is not a number is left out.
-    pub fn add_events(&mut self, text: &str) {
+    pub(crate) fn add_events(&mut self, text: &str) {
         for line in text.lines() {
             let Some((key, value)) = line.split_once(' ') else {
                 continue;

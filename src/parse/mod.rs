@@ -60,14 +60,14 @@ pub(crate) fn kib_to_bytes(value: &str) -> Option<u64> {
 }
 
 /// A single unsigned integer, as in `/proc/PID/oom_score` or a sysctl file.
-pub fn parse_u64(text: &str) -> Result<u64, ParseError> {
+pub(crate) fn parse_u64(text: &str) -> Result<u64, ParseError> {
     text.trim()
         .parse()
         .map_err(|_| ParseError::Malformed("integer"))
 }
 
 /// A single signed integer, as in `/proc/PID/oom_score_adj`.
-pub fn parse_i64(text: &str) -> Result<i64, ParseError> {
+pub(crate) fn parse_i64(text: &str) -> Result<i64, ParseError> {
     text.trim()
         .parse()
         .map_err(|_| ParseError::Malformed("integer"))

@@ -49,19 +49,19 @@ pub struct Remote {
 impl Remote {
     /// Whether a file on device `dev` must not be read: a remote mount's, or one no
     /// `mountinfo` read lists.
-    pub fn has_device(&self, dev: u64) -> bool {
+    pub(crate) fn has_device(&self, dev: u64) -> bool {
         self.devices.binary_search(&dev).is_ok() || self.local_devices.binary_search(&dev).is_err()
     }
 
     /// Whether a file of mount `id` must not be read (as [`Remote::has_device`]).
-    pub fn has_mount(&self, id: u64) -> bool {
+    pub(crate) fn has_mount(&self, id: u64) -> bool {
         self.mount_ids.binary_search(&id).is_ok() || self.local_ids.binary_search(&id).is_err()
     }
 
     /// `other`'s local mounts are local here too, unless listed here as remote: the
     /// host's mounts, which a container's mappings can lie on (an overlay's lower files
     /// on kernels before 6.8) though its own `mountinfo` does not list them.
-    pub fn add_local(&mut self, other: &Remote) {
+    pub(crate) fn add_local(&mut self, other: &Remote) {
         for &id in &other.local_ids {
             if self.mount_ids.binary_search(&id).is_err() {
                 self.local_ids.push(id);
@@ -78,7 +78,7 @@ impl Remote {
 
     /// Files on device `dev` may be read (the kernel's own shared memory, which holds
     /// every memfd, SysV segment and shared anonymous mapping and is mounted nowhere).
-    pub fn add_local_device(&mut self, dev: u64) {
+    pub(crate) fn add_local_device(&mut self, dev: u64) {
         if self.devices.binary_search(&dev).is_err() {
             self.local_devices.push(dev);
             sort(&mut self.local_devices);
@@ -116,7 +116,7 @@ fn is_remote(fs: &str) -> bool {
 }
 
 /// The remote mounts of a `mountinfo` (lines that fit no known shape are skipped).
-pub fn remote(text: &str) -> Remote {
+pub(crate) fn remote(text: &str) -> Remote {
     let mut r = Remote::default();
     for line in text.lines() {
         let Some((mount, fs)) = line.split_once(" - ") else {

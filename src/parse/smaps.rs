@@ -6,7 +6,7 @@
 use super::{kib_to_bytes, ParseError};
 
 /// The size glibc reserves for each arena heap on 64-bit (`HEAP_MAX_SIZE`).
-pub const ARENA_HEAP_BYTES: u64 = 64 << 20;
+pub(crate) const ARENA_HEAP_BYTES: u64 = 64 << 20;
 
 /// One mapping, sizes in bytes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,7 +42,7 @@ pub struct Vma {
 
 impl Vma {
     /// Resident pages only this process maps (`Private_Clean` + `Private_Dirty`).
-    pub fn private_bytes(&self) -> u64 {
+    pub(crate) fn private_bytes(&self) -> u64 {
         self.private_clean_bytes
             .saturating_add(self.private_dirty_bytes)
     }
@@ -153,7 +153,7 @@ fn python_executable(base: &str) -> Option<bool> {
 
 /// A set of [`Library`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Libraries(u16);
+pub(crate) struct Libraries(u16);
 
 impl Libraries {
     pub fn insert(&mut self, l: Library) {
@@ -191,7 +191,7 @@ pub fn parse(text: &str) -> Result<Smaps, ParseError> {
 /// The parse of `smaps` a line at a time, for a file read in pieces: what it keeps is the
 /// mappings, whatever the file's length.
 #[derive(Debug, Default)]
-pub struct Parser {
+pub(crate) struct Parser {
     smaps: Smaps,
     /// A line that was not blank was given.
     text: bool,
@@ -350,7 +350,7 @@ impl SmapsSummary {
 /// heaps. The kernel merges neighbouring heaps into one mapping, hence the count. glibc
 /// maps heaps `MAP_NORESERVE` (`nr`) up to 2.40 and without it (`ac`) from 2.41. Go and
 /// JVM heaps can look alike: callers that know the runtime set them aside.
-pub fn arena_heaps_in(vma: &Vma, next: Option<&Vma>) -> u64 {
+pub(crate) fn arena_heaps_in(vma: &Vma, next: Option<&Vma>) -> u64 {
     let aligned = vma.start % ARENA_HEAP_BYTES == 0;
     let flagged = vma.noreserve || vma.accountable;
     if !(vma.anonymous && flagged && aligned && vma.perms_are(b"rw-p")) {

@@ -74,7 +74,7 @@ impl Stat {
 }
 
 /// `btime` of `/proc/stat`: the Unix time the system booted.
-pub fn boot_time(proc_stat: &str) -> Option<u64> {
+pub(crate) fn boot_time(proc_stat: &str) -> Option<u64> {
     proc_stat
         .lines()
         .find_map(|l| l.strip_prefix("btime "))

@@ -3,10 +3,10 @@
 use super::{is_metric_name_part, ParseError};
 
 /// Exact `/proc/vmstat` keys exported besides every `thp_*` and `compact_*` key.
-pub const EXTRA_KEYS: [&str; 4] = ["pswpin", "pswpout", "oom_kill", "pgmajfault"];
+pub(crate) const EXTRA_KEYS: [&str; 4] = ["pswpin", "pswpout", "oom_kill", "pgmajfault"];
 
 /// True for the vmstat counters the exporter keeps.
-pub fn wanted(key: &str) -> bool {
+pub(crate) fn wanted(key: &str) -> bool {
     key.starts_with("thp_") || key.starts_with("compact_") || EXTRA_KEYS.contains(&key)
 }
 

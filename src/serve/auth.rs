@@ -17,7 +17,7 @@ use crate::serve::webconfig::{Users, WebConfig};
 
 /// What `--web.config.file` asks of every request.
 #[derive(Clone, Default)]
-pub struct Guard {
+pub(crate) struct Guard {
     users: Option<Arc<Users>>,
     pub(super) headers: Arc<Vec<(HeaderName, HeaderValue)>>,
 }

@@ -40,7 +40,7 @@ use std::time::Instant;
 use tokio::sync::Notify;
 
 /// The open connections.
-pub struct Connections {
+pub(crate) struct Connections {
     max: usize,
     per_client: usize,
     max_arriving: usize,
@@ -68,7 +68,7 @@ struct Entry {
 
 /// A connection in its grace, before it takes a slot: told when to go (the arriving cap
 /// was reached). Leaves the registry when dropped.
-pub struct Arrival {
+pub(crate) struct Arrival {
     id: u64,
     addr: IpAddr,
     connections: Arc<Connections>,
@@ -77,7 +77,7 @@ pub struct Arrival {
 
 /// One admitted connection: tells the registry when a request starts and ends, and is
 /// told when to go. Leaves the registry when dropped.
-pub struct Slot {
+pub(crate) struct Slot {
     id: u64,
     connections: Arc<Connections>,
     evicted: Arc<Notify>,
@@ -97,7 +97,7 @@ impl Connections {
     /// A connection from `addr` was accepted: it arrives, holding no slot, while its
     /// head is awaited. At the arriving cap, the oldest arriving connection of the
     /// address with the most arriving goes.
-    pub fn arrive(self: &Arc<Self>, addr: IpAddr) -> Arrival {
+    pub(crate) fn arrive(self: &Arc<Self>, addr: IpAddr) -> Arrival {
         let mut open = self.lock();
         if open.arriving.len() >= self.max_arriving {
             let mut per_addr: HashMap<IpAddr, (usize, u64)> = HashMap::new();
@@ -207,11 +207,11 @@ impl Entry {
 
 /// Bytes looked at for a whole request head or TLS record: a head larger than this is
 /// never *ready*, and is served as any waiting connection.
-pub const HEAD_PEEK_BYTES: usize = 4096;
+pub(crate) const HEAD_PEEK_BYTES: usize = 4096;
 
 /// Whether `seen`, the start of what a client sent, holds a whole HTTP/1 request head or
 /// a whole TLS record (the ClientHello).
-pub fn head_complete(seen: &[u8]) -> bool {
+pub(crate) fn head_complete(seen: &[u8]) -> bool {
     match seen {
         [0x16, 0x03, _, hi, lo, ..] => seen.len() >= 5 + ((*hi as usize) << 8 | *lo as usize),
         _ => seen.windows(4).any(|w| w == b"\r\n\r\n"),
@@ -262,7 +262,7 @@ fn evict(open: &mut Open, id: u64) {
 impl Arrival {
     /// The grace is over: the connection takes a slot (`ready`: its whole head came in
     /// the grace, and waits in the socket `fd`), or `None` when none can be made.
-    pub fn admit(self, fd: Option<RawFd>, ready: bool) -> Option<Slot> {
+    pub(crate) fn admit(self, fd: Option<RawFd>, ready: bool) -> Option<Slot> {
         self.connections.lock().arriving.remove(&self.id);
         self.connections.admit(self.addr, fd, ready)
     }
@@ -282,14 +282,14 @@ impl Drop for Arrival {
 impl Slot {
     /// A request head arrived: the connection cannot be evicted until its response is
     /// sent.
-    pub fn request_started(&self) {
+    pub(crate) fn request_started(&self) {
         if let Some(e) = self.connections.lock().by_id.get_mut(&self.id) {
             e.waiting_since = None;
         }
     }
 
     /// The response was sent (or dropped): waiting for the next head from now on.
-    pub fn request_ended(&self) {
+    pub(crate) fn request_ended(&self) {
         if let Some(e) = self.connections.lock().by_id.get_mut(&self.id) {
             e.waiting_since = Some(Instant::now());
             e.served = true;

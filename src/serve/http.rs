@@ -48,7 +48,12 @@ struct InFlight {
     telemetry_path: Arc<str>,
 }
 
-pub fn router(shared: Arc<Shared>, telemetry_path: &str, limits: &Limits, web: Arc<Web>) -> Router {
+pub(crate) fn router(
+    shared: Arc<Shared>,
+    telemetry_path: &str,
+    limits: &Limits,
+    web: Arc<Web>,
+) -> Router {
     let state = AppState {
         shared,
         telemetry_path: telemetry_path.into(),

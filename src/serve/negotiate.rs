@@ -2,10 +2,10 @@
 //! text format 0.0.4 (promtool only parses that).
 
 /// Content type of the OpenMetrics exposition.
-pub const OPENMETRICS_CONTENT_TYPE: &str =
+pub(crate) const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
 /// Content type of the Prometheus text exposition 0.0.4.
-pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// True when an `Accept` header asks for OpenMetrics with a non-zero weight.
 pub fn wants_openmetrics(accept: &str) -> bool {
@@ -14,7 +14,7 @@ pub fn wants_openmetrics(accept: &str) -> bool {
 
 /// True when an `Accept-Encoding` header takes gzip with a non-zero weight: named
 /// (`gzip`, `x-gzip`), or through `*` when not named.
-pub fn accepts_gzip(accept_encoding: &str) -> bool {
+pub(crate) fn accepts_gzip(accept_encoding: &str) -> bool {
     let (mut named, mut any) = (None, None);
     for coding in accept_encoding.split(',') {
         let mut parts = coding.split(';').map(str::trim);

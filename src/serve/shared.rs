@@ -30,13 +30,13 @@ pub struct Published {
 
 impl Published {
     /// The OpenMetrics exposition gzipped, compressed at its first use.
-    pub fn openmetrics_gzip(&self) -> &Bytes {
+    pub(crate) fn openmetrics_gzip(&self) -> &Bytes {
         self.openmetrics_gzip
             .get_or_init(|| gzip(&self.openmetrics))
     }
 
     /// The text exposition gzipped, compressed at its first use.
-    pub fn text_gzip(&self) -> &Bytes {
+    pub(crate) fn text_gzip(&self) -> &Bytes {
         self.text_gzip.get_or_init(|| gzip(&self.text))
     }
 }
@@ -109,12 +109,12 @@ impl Shared {
         self.published.get()
     }
 
-    pub fn publish(&self, p: Published) {
+    pub(crate) fn publish(&self, p: Published) {
         self.published.set(p);
     }
 
     /// `/healthz` fails once no scan completed for three intervals (at least 30 s).
-    pub fn stale_after(&self) -> Duration {
+    pub(crate) fn stale_after(&self) -> Duration {
         (self.scan_interval * 3).max(Duration::from_secs(30))
     }
 }

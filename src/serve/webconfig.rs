@@ -68,7 +68,7 @@ impl Users {
 
     /// The hash `user` is checked against (the decoy for an unknown name): part of the
     /// key of a remembered success, so a changed hash is checked afresh.
-    pub fn hash_of(&self, user: &str) -> &str {
+    pub(crate) fn hash_of(&self, user: &str) -> &str {
         self.hashes.get(user).unwrap_or(&self.decoy)
     }
 }

@@ -18,7 +18,7 @@ pub struct Buffer {
 
 impl Buffer {
     /// True when the last file read was cut at the size limit.
-    pub fn was_cut(&self) -> bool {
+    pub(crate) fn was_cut(&self) -> bool {
         self.cut
     }
 

@@ -92,7 +92,7 @@ impl Exits {
     /// yet reaped: `pidfd_open` succeeds for a thread-group leader and fails for another
     /// thread's id (`ENOENT`; `EINVAL` before Linux 6.9) and for a free pid (`ESRCH`),
     /// without a path walk. `None` when it cannot tell (no pidfds, no descriptor left).
-    pub fn is_process(pid: u32) -> Option<bool> {
+    pub(crate) fn is_process(pid: u32) -> Option<bool> {
         use nix::errno::Errno;
         match pidfd_open(pid) {
             Ok(_) => Some(true),

@@ -17,13 +17,13 @@ impl Source {
     /// Whether `--path.procfs` is a proc filesystem. Only there does a kept descriptor
     /// tell that its process ended (`ESRCH`, even once the pid is reused); a file of a
     /// fixture tree stays readable as it was.
-    pub fn is_procfs(&self) -> bool {
+    pub(crate) fn is_procfs(&self) -> bool {
         is_fs(&self.procfs, nix::sys::statfs::PROC_SUPER_MAGIC)
     }
 
     /// The same roots, every setting file opened each time it is read: when the open-files
     /// limit is too low to keep them.
-    pub fn without_kept_settings(mut self) -> Self {
+    pub(crate) fn without_kept_settings(mut self) -> Self {
         self.settings = None;
         self
     }
@@ -31,7 +31,7 @@ impl Source {
     /// Opens `<procfs>/<pid>/<file>` to keep it between scans, within `budget`: `None`
     /// when the budget or the open-files limit is spent (the caller then opens the file
     /// each time, as for a fixture tree).
-    pub fn keep_pid(
+    pub(crate) fn keep_pid(
         &self,
         pid: u32,
         file: &'static str,
@@ -63,7 +63,11 @@ impl Source {
     /// Reads a kept file again from its start, with one `pread`: the whole of a small
     /// file the kernel produces in one show (`statm`). `ReadError::Gone` once the process
     /// has ended.
-    pub fn read_kept<'b>(&self, kept: &Kept, buf: &'b mut Buffer) -> Result<&'b str, ReadError> {
+    pub(crate) fn read_kept<'b>(
+        &self,
+        kept: &Kept,
+        buf: &'b mut Buffer,
+    ) -> Result<&'b str, ReadError> {
         read_again(&kept.file, buf).map_err(|e| {
             let path = self.procfs.join(kept.pid.to_string()).join(kept.name);
             ReadError::new(&path, e)
@@ -73,7 +77,11 @@ impl Source {
     /// Reads a setting or counter file (`path` under either root), kept open between scans
     /// on the real file systems: a `pread` from its start makes the kernel show it anew.
     /// A file of a fixture tree is opened each time, so a test may replace it.
-    pub fn read_setting<'b>(&self, path: &Path, buf: &'b mut Buffer) -> Result<&'b str, ReadError> {
+    pub(crate) fn read_setting<'b>(
+        &self,
+        path: &Path,
+        buf: &'b mut Buffer,
+    ) -> Result<&'b str, ReadError> {
         let Some(cache) = &self.settings else {
             return self.read_path(path, buf);
         };

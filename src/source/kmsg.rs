@@ -40,13 +40,13 @@ pub struct LogRead {
 impl Source {
     /// `/dev/kmsg` beside the proc root: `/proc` gives `/dev/kmsg`, `/host/proc` (a
     /// container with the host's `/dev/kmsg` mounted there) `/host/dev/kmsg`.
-    pub fn kernel_log_path(&self) -> PathBuf {
+    pub(crate) fn kernel_log_path(&self) -> PathBuf {
         self.procfs.with_file_name("dev").join("kmsg")
     }
 
     /// Opens the kernel log with the cursor at its end (`from_start` false: only what
     /// the kernel writes from now on) or at its oldest record.
-    pub fn open_kernel_log(&self, from_start: bool) -> Result<KernelLog, ReadError> {
+    pub(crate) fn open_kernel_log(&self, from_start: bool) -> Result<KernelLog, ReadError> {
         let path = self.kernel_log_path();
         let file = OpenOptions::new()
             .read(true)

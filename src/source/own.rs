@@ -14,12 +14,12 @@ fn sysconf(var: nix::unistd::SysconfVar, fallback: u64) -> u64 {
 }
 
 /// The system's page size: 4 KiB on x86-64, 4, 16 or 64 KiB on arm64.
-pub fn page_size() -> u64 {
+pub(crate) fn page_size() -> u64 {
     sysconf(nix::unistd::SysconfVar::PAGE_SIZE, 4096)
 }
 
 /// `sysconf(_SC_CLK_TCK)`: the unit of CPU times in `stat` (100 on every Linux in use).
-pub fn clk_tck() -> u64 {
+pub(crate) fn clk_tck() -> u64 {
     sysconf(nix::unistd::SysconfVar::CLK_TCK, 100)
 }
 
@@ -34,14 +34,14 @@ pub fn read(name: &str) -> Option<String> {
 }
 
 /// The real `/proc/stat` (for `btime`).
-pub fn proc_stat() -> Option<String> {
+pub(crate) fn proc_stat() -> Option<String> {
     std::fs::read_to_string("/proc/stat").ok()
 }
 
 /// Open file descriptors. Since Linux 6.2 the size of `/proc/self/fd` is their count, read
 /// without listing them (the exporter keeps one per process it scans); before, the
 /// entries are counted, the one listing them left out.
-pub fn open_fds() -> Option<u64> {
+pub(crate) fn open_fds() -> Option<u64> {
     let size = std::fs::metadata("/proc/self/fd").ok()?.len();
     if size > 0 {
         return Some(size);
@@ -53,7 +53,7 @@ pub fn open_fds() -> Option<u64> {
 
 /// Whether the exporter holds CAP_SYS_PTRACE (root does): it may read every process's
 /// memory maps, and `hidepid` does not hide processes from it.
-pub fn has_cap_sys_ptrace() -> bool {
+pub(crate) fn has_cap_sys_ptrace() -> bool {
     const CAP_SYS_PTRACE: u32 = 19;
     read("status")
         .and_then(|t| {
@@ -66,7 +66,7 @@ pub fn has_cap_sys_ptrace() -> bool {
 /// Raises the soft limit on open files to the hard limit (the kept `statm` descriptors
 /// take one per process) and returns the soft limit in force; `None` when it cannot be
 /// read. Raising the soft limit within the hard one needs no privilege.
-pub fn raise_open_files_limit() -> Option<u64> {
+pub(crate) fn raise_open_files_limit() -> Option<u64> {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
     if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
@@ -77,7 +77,7 @@ pub fn raise_open_files_limit() -> Option<u64> {
 
 /// The mount id of the file a descriptor of the exporter's is open on (`mnt_id` in
 /// `/proc/self/fdinfo`, Linux 3.15+): which mount it is on, asked of no filesystem.
-pub fn mount_id_of(fd: std::os::fd::RawFd) -> Option<u64> {
+pub(crate) fn mount_id_of(fd: std::os::fd::RawFd) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
     text.lines()
         .find_map(|l| l.strip_prefix("mnt_id:"))
@@ -88,7 +88,7 @@ pub fn mount_id_of(fd: std::os::fd::RawFd) -> Option<u64> {
 /// it), which holds every memfd, SysV segment and shared anonymous mapping and is mounted
 /// nowhere: told once, from a memfd of the exporter's own. `None` where memfds are not
 /// (kernels before 3.17, a seccomp filter that refuses it).
-pub fn shared_memory_device() -> Option<u64> {
+pub(crate) fn shared_memory_device() -> Option<u64> {
     static DEVICE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
     *DEVICE.get_or_init(|| {
         use nix::sys::memfd::{memfd_create, MFdFlags};
@@ -101,7 +101,7 @@ pub fn shared_memory_device() -> Option<u64> {
 
 /// A file's attributes as the kernel caches them ([`cached_stat`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cached {
+pub(crate) struct Cached {
     /// `major << 32 | minor`, as smaps gives it.
     pub dev: u64,
     pub ino: u64,
@@ -115,7 +115,7 @@ pub struct Cached {
 /// without a lookup), by `statx` with `AT_STATX_DONT_SYNC`, so a FUSE or network
 /// filesystem answers from its cache and never asks its server, which could hold the call
 /// for good.
-pub fn cached_stat(path: &std::path::Path) -> Option<Cached> {
+pub(crate) fn cached_stat(path: &std::path::Path) -> Option<Cached> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: statx is plain integers, for which all zeros is a value.
@@ -146,7 +146,10 @@ pub fn cached_stat(path: &std::path::Path) -> Option<Cached> {
 /// links stay inside that root, and no symbolic link is followed, so a process cannot
 /// swap a directory on the way for a link into a FUSE mount after its mount table was
 /// read. `ENOSYS` before kernel 5.6.
-pub fn open_in_root(root: &std::path::Path, path: &str) -> std::io::Result<std::os::fd::OwnedFd> {
+pub(crate) fn open_in_root(
+    root: &std::path::Path,
+    path: &str,
+) -> std::io::Result<std::os::fd::OwnedFd> {
     use std::os::fd::{AsRawFd, FromRawFd};
     use std::os::unix::fs::OpenOptionsExt;
     let dir = std::fs::OpenOptions::new()

@@ -12,7 +12,7 @@ use crate::parse::mountinfo;
 impl Source {
     /// Opens `<procfs>/<pid>/<file>` for reads at offsets: `mem` and `pagemap` for the heap
     /// walk (chunk headers and page presence only), `exe` for the Go build info.
-    pub fn open_pid(&self, pid: u32, file: &str) -> Result<PidFile, ReadError> {
+    pub(crate) fn open_pid(&self, pid: u32, file: &str) -> Result<PidFile, ReadError> {
         let mut path = PathBuf::new();
         set_path(&mut path, &self.procfs, Some(pid), file);
         match File::open(&path) {
@@ -24,7 +24,7 @@ impl Source {
     /// A thread of process `pid` other than its main one (`None` with none): where the
     /// process's memory shows once its main thread has exited while others run
     /// (`/proc/PID` then shows none). The first the directory lists, not all of them.
-    pub fn other_thread(&self, pid: u32, buf: &mut Buffer) -> Option<u32> {
+    pub(crate) fn other_thread(&self, pid: u32, buf: &mut Buffer) -> Option<u32> {
         set_path(&mut buf.path, &self.procfs, Some(pid), "task");
         std::fs::read_dir(&buf.path)
             .ok()?
@@ -38,7 +38,7 @@ impl Source {
     /// `munmap` or `brk` behind a holder that waits on a server) waits so, and every read
     /// that takes the lock (`smaps`, `mem`, `pagemap`) would wait behind it for as long.
     /// Each thread's `stat` is read, which takes no lock.
-    pub fn waits_uninterruptibly(&self, pid: u32, buf: &mut Buffer) -> bool {
+    pub(crate) fn waits_uninterruptibly(&self, pid: u32, buf: &mut Buffer) -> bool {
         set_path(&mut buf.path, &self.procfs, Some(pid), "task");
         let Ok(tasks) = std::fs::read_dir(&buf.path) else {
             return false;
@@ -64,7 +64,7 @@ impl Source {
     /// mounts), with the kernel's shared memory local; `None` when they cannot be told
     /// (longer than a file is read): then no file is. A `mountinfo` that cannot be read
     /// at all (denied, gone) lists no local mount: no file is read either.
-    pub fn remote_mounts(&self, pid: u32, buf: &mut Buffer) -> Option<mountinfo::Remote> {
+    pub(crate) fn remote_mounts(&self, pid: u32, buf: &mut Buffer) -> Option<mountinfo::Remote> {
         let mut listed = |pid: u32| match self.read_pid(pid, "mountinfo", buf) {
             Err(_) => Some(mountinfo::Remote {
                 unreadable: true,
@@ -89,7 +89,7 @@ impl Source {
     /// opened `O_PATH`, which asks nothing of the file's filesystem, and its mount told by
     /// `mnt_id`; only a file of a local mount is opened for reading. Without `remote`
     /// (the mounts cannot be told) nothing is opened.
-    pub fn open_pid_local(
+    pub(crate) fn open_pid_local(
         &self,
         pid: u32,
         link: &str,
@@ -147,7 +147,7 @@ impl Source {
     /// FUSE server). Looks at no more than `budget` descriptors, taking each it looked at
     /// from it: a process with a million open files costs what the budget allows.
     /// `Ok(false)` when the budget ran out before the last descriptor.
-    pub fn unlinked_files(
+    pub(crate) fn unlinked_files(
         &self,
         pid: u32,
         budget: &mut usize,
@@ -188,7 +188,7 @@ impl PidFile {
     }
 
     /// Reads what there is from `offset` into `buf`, once; the count may be short.
-    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    pub(crate) fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         use std::os::unix::fs::FileExt;
         self.0.read_at(buf, offset)
     }

@@ -81,7 +81,7 @@ impl ReadError {
     }
 
     /// The reason for a file of a process: a missing file means the process went away.
-    pub fn process_reason(&self) -> Reason {
+    pub(crate) fn process_reason(&self) -> Reason {
         match self {
             ReadError::Gone(_) => Reason::Vanished,
             ReadError::Denied(_) => Reason::Denied,
@@ -92,7 +92,7 @@ impl ReadError {
     /// The reason for a system-wide file: a missing file means this kernel lacks it, and
     /// so does one the kernel refuses to read with EOPNOTSUPP (`/proc/pressure/*` on
     /// kernels booted `psi=0` that still show it).
-    pub fn system_reason(&self) -> Reason {
+    pub(crate) fn system_reason(&self) -> Reason {
         const EOPNOTSUPP: i32 = 95;
         match self {
             ReadError::Gone(_) => Reason::Unsupported,

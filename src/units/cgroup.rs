@@ -40,7 +40,7 @@ pub const UNIT: Unit = Unit {
 /// Memory cgroups with anonymous memory (or OOM kills), by path under the hierarchy root,
 /// in path order.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Cgroups(pub Vec<(String, MemoryStat)>);
+pub(crate) struct Cgroups(pub Vec<(String, MemoryStat)>);
 
 /// Cgroups walked at most: a deeper tree is counted as malformed and cut.
 const MAX_CGROUPS: usize = 10_000;
@@ -209,7 +209,7 @@ impl Reading for Cgroups {
     }
 }
 
-pub const CGROUP_INFO: Metric = crate::family::metric!(
+pub(crate) const CGROUP_INFO: Metric = crate::family::metric!(
     membloat "cgroup",
     Info,
     None,
@@ -219,7 +219,7 @@ pub const CGROUP_INFO: Metric = crate::family::metric!(
     "Who owns a cgroup, read from its path (cgroup v1 and v2, cgroupfs and systemd drivers, containerd, CRI-O and Docker): the pod UID and container ID as kube-state-metrics writes them (the container ID without its runtime:// scheme), the QoS class, or the systemd unit. Only cgroups whose path names one of them.",
 );
 
-pub const CGROUP_ANON_BYTES: Metric = crate::family::metric!(
+pub(crate) const CGROUP_ANON_BYTES: Metric = crate::family::metric!(
     membloat "cgroup_anon",
     Gauge,
     Bytes,
@@ -229,7 +229,7 @@ pub const CGROUP_ANON_BYTES: Metric = crate::family::metric!(
     "Anonymous memory of a memory cgroup (container): memory.stat rss on cgroup v1 (own processes), anon on v2 (leaf cgroups).",
 );
 
-pub const CGROUP_ANON_HUGE_BYTES: Metric = crate::family::metric!(
+pub(crate) const CGROUP_ANON_HUGE_BYTES: Metric = crate::family::metric!(
     membloat "cgroup_anon_huge",
     Gauge,
     Bytes,
@@ -239,7 +239,7 @@ pub const CGROUP_ANON_HUGE_BYTES: Metric = crate::family::metric!(
     "Anonymous memory of a memory cgroup in transparent huge pages: memory.stat rss_huge on v1, anon_thp on v2.",
 );
 
-pub const CGROUP_MEMORY_USAGE_BYTES: Metric = crate::family::metric!(
+pub(crate) const CGROUP_MEMORY_USAGE_BYTES: Metric = crate::family::metric!(
     membloat "cgroup_memory_usage",
     Gauge,
     Bytes,
@@ -249,7 +249,7 @@ pub const CGROUP_MEMORY_USAGE_BYTES: Metric = crate::family::metric!(
     "Memory charged to a memory cgroup (container): memory.current on v2, memory.usage_in_bytes on v1; page cache included.",
 );
 
-pub const CGROUP_MEMORY_LIMIT_BYTES: Metric = crate::family::metric!(
+pub(crate) const CGROUP_MEMORY_LIMIT_BYTES: Metric = crate::family::metric!(
     membloat "cgroup_memory_limit",
     Gauge,
     Bytes,
@@ -259,7 +259,7 @@ pub const CGROUP_MEMORY_LIMIT_BYTES: Metric = crate::family::metric!(
     "The memory cgroup's limit: memory.max on v2, memory.limit_in_bytes on v1; absent when unlimited.",
 );
 
-pub const CGROUP_WORKING_SET_BYTES: Metric = crate::family::metric!(
+pub(crate) const CGROUP_WORKING_SET_BYTES: Metric = crate::family::metric!(
     membloat "cgroup_working_set",
     Gauge,
     Bytes,
@@ -269,7 +269,7 @@ pub const CGROUP_WORKING_SET_BYTES: Metric = crate::family::metric!(
     "Usage less inactive page cache (inactive_file on v2, total_inactive_file on v1): the working set the kubelet evicts by and kubectl top shows; near the limit, the OOM killer is near.",
 );
 
-pub const CGROUP_HOARDED_BYTES: Metric = crate::family::metric!(
+pub(crate) const CGROUP_HOARDED_BYTES: Metric = crate::family::metric!(
     membloat "cgroup_hoarded",
     Gauge,
     Bytes,
@@ -279,7 +279,7 @@ pub const CGROUP_HOARDED_BYTES: Metric = crate::family::metric!(
     "Freed memory the glibc allocators of the cgroup's processes hold and malloc_trim would return, measured by the heap walk and summed by memory cgroup (cgroups with some only): the share of a container's usage its allocators would give back; at most that usage.",
 );
 
-pub const CGROUP_RUNTIME_HELD_BYTES: Metric = crate::family::metric!(
+pub(crate) const CGROUP_RUNTIME_HELD_BYTES: Metric = crate::family::metric!(
     membloat "cgroup_runtime_held",
     Gauge,
     Bytes,
@@ -289,7 +289,7 @@ pub const CGROUP_RUNTIME_HELD_BYTES: Metric = crate::family::metric!(
     "Resident memory a managed runtime or jemalloc holds unused, summed by memory cgroup (runtime=\"jvm\", \"go\", \"jemalloc\" or \"python\"): its share of membloat_cgroup_hoarded_bytes; at most the cgroup's usage. Only cgroups with such a process.",
 );
 
-pub const CGROUP_OOM_KILLS_TOTAL: Metric = crate::family::metric!(
+pub(crate) const CGROUP_OOM_KILLS_TOTAL: Metric = crate::family::metric!(
     membloat "cgroup_oom_kills",
     Counter,
     None,
@@ -299,7 +299,7 @@ pub const CGROUP_OOM_KILLS_TOTAL: Metric = crate::family::metric!(
     "Processes of the cgroup killed by the OOM killer, for the host's OOM or the cgroup's limit alike (memory.events oom_kill on v2, memory.oom_control oom_kill on v1).",
 );
 
-pub const CGROUP_LIMIT_OOMS_TOTAL: Metric = crate::family::metric!(
+pub(crate) const CGROUP_LIMIT_OOMS_TOTAL: Metric = crate::family::metric!(
     membloat "cgroup_limit_ooms",
     Counter,
     None,
@@ -309,7 +309,7 @@ pub const CGROUP_LIMIT_OOMS_TOTAL: Metric = crate::family::metric!(
     "Times the cgroup reached its memory limit and the OOM killer ran inside it (memory.events oom; cgroup v2 only): OOM kills of a container's own limit, not the host's.",
 );
 
-pub const CGROUP_OOM_GROUP_KILLS_TOTAL: Metric = crate::family::metric!(
+pub(crate) const CGROUP_OOM_GROUP_KILLS_TOTAL: Metric = crate::family::metric!(
     membloat "cgroup_oom_group_kills",
     Counter,
     None,
@@ -319,7 +319,7 @@ pub const CGROUP_OOM_GROUP_KILLS_TOTAL: Metric = crate::family::metric!(
     "Times the OOM killer killed the cgroup's processes all at once because memory.oom.group is set, as Kubernetes 1.28+ does for containers on cgroup v2 (memory.events oom_group_kill; kernel 5.17+): each victim still counts in membloat_cgroup_oom_kills_total.",
 );
 
-pub const CGROUP_MEMORY_PEAK_BYTES: Metric = crate::family::metric!(
+pub(crate) const CGROUP_MEMORY_PEAK_BYTES: Metric = crate::family::metric!(
     membloat "cgroup_memory_peak",
     Gauge,
     Bytes,
@@ -329,7 +329,7 @@ pub const CGROUP_MEMORY_PEAK_BYTES: Metric = crate::family::metric!(
     "The most memory ever charged to a memory cgroup since it was made (memory.peak; cgroup v2 on kernel 5.19+, absent before): how close a container came to its limit between two scrapes.",
 );
 
-pub const CGROUP_MEMORY_HIGH_EVENTS_TOTAL: Metric = crate::family::metric!(
+pub(crate) const CGROUP_MEMORY_HIGH_EVENTS_TOTAL: Metric = crate::family::metric!(
     membloat "cgroup_memory_high_events",
     Counter,
     None,
@@ -339,7 +339,7 @@ pub const CGROUP_MEMORY_HIGH_EVENTS_TOTAL: Metric = crate::family::metric!(
     "Times the cgroup's usage went over memory.high and its tasks were throttled and made to reclaim (memory.events high; cgroup v2 only).",
 );
 
-pub const CGROUP_MEMORY_MAX_EVENTS_TOTAL: Metric = crate::family::metric!(
+pub(crate) const CGROUP_MEMORY_MAX_EVENTS_TOTAL: Metric = crate::family::metric!(
     membloat "cgroup_memory_max_events",
     Counter,
     None,
@@ -349,7 +349,7 @@ pub const CGROUP_MEMORY_MAX_EVENTS_TOTAL: Metric = crate::family::metric!(
     "Times the cgroup's usage was about to go over memory.max and it had to reclaim first (memory.events max; cgroup v2 only); an OOM kill inside it follows when reclaim fails.",
 );
 
-pub const CGROUP_PRESSURE_MEMORY_WAITING_SECONDS_TOTAL: Metric = crate::family::metric!(
+pub(crate) const CGROUP_PRESSURE_MEMORY_WAITING_SECONDS_TOTAL: Metric = crate::family::metric!(
     membloat "cgroup_pressure_memory_waiting",
     Counter,
     Seconds,
@@ -359,7 +359,7 @@ pub const CGROUP_PRESSURE_MEMORY_WAITING_SECONDS_TOTAL: Metric = crate::family::
     "Time in which at least one task of the cgroup stalled on memory (memory.pressure some; cgroup v2 with PSI, absent when booted psi=0): a container reclaiming near its limit stalls here before it is OOM-killed.",
 );
 
-pub const CGROUP_PRESSURE_MEMORY_STALLED_SECONDS_TOTAL: Metric = crate::family::metric!(
+pub(crate) const CGROUP_PRESSURE_MEMORY_STALLED_SECONDS_TOTAL: Metric = crate::family::metric!(
     membloat "cgroup_pressure_memory_stalled",
     Counter,
     Seconds,

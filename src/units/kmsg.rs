@@ -41,7 +41,7 @@ const ROWS: [Metric; 6] = [
     OOM_LAST_VICTIM_MEASURED_TIMESTAMP_SECONDS,
 ];
 
-pub const OOM_KILLS_TOTAL: Metric = crate::family::metric!(
+pub(crate) const OOM_KILLS_TOTAL: Metric = crate::family::metric!(
     membloat "oom_kills",
     Counter,
     None,
@@ -51,7 +51,7 @@ pub const OOM_KILLS_TOTAL: Metric = crate::family::metric!(
     "OOM kills the kernel logged since the exporter started, one per process (a memory.oom.group kill counts each member once), by what limited the allocation (host, memory_cgroup, cpuset, mempolicy; unknown on kernels that do not say) and the victim's group (unknown when no scan saw it; other past --collector.processes.max-groups groups). Kills before the exporter started are not counted.",
 );
 
-pub const OOM_LAST_VICTIM_INFO: Metric = crate::family::metric!(
+pub(crate) const OOM_LAST_VICTIM_INFO: Metric = crate::family::metric!(
     membloat "oom_last_victim",
     Info,
     None,
@@ -61,7 +61,7 @@ pub const OOM_LAST_VICTIM_INFO: Metric = crate::family::metric!(
     "The latest process the OOM killer killed: its pid and name as the kernel logged them, the constraint, its group, memory cgroup (pod, container), allocator and runtime as the exporter knew them (empty when unknown). One series: it is replaced by the next kill.",
 );
 
-pub const OOM_LAST_VICTIM_TIMESTAMP_SECONDS: Metric = crate::family::metric!(
+pub(crate) const OOM_LAST_VICTIM_TIMESTAMP_SECONDS: Metric = crate::family::metric!(
     membloat "oom_last_victim_timestamp",
     Gauge,
     Seconds,
@@ -71,7 +71,7 @@ pub const OOM_LAST_VICTIM_TIMESTAMP_SECONDS: Metric = crate::family::metric!(
     "Unix time of the latest OOM kill the kernel logged (boot time plus the record's time).",
 );
 
-pub const OOM_LAST_VICTIM_KILLED_BYTES: Metric = crate::family::metric!(
+pub(crate) const OOM_LAST_VICTIM_KILLED_BYTES: Metric = crate::family::metric!(
     membloat "oom_last_victim_killed",
     Gauge,
     Bytes,
@@ -81,7 +81,7 @@ pub const OOM_LAST_VICTIM_KILLED_BYTES: Metric = crate::family::metric!(
     "The latest victim's memory as the kernel counted it when it killed it: total_vm, anon_rss, file_rss, shmem_rss, pgtables (the kinds its kernel prints).",
 );
 
-pub const OOM_LAST_VICTIM_MEASURED_BYTES: Metric = crate::family::metric!(
+pub(crate) const OOM_LAST_VICTIM_MEASURED_BYTES: Metric = crate::family::metric!(
     membloat "oom_last_victim_measured",
     Gauge,
     Bytes,
@@ -91,7 +91,7 @@ pub const OOM_LAST_VICTIM_MEASURED_BYTES: Metric = crate::family::metric!(
     "What the exporter had measured of the latest victim at its last scan before the kill: rss, rss_anon, swap, hoarded (measured by the heap walk), hoarded_suspected, arena_reserved, regrown, untouched_commit (the kinds it knew); absent when no scan saw it.",
 );
 
-pub const OOM_LAST_VICTIM_MEASURED_TIMESTAMP_SECONDS: Metric = crate::family::metric!(
+pub(crate) const OOM_LAST_VICTIM_MEASURED_TIMESTAMP_SECONDS: Metric = crate::family::metric!(
     membloat "oom_last_victim_measured_timestamp",
     Gauge,
     Seconds,
@@ -104,7 +104,7 @@ pub const OOM_LAST_VICTIM_MEASURED_TIMESTAMP_SECONDS: Metric = crate::family::me
 /// The OOM kills logged since the last read: the model joins them with what was last
 /// measured of each victim, and the exposition encodes the join with this unit's rows.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct OomKills(pub Vec<OomKill>);
+pub(crate) struct OomKills(pub Vec<OomKill>);
 
 impl super::UnitReading for OomKills {
     const COLLECTOR: crate::family::Collector = COLLECTOR;

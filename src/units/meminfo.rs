@@ -85,7 +85,7 @@ impl Reading for Meminfo {
     }
 }
 
-pub const MEMORY_TOTAL_BYTES: Metric = crate::family::metric!(
+pub(crate) const MEMORY_TOTAL_BYTES: Metric = crate::family::metric!(
     membloat "memory_total",
     Gauge,
     Bytes,
@@ -95,7 +95,7 @@ pub const MEMORY_TOTAL_BYTES: Metric = crate::family::metric!(
     "MemTotal: usable RAM (/proc/meminfo).",
 );
 
-pub const MEMORY_FREE_BYTES: Metric = crate::family::metric!(
+pub(crate) const MEMORY_FREE_BYTES: Metric = crate::family::metric!(
     membloat "memory_free",
     Gauge,
     Bytes,
@@ -105,7 +105,7 @@ pub const MEMORY_FREE_BYTES: Metric = crate::family::metric!(
     "MemFree: unused RAM (/proc/meminfo).",
 );
 
-pub const MEMORY_AVAILABLE_BYTES: Metric = crate::family::metric!(
+pub(crate) const MEMORY_AVAILABLE_BYTES: Metric = crate::family::metric!(
     membloat "memory_available",
     Gauge,
     Bytes,
@@ -115,7 +115,7 @@ pub const MEMORY_AVAILABLE_BYTES: Metric = crate::family::metric!(
     "MemAvailable: memory available to new work without swapping (/proc/meminfo).",
 );
 
-pub const MEMORY_COMMITTED_BYTES: Metric = crate::family::metric!(
+pub(crate) const MEMORY_COMMITTED_BYTES: Metric = crate::family::metric!(
     membloat "memory_committed",
     Gauge,
     Bytes,
@@ -125,7 +125,7 @@ pub const MEMORY_COMMITTED_BYTES: Metric = crate::family::metric!(
     "Committed_AS: address space committed by all processes, touched or not (/proc/meminfo).",
 );
 
-pub const MEMORY_COMMIT_LIMIT_BYTES: Metric = crate::family::metric!(
+pub(crate) const MEMORY_COMMIT_LIMIT_BYTES: Metric = crate::family::metric!(
     membloat "memory_commit_limit",
     Gauge,
     Bytes,
@@ -135,7 +135,7 @@ pub const MEMORY_COMMIT_LIMIT_BYTES: Metric = crate::family::metric!(
     "CommitLimit: the commit limit, enforced only when vm.overcommit_memory is 2 (/proc/meminfo).",
 );
 
-pub const SWAP_TOTAL_BYTES: Metric = crate::family::metric!(
+pub(crate) const SWAP_TOTAL_BYTES: Metric = crate::family::metric!(
     membloat "swap_total",
     Gauge,
     Bytes,
@@ -145,7 +145,7 @@ pub const SWAP_TOTAL_BYTES: Metric = crate::family::metric!(
     "SwapTotal (/proc/meminfo).",
 );
 
-pub const SWAP_FREE_BYTES: Metric = crate::family::metric!(
+pub(crate) const SWAP_FREE_BYTES: Metric = crate::family::metric!(
     membloat "swap_free",
     Gauge,
     Bytes,
@@ -155,7 +155,7 @@ pub const SWAP_FREE_BYTES: Metric = crate::family::metric!(
     "SwapFree (/proc/meminfo).",
 );
 
-pub const MEMORY_ANON_BYTES: Metric = crate::family::metric!(
+pub(crate) const MEMORY_ANON_BYTES: Metric = crate::family::metric!(
     membloat "memory_anon",
     Gauge,
     Bytes,
@@ -165,7 +165,7 @@ pub const MEMORY_ANON_BYTES: Metric = crate::family::metric!(
     "AnonPages: anonymous memory mapped by processes (/proc/meminfo).",
 );
 
-pub const MEMORY_ANON_HUGE_BYTES: Metric = crate::family::metric!(
+pub(crate) const MEMORY_ANON_HUGE_BYTES: Metric = crate::family::metric!(
     membloat "memory_anon_huge",
     Gauge,
     Bytes,
@@ -175,7 +175,7 @@ pub const MEMORY_ANON_HUGE_BYTES: Metric = crate::family::metric!(
     "AnonHugePages: anonymous memory in transparent huge pages (/proc/meminfo).",
 );
 
-pub const MEMORY_SHMEM_HUGE_BYTES: Metric = crate::family::metric!(
+pub(crate) const MEMORY_SHMEM_HUGE_BYTES: Metric = crate::family::metric!(
     membloat "memory_shmem_huge",
     Gauge,
     Bytes,
@@ -185,7 +185,7 @@ pub const MEMORY_SHMEM_HUGE_BYTES: Metric = crate::family::metric!(
     "ShmemHugePages: shared memory and tmpfs in huge pages (/proc/meminfo).",
 );
 
-pub const MEMORY_FILE_HUGE_BYTES: Metric = crate::family::metric!(
+pub(crate) const MEMORY_FILE_HUGE_BYTES: Metric = crate::family::metric!(
     membloat "memory_file_huge",
     Gauge,
     Bytes,
@@ -195,7 +195,7 @@ pub const MEMORY_FILE_HUGE_BYTES: Metric = crate::family::metric!(
     "FileHugePages: page cache in huge pages (/proc/meminfo).",
 );
 
-pub const MEMORY_HUGETLB_BYTES: Metric = crate::family::metric!(
+pub(crate) const MEMORY_HUGETLB_BYTES: Metric = crate::family::metric!(
     membloat "memory_hugetlb",
     Gauge,
     Bytes,
@@ -205,7 +205,7 @@ pub const MEMORY_HUGETLB_BYTES: Metric = crate::family::metric!(
     "Hugetlb: memory reserved for hugetlbfs pages (/proc/meminfo).",
 );
 
-pub const MEMORY_PAGE_TABLES_BYTES: Metric = crate::family::metric!(
+pub(crate) const MEMORY_PAGE_TABLES_BYTES: Metric = crate::family::metric!(
     membloat "memory_page_tables",
     Gauge,
     Bytes,
@@ -215,7 +215,7 @@ pub const MEMORY_PAGE_TABLES_BYTES: Metric = crate::family::metric!(
     "PageTables: memory used by page tables (/proc/meminfo).",
 );
 
-pub const COMMIT_RATIO: Metric = crate::family::metric!(
+pub(crate) const COMMIT_RATIO: Metric = crate::family::metric!(
     membloat "commit",
     Gauge,
     Ratio,
@@ -225,7 +225,7 @@ pub const COMMIT_RATIO: Metric = crate::family::metric!(
     "Committed_AS / CommitLimit. Above 1 is normal unless vm.overcommit_memory is 2, where allocations fail at 1; read it beside membloat_vm_overcommit_memory.",
 );
 
-pub const COMMIT_LIMIT_REACHED: Metric = crate::family::metric!(
+pub(crate) const COMMIT_LIMIT_REACHED: Metric = crate::family::metric!(
     membloat "commit_limit_reached",
     Gauge,
     None,
@@ -235,7 +235,7 @@ pub const COMMIT_LIMIT_REACHED: Metric = crate::family::metric!(
     "1 when vm.overcommit_memory is 2 and Committed_AS >= CommitLimit: new allocations fail.",
 );
 
-pub const COMMIT_HEADROOM_BYTES: Metric = crate::family::metric!(
+pub(crate) const COMMIT_HEADROOM_BYTES: Metric = crate::family::metric!(
     membloat "commit_headroom",
     Gauge,
     Bytes,
@@ -245,7 +245,7 @@ pub const COMMIT_HEADROOM_BYTES: Metric = crate::family::metric!(
     "CommitLimit - Committed_AS: memory that can still be committed in overcommit mode 2; negative is normal in modes 0 and 1.",
 );
 
-pub const HOST_MEMORY_BYTES: Metric = crate::family::metric!(
+pub(crate) const HOST_MEMORY_BYTES: Metric = crate::family::metric!(
     membloat "host_memory",
     Gauge,
     Bytes,

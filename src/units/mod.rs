@@ -110,7 +110,9 @@ impl<T: Reading> Collect for Stateless<T> {
 }
 
 /// The reader of a unit that reads its files alone each scan, into a reading of type `T`.
-pub fn stateless<T: Reading>(read: fn(&mut Reader) -> Result<T, Reason>) -> Box<dyn Collect> {
+pub(crate) fn stateless<T: Reading>(
+    read: fn(&mut Reader) -> Result<T, Reason>,
+) -> Box<dyn Collect> {
     Box::new(Stateless(read))
 }
 
@@ -171,7 +173,7 @@ impl<'a> Reader<'a> {
 
 impl dyn Reading {
     /// The reading as its own type, when it is a `T`.
-    pub fn downcast_ref<T: Reading>(&self) -> Option<&T> {
+    pub(crate) fn downcast_ref<T: Reading>(&self) -> Option<&T> {
         AsAny::as_any(self).downcast_ref::<T>()
     }
 }

@@ -24,7 +24,7 @@ pub const COLLECTOR: Collector = Collector::Unit("owners");
 const SECTION: Section = Section::Of(COLLECTOR);
 
 /// How often the files are read again.
-pub const EVERY: Duration = Duration::from_secs(60);
+pub(crate) const EVERY: Duration = Duration::from_secs(60);
 /// Series kept of each kind, the largest first.
 const TOP_MOUNTS: usize = 32;
 const TOP_FILES: usize = 32;
@@ -204,7 +204,7 @@ impl Reading for OwnersReading {
     }
 }
 
-pub const TMPFS_USED_BYTES: Metric = crate::family::metric!(
+pub(crate) const TMPFS_USED_BYTES: Metric = crate::family::metric!(
     membloat "tmpfs_used",
     Gauge,
     Bytes,
@@ -214,7 +214,7 @@ pub const TMPFS_USED_BYTES: Metric = crate::family::metric!(
     "Bytes used on each tmpfs mount of every mount namespace, once per superblock (the 32 largest): files no process's RSS shows, removed files still open included, in the balance sheet's shmem row. mount is its point in its namespace, mntns that namespace's inode (/proc/PID/ns/mnt; the host's first, so a mount seen in several is named by the host's path; 0 when unknown). pod and volume name a Kubernetes volume's mount (emptyDir medium: Memory, secrets, projected), empty otherwise. Read once a minute.",
 );
 
-pub const UNLINKED_FILE_BYTES: Metric = crate::family::metric!(
+pub(crate) const UNLINKED_FILE_BYTES: Metric = crate::family::metric!(
     membloat "unlinked_file",
     Gauge,
     Bytes,
@@ -224,7 +224,7 @@ pub const UNLINKED_FILE_BYTES: Metric = crate::family::metric!(
     "Bytes (in RAM or swap) of each file a process holds open that no directory names, once per inode, named by the lowest pid holding it (the 32 largest): kind=\"memfd\" (name: its memfd name; in no mount's listing) or kind=\"deleted\" (name: its path on a tmpfs it was removed from; also in that mount's tmpfs_used). Freed when the last holder closes it; in the balance sheet's shmem row. Needs CAP_SYS_PTRACE for other users' processes. Read once a minute.",
 );
 
-pub const SYSV_SHM_RESIDENT_BYTES: Metric = crate::family::metric!(
+pub(crate) const SYSV_SHM_RESIDENT_BYTES: Metric = crate::family::metric!(
     membloat "sysv_shm_resident",
     Gauge,
     Bytes,
@@ -234,7 +234,7 @@ pub const SYSV_SHM_RESIDENT_BYTES: Metric = crate::family::metric!(
     "Resident bytes of each SysV shared memory segment of the host's IPC namespace (its size before kernel 4.5; the 32 largest), in the balance sheet's shmem row. orphaned=\"true\": no process attaches it, and it stays until ipcrm -m SHMID. Read once a minute.",
 );
 
-pub const SLAB_CACHE_BYTES: Metric = crate::family::metric!(
+pub(crate) const SLAB_CACHE_BYTES: Metric = crate::family::metric!(
     membloat "slab_cache",
     Gauge,
     Bytes,
@@ -244,7 +244,7 @@ pub const SLAB_CACHE_BYTES: Metric = crate::family::metric!(
     "Bytes of the 16 largest slab caches' slabs (num_slabs x pagesperslab pages): the names behind the balance sheet's slab rows. Needs root or CAP_DAC_READ_SEARCH. Read once a minute.",
 );
 
-pub const DENTRIES: Metric = crate::family::metric!(
+pub(crate) const DENTRIES: Metric = crate::family::metric!(
     membloat "dentries",
     Gauge,
     None,
@@ -254,7 +254,7 @@ pub const DENTRIES: Metric = crate::family::metric!(
     "Dentries in the kernel's cache: total, unused (freed first under pressure) and negative (names looked up that do not exist, kernel 5.1+; they grow with every lookup of a missing file and are freed only under pressure). Read once a minute.",
 );
 
-pub const VMALLOC_CALLER_BYTES: Metric = crate::family::metric!(
+pub(crate) const VMALLOC_CALLER_BYTES: Metric = crate::family::metric!(
     membloat "vmalloc_caller",
     Gauge,
     Bytes,
@@ -264,7 +264,7 @@ pub const VMALLOC_CALLER_BYTES: Metric = crate::family::metric!(
     "Pages vmalloc allocated, summed by the kernel function that asked (the 16 largest): the names behind the balance sheet's vmalloc row. Needs root or CAP_DAC_READ_SEARCH. Read once a minute.",
 );
 
-pub const NETNS_SOCKET_QUEUE_BYTES: Metric = crate::family::metric!(
+pub(crate) const NETNS_SOCKET_QUEUE_BYTES: Metric = crate::family::metric!(
     membloat "netns_socket_queue",
     Gauge,
     Bytes,

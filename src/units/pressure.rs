@@ -43,7 +43,7 @@ impl Reading for Pressure {
     }
 }
 
-pub const PRESSURE_MEMORY_WAITING_SECONDS_TOTAL: Metric = crate::family::metric!(
+pub(crate) const PRESSURE_MEMORY_WAITING_SECONDS_TOTAL: Metric = crate::family::metric!(
     membloat "pressure_memory_waiting",
     Counter,
     Seconds,
@@ -53,7 +53,7 @@ pub const PRESSURE_MEMORY_WAITING_SECONDS_TOTAL: Metric = crate::family::metric!
     "Time in which at least one task stalled on memory (/proc/pressure/memory some).",
 );
 
-pub const PRESSURE_MEMORY_STALLED_SECONDS_TOTAL: Metric = crate::family::metric!(
+pub(crate) const PRESSURE_MEMORY_STALLED_SECONDS_TOTAL: Metric = crate::family::metric!(
     membloat "pressure_memory_stalled",
     Counter,
     Seconds,
@@ -63,7 +63,7 @@ pub const PRESSURE_MEMORY_STALLED_SECONDS_TOTAL: Metric = crate::family::metric!
     "Time in which all non-idle tasks stalled on memory at once (/proc/pressure/memory full).",
 );
 
-pub const PRESSURE_MEMORY_WAITING_RATIO: Metric = crate::family::metric!(
+pub(crate) const PRESSURE_MEMORY_WAITING_RATIO: Metric = crate::family::metric!(
     membloat "pressure_memory_waiting",
     Gauge,
     Ratio,
@@ -73,7 +73,7 @@ pub const PRESSURE_MEMORY_WAITING_RATIO: Metric = crate::family::metric!(
     "Share of the last scan interval in which at least one task stalled on memory (PSI some).",
 );
 
-pub const PRESSURE_MEMORY_STALLED_RATIO: Metric = crate::family::metric!(
+pub(crate) const PRESSURE_MEMORY_STALLED_RATIO: Metric = crate::family::metric!(
     membloat "pressure_memory_stalled",
     Gauge,
     Ratio,

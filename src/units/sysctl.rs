@@ -24,7 +24,7 @@ pub const UNIT: Unit = Unit {
 
 /// `/proc/sys/vm` settings, in bytes and shares.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Sysctl {
+pub(crate) struct Sysctl {
     /// `overcommit_memory`: 0 heuristic, 1 always, 2 never (strict accounting).
     pub overcommit_memory: Option<u64>,
     /// `overcommit_ratio` / 100: the share of RAM counted in CommitLimit (when
@@ -71,7 +71,7 @@ impl Reading for Sysctl {
     }
 }
 
-pub const VM_OVERCOMMIT_MEMORY: Metric = crate::family::metric!(
+pub(crate) const VM_OVERCOMMIT_MEMORY: Metric = crate::family::metric!(
     membloat "vm_overcommit_memory",
     Gauge,
     None,
@@ -81,7 +81,7 @@ pub const VM_OVERCOMMIT_MEMORY: Metric = crate::family::metric!(
     "vm.overcommit_memory: 0 heuristic, 1 always overcommit, 2 strict (CommitLimit enforced).",
 );
 
-pub const VM_OVERCOMMIT_RATIO: Metric = crate::family::metric!(
+pub(crate) const VM_OVERCOMMIT_RATIO: Metric = crate::family::metric!(
     membloat "vm_overcommit",
     Gauge,
     Ratio,
@@ -91,7 +91,7 @@ pub const VM_OVERCOMMIT_RATIO: Metric = crate::family::metric!(
     "vm.overcommit_ratio as a share of RAM counted in CommitLimit (used when vm.overcommit_kbytes is 0).",
 );
 
-pub const VM_OVERCOMMIT_BYTES: Metric = crate::family::metric!(
+pub(crate) const VM_OVERCOMMIT_BYTES: Metric = crate::family::metric!(
     membloat "vm_overcommit",
     Gauge,
     Bytes,
@@ -101,7 +101,7 @@ pub const VM_OVERCOMMIT_BYTES: Metric = crate::family::metric!(
     "vm.overcommit_kbytes: fixed RAM counted in CommitLimit instead of the ratio when not 0.",
 );
 
-pub const VM_PANIC_ON_OOM: Metric = crate::family::metric!(
+pub(crate) const VM_PANIC_ON_OOM: Metric = crate::family::metric!(
     membloat "vm_panic_on_oom",
     Gauge,
     None,
@@ -111,7 +111,7 @@ pub const VM_PANIC_ON_OOM: Metric = crate::family::metric!(
     "vm.panic_on_oom: 0 kill a process, 1 or 2 panic the kernel on out-of-memory.",
 );
 
-pub const VM_SWAPPINESS: Metric = crate::family::metric!(
+pub(crate) const VM_SWAPPINESS: Metric = crate::family::metric!(
     membloat "vm_swappiness",
     Gauge,
     None,

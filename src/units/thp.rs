@@ -39,7 +39,7 @@ pub const UNIT: Unit = Unit {
 
 /// `/sys/kernel/mm/transparent_hugepage/khugepaged`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Khugepaged {
+pub(crate) struct Khugepaged {
     pub defrag: Option<u64>,
     pub max_ptes_none: Option<u64>,
     pub max_ptes_swap: Option<u64>,
@@ -57,7 +57,7 @@ pub struct Khugepaged {
 
 /// One `hugepages-<size>kB` directory (kernel 6.8+ multi-size THP).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HugepageSize {
+pub(crate) struct HugepageSize {
     /// The directory name, e.g. `hugepages-2048kB`, exported as the `size` label (`2048kB`).
     pub label: String,
     pub size_bytes: u64,
@@ -69,7 +69,7 @@ pub struct HugepageSize {
 
 /// The THP settings and counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Thp {
+pub(crate) struct Thp {
     pub enabled: Option<String>,
     pub defrag: Option<String>,
     pub shmem_enabled: Option<String>,
@@ -86,7 +86,7 @@ impl Thp {
     /// it khugepaged collapses a range in which one page was touched. 511 with 4 KiB pages
     /// and 2 MiB huge pages, 8191 with 64 KiB pages (arm64); 511 when the sizes are not
     /// known.
-    pub fn max_ptes_none_ceiling(&self) -> u64 {
+    pub(crate) fn max_ptes_none_ceiling(&self) -> u64 {
         self.pmd_bytes
             .filter(|&pmd| self.page_bytes > 0 && pmd > self.page_bytes)
             .map_or(511, |pmd| pmd / self.page_bytes - 1)
@@ -218,7 +218,7 @@ impl Reading for Thp {
     }
 }
 
-pub const THP_SETTINGS_INFO: Metric = crate::family::metric!(
+pub(crate) const THP_SETTINGS_INFO: Metric = crate::family::metric!(
     membloat "thp_settings",
     Info,
     None,
@@ -228,7 +228,7 @@ pub const THP_SETTINGS_INFO: Metric = crate::family::metric!(
     "Transparent huge page modes from /sys/kernel/mm/transparent_hugepage.",
 );
 
-pub const KHUGEPAGED_DEFRAG: Metric = crate::family::metric!(
+pub(crate) const KHUGEPAGED_DEFRAG: Metric = crate::family::metric!(
     membloat "khugepaged_defrag",
     Gauge,
     None,
@@ -238,7 +238,7 @@ pub const KHUGEPAGED_DEFRAG: Metric = crate::family::metric!(
     "khugepaged/defrag: 1 when khugepaged may compact memory to collapse huge pages.",
 );
 
-pub const KHUGEPAGED_MAX_PTES_NONE: Metric = crate::family::metric!(
+pub(crate) const KHUGEPAGED_MAX_PTES_NONE: Metric = crate::family::metric!(
     membloat "khugepaged_max_ptes_none",
     Gauge,
     None,
@@ -248,7 +248,7 @@ pub const KHUGEPAGED_MAX_PTES_NONE: Metric = crate::family::metric!(
     "khugepaged/max_ptes_none: empty pages khugepaged may fill to collapse a huge page; the default is the most (511 with 4 KiB pages), which lets one touched page become a whole huge page (2 MiB) of RSS.",
 );
 
-pub const KHUGEPAGED_MAX_PTES_SWAP: Metric = crate::family::metric!(
+pub(crate) const KHUGEPAGED_MAX_PTES_SWAP: Metric = crate::family::metric!(
     membloat "khugepaged_max_ptes_swap",
     Gauge,
     None,
@@ -258,7 +258,7 @@ pub const KHUGEPAGED_MAX_PTES_SWAP: Metric = crate::family::metric!(
     "khugepaged/max_ptes_swap: swapped-out pages khugepaged may read back to collapse a huge page.",
 );
 
-pub const KHUGEPAGED_MAX_PTES_SHARED: Metric = crate::family::metric!(
+pub(crate) const KHUGEPAGED_MAX_PTES_SHARED: Metric = crate::family::metric!(
     membloat "khugepaged_max_ptes_shared",
     Gauge,
     None,
@@ -268,7 +268,7 @@ pub const KHUGEPAGED_MAX_PTES_SHARED: Metric = crate::family::metric!(
     "khugepaged/max_ptes_shared: shared pages allowed in a range khugepaged collapses.",
 );
 
-pub const KHUGEPAGED_PAGES_TO_SCAN: Metric = crate::family::metric!(
+pub(crate) const KHUGEPAGED_PAGES_TO_SCAN: Metric = crate::family::metric!(
     membloat "khugepaged_pages_to_scan",
     Gauge,
     None,
@@ -278,7 +278,7 @@ pub const KHUGEPAGED_PAGES_TO_SCAN: Metric = crate::family::metric!(
     "khugepaged/pages_to_scan: pages scanned per khugepaged pass.",
 );
 
-pub const KHUGEPAGED_SCAN_SLEEP_SECONDS: Metric = crate::family::metric!(
+pub(crate) const KHUGEPAGED_SCAN_SLEEP_SECONDS: Metric = crate::family::metric!(
     membloat "khugepaged_scan_sleep",
     Gauge,
     Seconds,
@@ -288,7 +288,7 @@ pub const KHUGEPAGED_SCAN_SLEEP_SECONDS: Metric = crate::family::metric!(
     "khugepaged/scan_sleep_millisecs: pause between khugepaged passes.",
 );
 
-pub const KHUGEPAGED_ALLOC_SLEEP_SECONDS: Metric = crate::family::metric!(
+pub(crate) const KHUGEPAGED_ALLOC_SLEEP_SECONDS: Metric = crate::family::metric!(
     membloat "khugepaged_alloc_sleep",
     Gauge,
     Seconds,
@@ -298,7 +298,7 @@ pub const KHUGEPAGED_ALLOC_SLEEP_SECONDS: Metric = crate::family::metric!(
     "khugepaged/alloc_sleep_millisecs: pause after a failed huge page allocation.",
 );
 
-pub const KHUGEPAGED_PAGES_COLLAPSED_TOTAL: Metric = crate::family::metric!(
+pub(crate) const KHUGEPAGED_PAGES_COLLAPSED_TOTAL: Metric = crate::family::metric!(
     membloat "khugepaged_pages_collapsed",
     Counter,
     None,
@@ -308,7 +308,7 @@ pub const KHUGEPAGED_PAGES_COLLAPSED_TOTAL: Metric = crate::family::metric!(
     "khugepaged/pages_collapsed: huge pages khugepaged made by collapsing small pages.",
 );
 
-pub const KHUGEPAGED_FULL_SCANS_TOTAL: Metric = crate::family::metric!(
+pub(crate) const KHUGEPAGED_FULL_SCANS_TOTAL: Metric = crate::family::metric!(
     membloat "khugepaged_full_scans",
     Counter,
     None,
@@ -318,7 +318,7 @@ pub const KHUGEPAGED_FULL_SCANS_TOTAL: Metric = crate::family::metric!(
     "khugepaged/full_scans: complete khugepaged passes over eligible memory.",
 );
 
-pub const MTHP_SETTINGS_INFO: Metric = crate::family::metric!(
+pub(crate) const MTHP_SETTINGS_INFO: Metric = crate::family::metric!(
     membloat "mthp_settings",
     Info,
     None,
@@ -328,7 +328,7 @@ pub const MTHP_SETTINGS_INFO: Metric = crate::family::metric!(
     "Per-size transparent huge page mode from hugepages-SIZE/enabled (kernel 6.8+).",
 );
 
-pub const MTHP_KEY_FOLIOS: Metric = crate::family::metric!(
+pub(crate) const MTHP_KEY_FOLIOS: Metric = crate::family::metric!(
     membloat "mthp_<key>_folios",
     Gauge,
     None,
@@ -338,7 +338,7 @@ pub const MTHP_KEY_FOLIOS: Metric = crate::family::metric!(
     "hugepages-SIZE/stats/nr_<key>: huge pages (folios) of this size currently in that state.",
 );
 
-pub const MTHP_KEY_TOTAL: Metric = crate::family::metric!(
+pub(crate) const MTHP_KEY_TOTAL: Metric = crate::family::metric!(
     membloat "mthp_<key>",
     Counter,
     None,
@@ -348,7 +348,7 @@ pub const MTHP_KEY_TOTAL: Metric = crate::family::metric!(
     "hugepages-SIZE/stats/<key>: events for huge pages of this size.",
 );
 
-pub const THP_REGROWTH_RISK: Metric = crate::family::metric!(
+pub(crate) const THP_REGROWTH_RISK: Metric = crate::family::metric!(
     membloat "thp_regrowth_risk",
     Gauge,
     None,
@@ -358,7 +358,7 @@ pub const THP_REGROWTH_RISK: Metric = crate::family::metric!(
     "1 when THP is not `never` and khugepaged/max_ptes_none is at its most, the default (511 with 4 KiB pages): memory released with MADV_DONTNEED can grow back while a program sleeps.",
 );
 
-pub const THP_HIDDEN_BYTES: Metric = crate::family::metric!(
+pub(crate) const THP_HIDDEN_BYTES: Metric = crate::family::metric!(
     membloat "thp_hidden",
     Gauge,
     Bytes,

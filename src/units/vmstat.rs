@@ -44,7 +44,7 @@ impl Reading for Vmstat {
     }
 }
 
-pub const LAST_OOM_KILL_TIMESTAMP_SECONDS: Metric = crate::family::metric!(
+pub(crate) const LAST_OOM_KILL_TIMESTAMP_SECONDS: Metric = crate::family::metric!(
     membloat "last_oom_kill_timestamp",
     Gauge,
     Seconds,
@@ -54,7 +54,7 @@ pub const LAST_OOM_KILL_TIMESTAMP_SECONDS: Metric = crate::family::metric!(
     "Unix time of the scan that first saw /proc/vmstat oom_kill rise since the exporter started; absent until then.",
 );
 
-pub const VMSTAT_KEY_TOTAL: Metric = crate::family::metric!(
+pub(crate) const VMSTAT_KEY_TOTAL: Metric = crate::family::metric!(
     membloat "vmstat_<key>",
     Counter,
     None,

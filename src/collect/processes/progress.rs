@@ -31,14 +31,14 @@ impl File {
     ];
 
     /// The file a pool's code names (`None` for 0, between reads).
-    pub fn of_code(code: u8) -> Option<File> {
+    pub(crate) fn of_code(code: u8) -> Option<File> {
         File::ALL.into_iter().find(|f| *f as u8 == code)
     }
 
     /// Reads that take the process's mmap lock: a process stuck in the kernel holding it
     /// blocks them all, and only them (status, stat and the oom files are read from
     /// counters).
-    pub fn takes_mmap_lock(self) -> bool {
+    pub(crate) fn takes_mmap_lock(self) -> bool {
         matches!(self, File::SmapsRollup | File::Cmdline | File::Deep)
     }
 }

@@ -8,7 +8,7 @@ use super::{
 
 impl Elf {
     /// Whether it has a symbol table (`.symtab`): not stripped.
-    pub fn has_symtab(&self) -> bool {
+    pub(crate) fn has_symtab(&self) -> bool {
         self.sections.iter().any(|s| s.kind == SHT_SYMTAB)
     }
 
@@ -18,7 +18,7 @@ impl Elf {
     /// [`MAX_SYMBOLS_BYTES`]: a name `wanted` answers is looked for in the strings first
     /// (at most [`MAX_CANDIDATES`] of them, names up to [`MAX_NAME_BYTES`]), then the
     /// symbols are read for one defined by it.
-    pub fn find_symbol<B: Binary + ?Sized, T: Copy>(
+    pub(crate) fn find_symbol<B: Binary + ?Sized, T: Copy>(
         &self,
         bin: &B,
         wanted: impl Fn(&[u8]) -> Option<T>,
@@ -30,7 +30,7 @@ impl Elf {
     /// only as the tail of a longer one (`arenas` in `usable_arenas`), or when link-time
     /// optimisation renamed a static one `name.lto_priv.N` (GCC's LTO, as Debian's CPython
     /// is built).
-    pub fn find_named<B: Binary + ?Sized>(
+    pub(crate) fn find_named<B: Binary + ?Sized>(
         &self,
         bin: &B,
         name: &[u8],
@@ -115,7 +115,7 @@ impl Elf {
 
     /// Whether the section `name` holds `needle`, read from the file in pieces, its first
     /// `cap` bytes at most (`Ok(false)` without the section).
-    pub fn section_holds<B: Binary + ?Sized>(
+    pub(crate) fn section_holds<B: Binary + ?Sized>(
         &self,
         bin: &B,
         name: &str,
@@ -128,7 +128,7 @@ impl Elf {
     /// Whether the section `name` holds `needle` followed by `following` bytes that
     /// `accept` takes, read from the file in pieces, its first `cap` bytes at most
     /// (`Ok(false)` without the section).
-    pub fn section_holds_where<B: Binary + ?Sized>(
+    pub(crate) fn section_holds_where<B: Binary + ?Sized>(
         &self,
         bin: &B,
         name: &str,
@@ -170,9 +170,9 @@ impl Elf {
 }
 
 /// Symbols whose names may answer a [`Elf::find_symbol`] in one table.
-pub const MAX_CANDIDATES: usize = 64;
+pub(crate) const MAX_CANDIDATES: usize = 64;
 /// The longest name [`Elf::find_symbol`] reads whole (C++ names run to a few KiB).
-pub const MAX_NAME_BYTES: usize = 4096;
+pub(crate) const MAX_NAME_BYTES: usize = 4096;
 
 /// Hands `s`'s bytes to `each(offset in the section, piece)` in pieces of [`CHUNK`]
 /// bytes (whole symbols: a multiple of 24) until it returns `false`.

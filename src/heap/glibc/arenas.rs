@@ -53,7 +53,7 @@ pub struct Discovery {
 
 impl Discovery {
     /// Heaps of the non-main arenas.
-    pub fn arena_heaps(&self) -> u64 {
+    pub(crate) fn arena_heaps(&self) -> u64 {
         self.arenas
             .iter()
             .filter(|a| !a.main)
@@ -73,7 +73,7 @@ const MAX_DATA_BYTES: u64 = 1 << 20;
 const MIN_POINTER: u64 = 4096;
 
 /// Finds the main arena in libc's data and every arena of its ring.
-pub fn discover<T: Target>(t: &mut T, layout: &Layout, b: &Bounds) -> Result<Discovery, Fault> {
+pub(crate) fn discover<T: Target>(t: &mut T, layout: &Layout, b: &Bounds) -> Result<Discovery, Fault> {
     let mut found: Option<Discovery> = None;
     // An arena-shaped candidate whose ring did not hold: the process may have changed
     // under the read.
@@ -336,7 +336,7 @@ pub fn within(ranges: &[(u64, u64)], start: u64, end: u64) -> bool {
 
 /// Whether `len` bytes from `start` lie inside one of `ranges`; a length that would carry
 /// the end past the address space (a corrupt size word) does not.
-pub fn within_len(ranges: &[(u64, u64)], start: u64, len: u64) -> bool {
+pub(crate) fn within_len(ranges: &[(u64, u64)], start: u64, len: u64) -> bool {
     start
         .checked_add(len)
         .is_some_and(|end| within(ranges, start, end))

@@ -86,7 +86,7 @@ impl Lists {
         self.main.free_bytes.saturating_add(self.arenas.free_bytes)
     }
 
-    pub fn of_mut(&mut self, kind: HeapKind) -> &mut HeapTotals {
+    pub(crate) fn of_mut(&mut self, kind: HeapKind) -> &mut HeapTotals {
         match kind {
             HeapKind::Main => &mut self.main,
             HeapKind::Arena => &mut self.arenas,

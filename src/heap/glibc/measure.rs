@@ -61,7 +61,7 @@ impl HeapMeasure {
 
     /// Of the reclaimable pages, those in the top chunks (see
     /// [`HeapTotals::top_reclaimable_bytes`]).
-    pub fn top_reclaimable_bytes(&self) -> u64 {
+    pub(crate) fn top_reclaimable_bytes(&self) -> u64 {
         self.main
             .top_reclaimable_bytes
             .saturating_add(self.arenas.top_reclaimable_bytes)

@@ -17,35 +17,35 @@ mod said;
 pub use reading::Glibc;
 
 /// The glibc versions (major 2, these minors) whose layout this module knows.
-pub const SUPPORTED: std::ops::RangeInclusive<u32> = 27..=42;
+pub(crate) const SUPPORTED: std::ops::RangeInclusive<u32> = 27..=42;
 
-pub const SIZE_SZ: u64 = 8;
+pub(crate) const SIZE_SZ: u64 = 8;
 /// `MALLOC_ALIGNMENT` on x86-64 and aarch64: chunk addresses are multiples of it.
-pub const ALIGN: u64 = 16;
+pub(crate) const ALIGN: u64 = 16;
 /// `MINSIZE`: the smallest chunk.
-pub const MIN_CHUNK: u64 = 32;
-pub const PREV_INUSE: u64 = 1;
-pub const IS_MMAPPED: u64 = 2;
-pub const NON_MAIN_ARENA: u64 = 4;
+pub(crate) const MIN_CHUNK: u64 = 32;
+pub(crate) const PREV_INUSE: u64 = 1;
+pub(crate) const IS_MMAPPED: u64 = 2;
+pub(crate) const NON_MAIN_ARENA: u64 = 4;
 pub const FLAGS: u64 = 7;
 /// `NONCONTIGUOUS_BIT` of `malloc_state.flags`: the arena's memory is not one brk range
 /// (every non-main arena; the main arena once `brk` failed and it fell back to `mmap`).
-pub const NONCONTIGUOUS: u32 = 2;
+pub(crate) const NONCONTIGUOUS: u32 = 2;
 
 /// `sizeof (struct malloc_state)`.
-pub const MALLOC_STATE_BYTES: u64 = 2200;
+pub(crate) const MALLOC_STATE_BYTES: u64 = 2200;
 const FASTBINS_AT: usize = 0x10;
 /// `NFASTBINS`: `fastbin_index (request2size (MAX_FAST_SIZE)) + 1` on 64-bit.
-pub const NFASTBINS: usize = 10;
+pub(crate) const NFASTBINS: usize = 10;
 const TOP_AT: usize = 0x60;
 const BINS_AT: usize = 0x70;
 /// `NBINS`: bins 1 (unsorted) to 127 are walked, as `int_mallinfo` does.
-pub const NBINS: usize = 128;
+pub(crate) const NBINS: usize = 128;
 const NEXT_AT: usize = 0x870;
 const SYSTEM_MEM_AT: usize = 0x888;
 /// `HEAP_MAX_SIZE` on 64-bit (`2 * DEFAULT_MMAP_THRESHOLD_MAX`): each non-main heap is
 /// aligned to it and reserves it.
-pub const HEAP_MAX: u64 = 64 << 20;
+pub(crate) const HEAP_MAX: u64 = 64 << 20;
 
 /// What differs between the supported versions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,7 @@ impl Layout {
     }
 
     /// The `fd` of a fastbin chunk at `chunk`, as stored, turned into a pointer.
-    pub fn reveal(&self, chunk: u64, stored: u64) -> u64 {
+    pub(crate) fn reveal(&self, chunk: u64, stored: u64) -> u64 {
         if self.safe_linking {
             ((chunk + 2 * SIZE_SZ) >> 12) ^ stored
         } else {
@@ -80,12 +80,12 @@ impl Layout {
 
 /// The minor version from libc's banner ("... stable release version 2.36."), found
 /// anywhere in `text`.
-pub fn version_in(text: &[u8]) -> Option<u32> {
+pub(crate) fn version_in(text: &[u8]) -> Option<u32> {
     banner_in(text).map(|(_, v)| v)
 }
 
 /// Where glibc's banner starts in `text`, and the minor version it gives.
-pub fn banner_in(text: &[u8]) -> Option<(usize, u32)> {
+pub(crate) fn banner_in(text: &[u8]) -> Option<(usize, u32)> {
     const MARK: &[u8] = b"release version 2.";
     let start = text.windows(MARK.len()).position(|w| w == MARK)?;
     let at = start + MARK.len();
@@ -148,17 +148,17 @@ impl Arena {
     }
 
     /// `bin_at (av, i)`: the fake chunk whose `fd`/`bk` are bin `i`'s list heads.
-    pub fn bin_at(&self, i: usize) -> u64 {
+    pub(crate) fn bin_at(&self, i: usize) -> u64 {
         self.addr + TOP_AT as u64 + (i as u64 - 1) * 16
     }
 
     /// The top chunk before the arena's first `malloc`: `initial_top`, the unsorted bin.
-    pub fn top_is_initial(&self) -> bool {
+    pub(crate) fn top_is_initial(&self) -> bool {
         self.top == self.bin_at(1)
     }
 
     /// Bins whose list is empty (both heads point back at the bin).
-    pub fn empty_bins(&self) -> usize {
+    pub(crate) fn empty_bins(&self) -> usize {
         (1..NBINS)
             .filter(|&i| self.bins[i] == (self.bin_at(i), self.bin_at(i)))
             .count()
@@ -167,7 +167,7 @@ impl Arena {
     /// Whether the bytes look like an initialised arena: every bin either empty or with
     /// both heads pointing at chunk-aligned addresses outside the arena, at least one bin
     /// empty, and `next` a non-null pointer.
-    pub fn is_plausible(&self) -> bool {
+    pub(crate) fn is_plausible(&self) -> bool {
         let inside = |p: u64| p >= self.addr && p < self.addr + MALLOC_STATE_BYTES;
         let bins_ok = (1..NBINS).all(|i| {
             let (fd, bk) = self.bins[i];
@@ -183,7 +183,7 @@ impl Arena {
 
 /// `struct _heap_info`, the header of every non-main heap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HeapInfo {
+pub(crate) struct HeapInfo {
     /// The arena (`malloc_state`) this heap belongs to.
     pub arena: u64,
     pub prev: u64,
@@ -204,7 +204,7 @@ impl HeapInfo {
 }
 
 /// `smallbin_index`/`largebin_index` (64-bit): the bin a free chunk of `size` belongs in.
-pub fn bin_index(size: u64) -> usize {
+pub(crate) fn bin_index(size: u64) -> usize {
     if size < 1024 {
         (size >> 4) as usize
     } else {
@@ -226,14 +226,14 @@ pub fn bin_index(size: u64) -> usize {
 }
 
 /// `fastbin_index` (64-bit): the fastbin a chunk of `size` belongs in.
-pub fn fastbin_index(size: u64) -> usize {
+pub(crate) fn fastbin_index(size: u64) -> usize {
     ((size >> 4) as usize).wrapping_sub(2)
 }
 
 /// Where the chunks of an arena's first heap start: right after the arena, moved so that
 /// the user pointer (`chunk + 16`) is aligned (`_int_new_arena`). Also the first chunk of
 /// the brk heap, moved likewise from the heap's start.
-pub fn first_chunk(after: u64) -> u64 {
+pub(crate) fn first_chunk(after: u64) -> u64 {
     (after + 2 * SIZE_SZ).next_multiple_of(ALIGN) - 2 * SIZE_SZ
 }
 

@@ -9,7 +9,7 @@ use crate::family::{metric, Metric};
 use crate::heap::shape::Says;
 use crate::heap::words::{Gap, Said, Samples, Size, Subject, EXPORTER};
 
-pub const HEAP_WALKS_TOTAL: Metric = metric!(membloat "heap_walks", Counter, None, ["outcome"], EXPORTER, "the exporter",
+pub(crate) const HEAP_WALKS_TOTAL: Metric = metric!(membloat "heap_walks", Counter, None, ["outcome"], EXPORTER, "the exporter",
         "Heap walks of deep-read processes by outcome: measured; not_glibc (another allocator: hoarding stays suspected); inconsistent (the heap changed under two tries: tried again at the next scans, no hoarding figure meanwhile); budget (more free chunks than a walk may follow, or the walk ran out of its time or pages: backed off); unreadable (/proc/PID/mem or pagemap denied or gone); unsupported (glibc outside 2.27-2.42, a 32-bit process, or no arena that fits glibc's layout); implausible (more free memory in resident pages than the process has resident: not believed); remote_file (its libc, or memory a pointer of its heap leads to, lies on a FUSE or network mount or on one no mountinfo lists: never read).");
 
 impl Says for Glibc {

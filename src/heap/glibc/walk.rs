@@ -96,7 +96,7 @@ impl HeapTotals {
 /// Counts a free chunk `[start, end)`: its size and, with `residency`, its resident bytes
 /// and the resident pages `malloc_trim` could release (whole pages past the chunk's header
 /// and list links).
-pub fn count_free<T: Target>(
+pub(crate) fn count_free<T: Target>(
     target: &mut T,
     t: &mut HeapTotals,
     start: u64,
@@ -156,7 +156,7 @@ impl<'t, T: Target> Walker<'t, T> {
     }
 
     /// A walker that counts free chunks and bytes only: the cross-check.
-    pub fn counting(target: &'t mut T, max_chunks: u64) -> Self {
+    pub(crate) fn counting(target: &'t mut T, max_chunks: u64) -> Self {
         Walker {
             residency: false,
             ..Walker::new(target, max_chunks)

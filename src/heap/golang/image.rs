@@ -97,14 +97,14 @@ pub fn symbols(symbols: &[(&str, u64)]) -> [Part; 2] {
 }
 
 /// The runtime's three variables, at addresses of the crafted process below.
-pub const RUNTIME: [(&str, u64); 3] = [
+pub(crate) const RUNTIME: [(&str, u64); 3] = [
     ("runtime.gcController", G),
     ("runtime.mheap_", H),
     ("runtime.allp", ALLP),
 ];
 
 /// An executable with the symbol table first (sections 2 and 3) and then `more`.
-pub fn elf_with(syms: &[(&str, u64)], more: Vec<Part>) -> Vec<u8> {
+pub(crate) fn elf_with(syms: &[(&str, u64)], more: Vec<Part>) -> Vec<u8> {
     let [mut table, strings] = symbols(syms);
     table.link = 3;
     let mut parts = vec![table, strings];
@@ -184,7 +184,7 @@ fn types() -> Vec<Die> {
 
 /// `.debug_abbrev` and `.debug_info` (DWARF 4, one unit) describing the structures of
 /// [`layout`]: what Go's linker writes for them, less everything this reader skips.
-pub fn dwarf() -> (Vec<u8>, Vec<u8>) {
+pub(crate) fn dwarf() -> (Vec<u8>, Vec<u8>) {
     use Die::*;
     let dies = types();
     // Abbreviations: 1 unit, 2 structure, 3 member, 4 base, 5 pointer, 6 array, 7 subrange.
@@ -285,10 +285,10 @@ pub const G: u64 = 0x10_0000;
 pub const H: u64 = 0x20_0000;
 const PALLOC: u64 = 0x40_0000;
 const RANGES: u64 = 0x50_0000;
-pub const ALLP: u64 = 0x60_0000;
+pub(crate) const ALLP: u64 = 0x60_0000;
 const PS: u64 = 0x70_0000;
 /// The crafted heap's one 4 MiB chunk.
-pub const CHUNK: u64 = 0xc0_0000_0000;
+pub(crate) const CHUNK: u64 = 0xc0_0000_0000;
 /// Go's own on 64-bit platforms: 2^13 L1 entries of 2^13 chunks each.
 const L2_ENTRIES: u64 = 1 << 13;
 

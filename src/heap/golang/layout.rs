@@ -26,7 +26,7 @@ const SECTIONS: [&str; 5] = [
 /// What learning one binary's layout may hold at once: its DWARF sections and the types
 /// and members kept. The go command (a 20 MB binary with its DWARF: 5.3 MB of it
 /// inflated, 15,461 types) takes 9.6 MiB of it.
-pub const MAX_LAYOUT_BYTES: u64 = 20 << 20;
+pub(crate) const MAX_LAYOUT_BYTES: u64 = 20 << 20;
 /// Go's linker writes one abbreviation table of under 1 KiB; a parsed table is many
 /// times the size of its bytes, so a larger one is refused before it is parsed.
 const MAX_ABBREV_BYTES: u64 = 64 << 10;

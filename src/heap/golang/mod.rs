@@ -13,6 +13,7 @@
 //! The module holds the types both halves share and the cache of layouts by binary;
 //! `layout.rs` reads a binary, `read.rs` reads a process.
 
+#[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod image;
 mod layout;
@@ -71,9 +72,6 @@ super::shape::reasons! {
     transient: Moving,
 }
 
-/// Go heap reads by how they ended: `measured`, or each [`Unmeasured`] reason.
-pub type ReadCounts = super::shape::Counts<Unmeasured>;
-
 /// The runtime's figures, as `runtime/metrics` names them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GoHeap {
@@ -96,7 +94,7 @@ pub struct GoHeap {
 
 impl GoHeap {
     /// `GOMEMLIMIT`, when one is set (the runtime keeps `math.MaxInt64` for none).
-    pub fn memory_limit(&self) -> Option<u64> {
+    pub(crate) fn memory_limit(&self) -> Option<u64> {
         (self.memory_limit_bytes < i64::MAX as u64).then_some(self.memory_limit_bytes)
     }
 }
@@ -189,10 +187,10 @@ impl Layout {
 }
 
 /// The runtime's page: 8 KiB on every 64-bit platform Go supports.
-pub const GO_PAGE: u64 = 8192;
+pub(crate) const GO_PAGE: u64 = 8192;
 
 /// A Go process's heap: its binary's layout (read once), its load address, its figures.
-pub fn read_process<T: Target>(
+pub(crate) fn read_process<T: Target>(
     target: &mut T,
     exe: &crate::source::PidFile,
     vmas: &[Vma],

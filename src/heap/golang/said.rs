@@ -6,21 +6,21 @@ use crate::family::{metric, Metric};
 use crate::heap::shape::{Reason, Says};
 use crate::heap::words::{Gap, Remedy, Said, Samples, Size, Subject, EXPORTER, PROCESSES};
 
-pub const GO_READS_TOTAL: Metric = metric!(membloat "go_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
+pub(crate) const GO_READS_TOTAL: Metric = metric!(membloat "go_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
         "Reads of deep-read Go programs' heaps (the runtime's own figures, found through the binary's symbols and DWARF) by outcome: measured; stripped (built with -ldflags=-s: no symbol table); no_dwarf (built with -ldflags=-w); unknown_layout (the DWARF lacks a field this exporter reads: a Go version it does not know); unreadable (no ptrace access); moving (the figures changed under two reads, tried again at the next deep read); budget (the read ran out of its time or pages, or the DWARF a layout needs is more than its 20 MiB: a Go binary of much over 40 MB with its DWARF; backed off); implausible (a free heap in resident pages larger than the process's resident memory: not believed).");
-pub const PROCESS_GO_HEAP_IN_USE_BYTES: Metric = metric!(membloat "process_go_heap_in_use", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
+pub(crate) const PROCESS_GO_HEAP_IN_USE_BYTES: Metric = metric!(membloat "process_go_heap_in_use", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
         "A Go program's heap in spans in use (runtime/metrics' /memory/classes/heap/objects plus .../unused), as its runtime counts it (deep tier).");
-pub const PROCESS_GO_HEAP_FREE_BYTES: Metric = metric!(membloat "process_go_heap_free", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
+pub(crate) const PROCESS_GO_HEAP_FREE_BYTES: Metric = metric!(membloat "process_go_heap_free", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
         "A Go program's free heap not yet returned to the OS (runtime/metrics' /memory/classes/heap/free): kept until its scavenger releases it.");
-pub const PROCESS_GO_HEAP_FREE_RESIDENT_BYTES: Metric = metric!(membloat "process_go_heap_free_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.mheap_.pages), pagemap",
+pub(crate) const PROCESS_GO_HEAP_FREE_RESIDENT_BYTES: Metric = metric!(membloat "process_go_heap_free_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.mheap_.pages), pagemap",
         "Of a Go program's free heap, the bytes in resident pages (its page allocator's free, unscavenged pages, then pagemap): the RAM its runtime holds unused, its measured hoarding.");
-pub const PROCESS_GO_HEAP_RELEASED_BYTES: Metric = metric!(membloat "process_go_heap_released", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
+pub(crate) const PROCESS_GO_HEAP_RELEASED_BYTES: Metric = metric!(membloat "process_go_heap_released", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
         "A Go program's heap returned to the OS and not reused (runtime/metrics' /memory/classes/heap/released).");
-pub const PROCESS_GO_GC_GOAL_BYTES: Metric = metric!(membloat "process_go_gc_goal", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
+pub(crate) const PROCESS_GO_GC_GOAL_BYTES: Metric = metric!(membloat "process_go_gc_goal", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
         "The heap size at which a Go program's next GC should end, as GOGC sets it (runtime/metrics' /gc/heap/goal unless GOMEMLIMIT binds).");
-pub const PROCESS_GO_MEMORY_LIMIT_BYTES: Metric = metric!(membloat "process_go_memory_limit", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
+pub(crate) const PROCESS_GO_MEMORY_LIMIT_BYTES: Metric = metric!(membloat "process_go_memory_limit", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (runtime.gcController), the binary's symbols and DWARF",
         "A Go program's soft memory limit (GOMEMLIMIT or debug.SetMemoryLimit); absent when none is set.");
-pub const PROCESS_GO_UNMEASURED: Metric = metric!(membloat "process_go_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/exe, /proc/PID/mem",
+pub(crate) const PROCESS_GO_UNMEASURED: Metric = metric!(membloat "process_go_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/exe, /proc/PID/mem",
         "1 for a Go program whose heap could not be read, by reason (as membloat_go_reads_total's outcomes): stripped (-ldflags=-s), no_dwarf (-ldflags=-w), unknown_layout, unreadable, moving, budget, implausible. Such a program has no hoarding figure.");
 
 impl Says for Go {

@@ -40,9 +40,6 @@ super::super::shape::reasons! {
     transient: Moving,
 }
 
-/// jemalloc reads counted by how they ended.
-pub type ReadCounts = super::super::shape::Counts<Unmeasured>;
-
 /// What jemalloc keeps, every arena together (`stats.arenas.<all>.*`), in bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct JemallocHeap {

@@ -5,11 +5,11 @@
 use super::layout::{Layout, VERSIONS};
 use crate::heap::image::{Image, PAGE};
 
-pub const ARENAS: u64 = 0x10_0000;
-pub const TOTAL: u64 = 0x10_8000;
-pub const ARENA: u64 = 0x20_0000;
-pub const EXTENTS: u64 = 0x40_0000;
-pub const MEMORY: u64 = 0x100_0000;
+pub(crate) const ARENAS: u64 = 0x10_0000;
+pub(crate) const TOTAL: u64 = 0x10_8000;
+pub(crate) const ARENA: u64 = 0x20_0000;
+pub(crate) const EXTENTS: u64 = 0x40_0000;
+pub(crate) const MEMORY: u64 = 0x100_0000;
 
 /// The layout of jemalloc 5.3.0 with its arenas where [`image`] puts them.
 pub fn layout() -> Layout {

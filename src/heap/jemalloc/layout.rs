@@ -80,8 +80,8 @@ pub const VERSIONS: [(&str, Offsets); 3] = [
 /// jemalloc's page (`LG_PAGE` 12 on x86-64).
 pub const PAGE: u64 = 4096;
 /// `extent_state_dirty` and `extent_state_muzzy`, in every version read.
-pub const STATE_DIRTY: u64 = 1;
-pub const STATE_MUZZY: u64 = 2;
+pub(crate) const STATE_DIRTY: u64 = 1;
+pub(crate) const STATE_MUZZY: u64 = 2;
 
 /// What is read of one binary.
 #[derive(Debug, Clone, PartialEq, Eq)]

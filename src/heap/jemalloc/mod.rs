@@ -13,6 +13,7 @@
 //! arena keeps for it: a layout that does not fit, or a process that crafted its lists,
 //! gives no figure (`unknown_layout`), and one that moved under two reads `moving`.
 
+#[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod image;
 pub mod layout;
@@ -22,7 +23,7 @@ use super::target::Target;
 use crate::parse::smaps::Vma;
 mod figure;
 mod said;
-pub use figure::{JemallocHeap, ReadCounts, Unmeasured};
+pub use figure::{JemallocHeap, Unmeasured};
 pub use layout::Layout;
 pub use read::read;
 
@@ -66,7 +67,7 @@ impl super::shape::Reader for Jemalloc {
 /// A jemalloc process's kept pages: the layout of `binary` (the executable that links
 /// jemalloc in, or the library that is it), read once (`layouts`), loaded where the lowest
 /// of its mappings is.
-pub fn read_process<T: Target>(
+pub(crate) fn read_process<T: Target>(
     target: &mut T,
     binary: &crate::source::PidFile,
     vmas: &[Vma],

@@ -10,7 +10,7 @@ use crate::heap::target::{u32_at, u64_at, Fault, Target};
 const MAX_ARENAS: u64 = 4095;
 /// Extents followed at most, every list of every arena together: each is kept (16 bytes)
 /// until all are known distinct, 4 MiB at most.
-pub const MAX_EXTENTS: u64 = 1 << 18;
+pub(crate) const MAX_EXTENTS: u64 = 1 << 18;
 /// The low bits of `e_bits` that hold an extent's arena (`MALLOCX_ARENA_BITS`).
 const ARENA_BITS: u64 = 12;
 

@@ -6,17 +6,17 @@ use crate::family::{metric, Metric};
 use crate::heap::shape::{Figure, Reason, Says};
 use crate::heap::words::{Gap, Said, Samples, Size, Subject, EXPORTER, PROCESSES};
 
-pub const JEMALLOC_READS_TOTAL: Metric = metric!(membloat "jemalloc_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
+pub(crate) const JEMALLOC_READS_TOTAL: Metric = metric!(membloat "jemalloc_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
         "Reads of deep-read jemalloc processes' kept pages (its arenas, found through the binary's symbols, and each kept extent) by outcome: measured; stripped (no symbol table: Debian's libjemalloc2, a stripped binary); unknown_version (a jemalloc other than 5.2.1, 5.3.0 or 5.3.1); unknown_layout (its structures do not fit the version's layout: another build configuration); unreadable (no ptrace access, or its library could not be opened); moving (the lists changed under two reads, tried again at the next scans); budget (the read ran out of its time or pages, or more than 256 Ki extents: backed off); implausible (more resident kept pages than the process has resident, or a kept extent outside its private anonymous memory: not believed); remote_file (its library lies on a FUSE or network mount or on one no mountinfo lists: never read).");
-pub const PROCESS_JEMALLOC_ACTIVE_BYTES: Metric = metric!(membloat "process_jemalloc_active", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (je_arenas and each kept extent), pagemap, the binary's symbols",
+pub(crate) const PROCESS_JEMALLOC_ACTIVE_BYTES: Metric = metric!(membloat "process_jemalloc_active", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (je_arenas and each kept extent), pagemap, the binary's symbols",
         "jemalloc's active pages, every arena together (mallctl's stats.arenas.<all>.pactive): allocated, or in its thread caches and slabs.");
-pub const PROCESS_JEMALLOC_DIRTY_BYTES: Metric = metric!(membloat "process_jemalloc_dirty", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (je_arenas and each kept extent), pagemap, the binary's symbols",
+pub(crate) const PROCESS_JEMALLOC_DIRTY_BYTES: Metric = metric!(membloat "process_jemalloc_dirty", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (je_arenas and each kept extent), pagemap, the binary's symbols",
         "Pages jemalloc keeps dirty after the program freed them (stats.arenas.<all>.pdirty): reused, or given back as they decay (dirty_decay_ms, only while the process allocates unless background_thread is on) or on a purge.");
-pub const PROCESS_JEMALLOC_MUZZY_BYTES: Metric = metric!(membloat "process_jemalloc_muzzy", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (je_arenas and each kept extent), pagemap, the binary's symbols",
+pub(crate) const PROCESS_JEMALLOC_MUZZY_BYTES: Metric = metric!(membloat "process_jemalloc_muzzy", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (je_arenas and each kept extent), pagemap, the binary's symbols",
         "Pages jemalloc gave back with MADV_FREE (stats.arenas.<all>.pmuzzy): still resident until the kernel needs them.");
-pub const PROCESS_JEMALLOC_KEPT_RESIDENT_BYTES: Metric = metric!(membloat "process_jemalloc_kept_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (je_arenas and each kept extent), pagemap, the binary's symbols",
+pub(crate) const PROCESS_JEMALLOC_KEPT_RESIDENT_BYTES: Metric = metric!(membloat "process_jemalloc_kept_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (je_arenas and each kept extent), pagemap, the binary's symbols",
         "Of jemalloc's dirty and muzzy pages, those resident (each kept extent's pages, then pagemap): what an arena purge gives back, the process's measured hoarding.");
-pub const PROCESS_JEMALLOC_UNMEASURED: Metric = metric!(membloat "process_jemalloc_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/exe or its libjemalloc, /proc/PID/mem",
+pub(crate) const PROCESS_JEMALLOC_UNMEASURED: Metric = metric!(membloat "process_jemalloc_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/exe or its libjemalloc, /proc/PID/mem",
         "1 for a jemalloc process whose kept pages could not be read, by reason (as membloat_jemalloc_reads_total's outcomes): stripped, unknown_version, unknown_layout, unreadable, moving, budget, implausible, remote_file. Its hoarding stays suspected.");
 
 impl Says for Jemalloc {

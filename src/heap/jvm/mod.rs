@@ -23,7 +23,7 @@ pub use interpret::interpret;
 pub use said::java_heap;
 
 use super::memory::ProcessMemory;
-use super::shape::{Ceiling, Counts, Figure, Process, Reader};
+use super::shape::{Ceiling, Figure, Process, Reader};
 use super::target::Target;
 use crate::parse::hsperfdata::{self, PerfData};
 use crate::parse::smaps::{Library, Vma};
@@ -193,10 +193,6 @@ impl Figure for JavaHeap {
         JavaHeap::held_bytes(self)
     }
 }
-
-/// JVM reads by outcome: `measured`, `no_resident` (figures without the held heap), or
-/// each [`Unmeasured`] reason.
-pub type ReadCounts = Counts<Unmeasured>;
 
 /// The reader of a JVM's perf data and heap.
 pub struct Jvm;

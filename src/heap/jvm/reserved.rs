@@ -77,7 +77,7 @@ pub fn find<T: Target>(t: &mut T, vmas: &[Vma]) -> Option<Reserved> {
 /// otherwise through its own VMStructs, whose places are learnt when their range passes
 /// the same check. Another process's memory taught the hint: it is never believed
 /// without that check, and a range it gives that fails it costs one full read.
-pub fn find_with<T: Target>(t: &mut T, vmas: &[Vma], learnt: &Learnt) -> Option<Reserved> {
+pub(crate) fn find_with<T: Target>(t: &mut T, vmas: &[Vma], learnt: &Learnt) -> Option<Reserved> {
     let lib = vmas
         .iter()
         .find(|v| v.library == Some(Library::JvmLibrary))?

@@ -8,23 +8,23 @@ use crate::family::{metric, Metric};
 use crate::heap::shape::{Reason, Says};
 use crate::heap::words::{Gap, Remedy, Said, Samples, Size, Subject, EXPORTER, PROCESSES};
 
-pub const JVM_READS_TOTAL: Metric = metric!(membloat "jvm_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
+pub(crate) const JVM_READS_TOTAL: Metric = metric!(membloat "jvm_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
         "Reads of deep-read JVMs' perf data (hsperfdata, read through the JVM's own mapping of it) by outcome: measured (figures and held heap); no_resident (figures, but the heap's range or file was not found: no held figure); not_published (no perf data: -XX:-UsePerfData, -XX:+PerfDisableSharedMem, a uid the image's /etc/passwd does not name (HotSpot then keeps it private), or another JVM holds the file of the same /tmp and namespace pid); unreadable (no ptrace access); not_ready (the JVM is starting); malformed (outside HotSpot's format, or absurd figures); budget (the read ran out of its time or pages: backed off); implausible (a held heap larger than the process's resident memory: not believed); remote_file (libjvm or the perf-data file lies on a FUSE or network mount or on one no mountinfo lists: never read).");
-pub const PROCESS_JVM_INFO: Metric = metric!(membloat "process_jvm", Info, None, ["collector", "pid", "comm"], PROCESSES, "/proc/PID/mem (hsperfdata)",
+pub(crate) const PROCESS_JVM_INFO: Metric = metric!(membloat "process_jvm", Info, None, ["collector", "pid", "comm"], PROCESSES, "/proc/PID/mem (hsperfdata)",
         "A JVM's collector (g1, parallel, serial, z, shenandoah, other), from its perf data (deep tier).");
-pub const PROCESS_JVM_HEAP_COMMITTED_BYTES: Metric = metric!(membloat "process_jvm_heap_committed", Gauge, Bytes, ["pid", "comm", "generation", "space"], PROCESSES, "/proc/PID/mem (hsperfdata)",
+pub(crate) const PROCESS_JVM_HEAP_COMMITTED_BYTES: Metric = metric!(membloat "process_jvm_heap_committed", Gauge, Bytes, ["pid", "comm", "generation", "space"], PROCESSES, "/proc/PID/mem (hsperfdata)",
         "Memory a JVM committed to each space of its Java heap, as its perf data names them (jstat's S0C, EC, OC...; JDK 17's G1 adds 8 bytes a space). Committed is not resident: see membloat_process_jvm_heap_resident_bytes.");
-pub const PROCESS_JVM_HEAP_USED_BYTES: Metric = metric!(membloat "process_jvm_heap_used", Gauge, Bytes, ["pid", "comm", "generation", "space"], PROCESSES, "/proc/PID/mem (hsperfdata)",
+pub(crate) const PROCESS_JVM_HEAP_USED_BYTES: Metric = metric!(membloat "process_jvm_heap_used", Gauge, Bytes, ["pid", "comm", "generation", "space"], PROCESSES, "/proc/PID/mem (hsperfdata)",
         "Bytes a JVM uses in each space of its Java heap (jstat's S0U, EU, OU...).");
-pub const PROCESS_JVM_HEAP_MAX_BYTES: Metric = metric!(membloat "process_jvm_heap_max", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (libjvm, hsperfdata)",
+pub(crate) const PROCESS_JVM_HEAP_MAX_BYTES: Metric = metric!(membloat "process_jvm_heap_max", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (libjvm, hsperfdata)",
         "The most a JVM's Java heap may grow to (-Xmx): the size of its reserved range (ZGC: its one space's maximum).");
-pub const PROCESS_JVM_HEAP_RESIDENT_BYTES: Metric = metric!(membloat "process_jvm_heap_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (libjvm), pagemap, smaps",
+pub(crate) const PROCESS_JVM_HEAP_RESIDENT_BYTES: Metric = metric!(membloat "process_jvm_heap_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (libjvm), pagemap, smaps",
         "A JVM's Java heap in RAM: pages present in its reserved range (found as HotSpot's Serviceability Agent finds it, from libjvm's exported VMStructs), or the bytes allocated to ZGC's heap file.");
-pub const PROCESS_JVM_METASPACE_COMMITTED_BYTES: Metric = metric!(membloat "process_jvm_metaspace_committed", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (hsperfdata)",
+pub(crate) const PROCESS_JVM_METASPACE_COMMITTED_BYTES: Metric = metric!(membloat "process_jvm_metaspace_committed", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (hsperfdata)",
         "Metaspace a JVM committed (jstat's MC).");
-pub const PROCESS_JVM_METASPACE_USED_BYTES: Metric = metric!(membloat "process_jvm_metaspace_used", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (hsperfdata)",
+pub(crate) const PROCESS_JVM_METASPACE_USED_BYTES: Metric = metric!(membloat "process_jvm_metaspace_used", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (hsperfdata)",
         "Metaspace a JVM uses (jstat's MU).");
-pub const PROCESS_JVM_UNMEASURED: Metric = metric!(membloat "process_jvm_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/mem (hsperfdata, libjvm)",
+pub(crate) const PROCESS_JVM_UNMEASURED: Metric = metric!(membloat "process_jvm_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/mem (hsperfdata, libjvm)",
         "1 for a JVM whose held Java heap could not be measured, by reason (as membloat_jvm_reads_total's outcomes): not_published (-XX:-UsePerfData, -XX:+PerfDisableSharedMem, a uid the image's /etc/passwd does not name, or another JVM holds its perf-data file), no_resident (its heap's range or file was not found), unreadable, not_ready, malformed, budget, implausible, remote_file. Such a JVM has no measured hoarding figure.");
 
 impl Says for Jvm {

@@ -5,14 +5,14 @@
 use super::layout::{Layout, State, ARENA_OBJECT, LARGE};
 use crate::heap::image::Image;
 
-pub const ARENAS: u64 = 0x10_0000;
-pub const MAXARENAS: u64 = 0x10_0010;
-pub const NARENAS: u64 = 0x10_0020;
-pub const TABLE: u64 = 0x20_0000;
+pub(crate) const ARENAS: u64 = 0x10_0000;
+pub(crate) const MAXARENAS: u64 = 0x10_0010;
+pub(crate) const NARENAS: u64 = 0x10_0020;
+pub(crate) const TABLE: u64 = 0x20_0000;
 /// The first arena; each next one 2 MiB further.
-pub const MEMORY: u64 = 0x1000_0000;
+pub(crate) const MEMORY: u64 = 0x1000_0000;
 /// Records in the table that hold no arena, after the arenas'.
-pub const SPARE_RECORDS: u64 = 2;
+pub(crate) const SPARE_RECORDS: u64 = 2;
 
 /// 3.10's layout, its variables where [`image`] puts them.
 pub fn layout() -> Layout {
@@ -33,7 +33,7 @@ pub fn arena_at(i: usize) -> u64 {
 }
 
 /// Where pool `k` of arena `i` starts.
-pub fn pool_at(i: usize, k: usize) -> u64 {
+pub(crate) fn pool_at(i: usize, k: usize) -> u64 {
     arena_at(i) + k as u64 * LARGE.pool
 }
 

@@ -33,24 +33,24 @@ impl Sizes {
 }
 
 /// Sizes before 3.10.
-pub const SMALL: Sizes = Sizes {
+pub(crate) const SMALL: Sizes = Sizes {
     arena: 256 << 10,
     pool: 4 << 10,
 };
 /// Sizes from 3.10 (`USE_LARGE_ARENAS`, `USE_LARGE_POOLS`).
-pub const LARGE: Sizes = Sizes {
+pub(crate) const LARGE: Sizes = Sizes {
     arena: 1 << 20,
     pool: 16 << 10,
 };
 
 /// `sizeof(struct pool_header)` rounded up to `ALIGNMENT`: `POOL_OVERHEAD`.
-pub const POOL_OVERHEAD: u64 = 48;
+pub(crate) const POOL_OVERHEAD: u64 = 48;
 /// `ALIGNMENT` on 64-bit: a size class's blocks are `(index + 1) * 16` bytes.
-pub const ALIGNMENT: u64 = 16;
+pub(crate) const ALIGNMENT: u64 = 16;
 /// `NB_SMALL_SIZE_CLASSES`: 512 / 16.
-pub const SIZE_CLASSES: u64 = 32;
+pub(crate) const SIZE_CLASSES: u64 = 32;
 /// `sizeof(struct arena_object)`.
-pub const ARENA_OBJECT: u64 = 48;
+pub(crate) const ARENA_OBJECT: u64 = 48;
 
 /// Where the fields of `struct _obmalloc_mgmt` are (3.12 and 3.13, the same), from its
 /// start; the state's `mgmt` follows its `pools` (512 bytes).
@@ -71,11 +71,11 @@ pub const IN_RUNTIME: [(u32, Option<u64>, u64, bool); 2] =
 /// `_PyRuntime` starts with `_Py_DebugOffsets` from 3.13, for debuggers outside the
 /// process: its cookie, then the version, then (at [`DEBUG_INTERPRETERS_HEAD`]) where
 /// `_PyRuntime.interpreters.head` is; `interpreters.main` follows `head`.
-pub const DEBUG_COOKIE: &[u8; 8] = b"xdebugpy";
+pub(crate) const DEBUG_COOKIE: &[u8; 8] = b"xdebugpy";
 pub const DEBUG_INTERPRETERS_HEAD: u64 = 40;
 /// The main interpreter lies inside `_PyRuntime`, within this many bytes of its start
 /// (0x15950 in 3.13.5): a place further out is not believed.
-pub const RUNTIME_SPAN: u64 = 1 << 20;
+pub(crate) const RUNTIME_SPAN: u64 = 1 << 20;
 
 /// How the state is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

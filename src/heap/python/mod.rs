@@ -10,6 +10,7 @@
 //! A free-threaded build (mimalloc) has no arenas and says so; an interpreter started
 //! with `PYTHONMALLOC=malloc` has none either, and its objects are glibc's, measured there.
 
+#[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod image;
 pub mod layout;
@@ -78,7 +79,7 @@ impl super::shape::Reader for Python {
 /// A CPython process's arenas: the layout of `binary` (the executable, or the
 /// `libpython3.*.so` it loads), read once (`layouts`), loaded where the lowest of its
 /// mappings is.
-pub fn read_process<T: Target>(
+pub(crate) fn read_process<T: Target>(
     target: &mut T,
     binary: &crate::source::PidFile,
     vmas: &[Vma],

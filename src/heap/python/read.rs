@@ -18,7 +18,7 @@ use crate::heap::target::{u32_at, u64_at, Fault, Target};
 
 /// The most arena records read: pymalloc doubles its table from 16, so 2^24 records hold
 /// 16 TiB of 1 MiB arenas.
-pub const MAX_ARENA_RECORDS: u64 = 1 << 24;
+pub(crate) const MAX_ARENA_RECORDS: u64 = 1 << 24;
 /// Arena records read at once.
 const RECORDS_AT_ONCE: u64 = 1024;
 /// `pool_header`'s fields read: `ref.count` at 0, `arenaindex` at 32, `szidx` at 36.

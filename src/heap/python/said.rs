@@ -6,17 +6,17 @@ use crate::family::{metric, Metric};
 use crate::heap::shape::{Reason, Says};
 use crate::heap::words::{Gap, Remedy, Said, Samples, Size, Subject, EXPORTER, PROCESSES};
 
-pub const PYTHON_READS_TOTAL: Metric = metric!(membloat "python_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
+pub(crate) const PYTHON_READS_TOTAL: Metric = metric!(membloat "python_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
         "Reads of deep-read CPython processes' small-object arenas (pymalloc's state, found through the binary's or libpython's symbols, and each pool's header) by outcome: measured; stripped (3.11 and older without a symbol table: Debian's python3.11); unknown_version (a CPython other than 3.8 to 3.13); free_threaded (python3.13t: mimalloc, not read); unknown_layout (what was read does not fit the version's layout: another build configuration, or a crafted table); unreadable (no ptrace access, or libpython could not be opened); moving (the arenas changed under two reads, tried again at the next scans); budget (the read ran out of its time or pages: backed off); implausible (more resident unused memory than the process has resident: not believed); remote_file (the interpreter lies on a FUSE or network mount or on one no mountinfo lists: never read).");
-pub const PROCESS_PYTHON_ARENAS: Metric = metric!(membloat "process_python_arenas", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/mem (pymalloc's arenas and pool headers), pagemap, the binary's symbols",
+pub(crate) const PROCESS_PYTHON_ARENAS: Metric = metric!(membloat "process_python_arenas", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/mem (pymalloc's arenas and pool headers), pagemap, the binary's symbols",
         "Arenas CPython's small-object allocator holds (sys._debugmallocstats' \"# arenas allocated current\"): 256 KiB each to 3.9, 1 MiB from 3.10; an arena is given back only when its last object is freed.");
-pub const PROCESS_PYTHON_ALLOCATED_BYTES: Metric = metric!(membloat "process_python_allocated", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (pymalloc's arenas and pool headers), pagemap, the binary's symbols",
+pub(crate) const PROCESS_PYTHON_ALLOCATED_BYTES: Metric = metric!(membloat "process_python_allocated", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (pymalloc's arenas and pool headers), pagemap, the binary's symbols",
         "Bytes of the blocks in use in CPython's arenas (\"# bytes in allocated blocks\"): its small objects.");
-pub const PROCESS_PYTHON_UNUSED_BYTES: Metric = metric!(membloat "process_python_unused", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (pymalloc's arenas and pool headers), pagemap, the binary's symbols",
+pub(crate) const PROCESS_PYTHON_UNUSED_BYTES: Metric = metric!(membloat "process_python_unused", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (pymalloc's arenas and pool headers), pagemap, the binary's symbols",
         "What CPython's arenas hold unused: free blocks in pools in use (\"# bytes in available blocks\") plus pools with no block in use (\"unused pools\" times the pool size), resident or not.");
-pub const PROCESS_PYTHON_UNUSED_RESIDENT_BYTES: Metric = metric!(membloat "process_python_unused_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (pymalloc's arenas and pool headers), pagemap, the binary's symbols",
+pub(crate) const PROCESS_PYTHON_UNUSED_RESIDENT_BYTES: Metric = metric!(membloat "process_python_unused_resident", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (pymalloc's arenas and pool headers), pagemap, the binary's symbols",
         "Of CPython's unused arena memory, what is in resident pages (pagemap): kept until every object of its arena is freed, the process's measured hoarding beside glibc's.");
-pub const PROCESS_PYTHON_UNMEASURED: Metric = metric!(membloat "process_python_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/exe or its libpython, /proc/PID/mem",
+pub(crate) const PROCESS_PYTHON_UNMEASURED: Metric = metric!(membloat "process_python_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/exe or its libpython, /proc/PID/mem",
         "1 for a CPython process whose arenas could not be read, by reason (as membloat_python_reads_total's outcomes): stripped, unknown_version, free_threaded, unknown_layout, unreadable, moving, budget, implausible, remote_file. Such a process has no measured hoarding figure.");
 
 impl Says for Python {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::heap::runtime::Allocator;
-use crate::heap::shape::{Reader, Reason, Says, Share};
+use crate::heap::shape::{Says, Share};
 use crate::heap::words::{Said, Subject};
 use crate::heap::{Glibc, HeapMeasure, HeapReading, Registered};
 
@@ -129,7 +129,7 @@ impl Signals {
     /// What the allocator's reader says of the process's measured hoarding (`held`
     /// bytes): the reader of its allocator (`allocator`, as the deep read told it) before
     /// any other allocator's, else glibc's last walk where a walk being retried keeps it.
-    pub fn allocator_said(
+    pub(crate) fn allocator_said(
         &self,
         allocator: Option<Allocator>,
         held: u64,
@@ -144,20 +144,5 @@ impl Signals {
             .max_by_key(|(theirs, _)| *theirs)
             .map(|(_, said)| said)
             .or_else(|| Some(<Glibc as Says>::said(self.heap.as_deref()?, held, process)))
-    }
-
-    /// The `reason` a reader's figure is not whole: why it has none, or the label of a
-    /// figure without its held bytes (a JVM's `no_resident`).
-    pub fn unmeasured_label<R: Registered>(&self) -> Option<&'static str> {
-        match self.reading.as_ref()?.get::<R>()? {
-            Err(why) => Some(why.as_str()),
-            Ok(f) => {
-                use crate::heap::shape::Figure;
-                f.held_bytes()
-                    .is_none()
-                    .then_some(<R as Reader>::Reason::PARTIAL)
-                    .flatten()
-            }
-        }
     }
 }

@@ -13,7 +13,7 @@ use super::super::Reader;
 
 /// Mount namespaces besides the host's and the exporter's read in one read; the rest are
 /// counted as `timeout`.
-pub const NAMESPACES: usize = 256;
+pub(crate) const NAMESPACES: usize = 256;
 
 /// One tmpfs mount, deduplicated by superblock.
 #[derive(Debug, Clone, PartialEq, Eq)]

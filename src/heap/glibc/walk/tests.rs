@@ -9,7 +9,7 @@ use crate::heap::image::{Image, PAGE};
 const BASE: u64 = 0x5555_0000_0000;
 
 /// A brk heap of 64 KiB: a used chunk, a free one, a used one, then the top chunk.
-pub fn main_heap() -> Image {
+pub(crate) fn main_heap() -> Image {
     let mut m = Image::default();
     m.map(BASE, 64 << 10);
     m.chunk(BASE, 0, 0x290 | PREV_INUSE); // tcache_perthread_struct
