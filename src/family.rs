@@ -20,21 +20,21 @@ impl Kind {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
+pub enum MetricUnit {
     None,
     Bytes,
     Seconds,
     Ratio,
 }
 
-impl Unit {
+impl MetricUnit {
     /// The suffix the unit gives a name (`bytes`), empty for none.
     pub fn as_str(self) -> &'static str {
         match self {
-            Unit::None => "",
-            Unit::Bytes => "bytes",
-            Unit::Seconds => "seconds",
-            Unit::Ratio => "ratio",
+            MetricUnit::None => "",
+            MetricUnit::Bytes => "bytes",
+            MetricUnit::Seconds => "seconds",
+            MetricUnit::Ratio => "ratio",
         }
     }
 }
@@ -87,7 +87,7 @@ pub struct Metric {
     /// prometheus-client's descriptor takes (it adds them back).
     pub base: &'static str,
     pub kind: Kind,
-    pub unit: Unit,
+    pub unit: MetricUnit,
     /// The labels of its samples, in order (an info's carried labels included).
     pub labels: &'static [&'static str],
     pub section: Section,
@@ -152,7 +152,7 @@ macro_rules! metric {
             name: $name,
             base: $base,
             kind: $crate::family::Kind::$kind,
-            unit: $crate::family::Unit::$unit,
+            unit: $crate::family::MetricUnit::$unit,
             labels: &[$($label),*],
             section: $section,
             source: $source,

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use membloat_exporter::expose::catalogue::{all, Section, Unit};
+use membloat_exporter::expose::catalogue::{all, MetricUnit, Section};
 use membloat_exporter::family::Collector;
 use std::path::Path;
 
@@ -41,7 +41,7 @@ fn table(section: Section) -> String {
             format!("{{{}}}", m.labels.join(","))
         };
         let unit = match m.unit {
-            Unit::None => "",
+            MetricUnit::None => "",
             u => u.as_str(),
         };
         let source = if m.source.starts_with('/') {

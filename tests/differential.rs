@@ -16,7 +16,7 @@
 use crate::common;
 
 use common::glibc::{self, Glibc};
-use membloat_exporter::heap::shape::Reason;
+use membloat_exporter::heap::shape::NoFigure;
 use membloat_exporter::heap::{self, HeapMeasure};
 use membloat_exporter::parse::smaps;
 use membloat_exporter::source::Source;

@@ -215,7 +215,7 @@ fn pinned_heaps_of_every_collector_give_back_what_explain_promises() {
 #[test]
 fn every_java_flag_explain_prints_starts_the_jvm() {
     use membloat_exporter::heap::jvm::java_heap;
-    use membloat_exporter::heap::jvm::{Collector, JavaHeap, Space};
+    use membloat_exporter::heap::jvm::{Gc, JavaHeap, Space};
     let space = |committed: u64, used: u64| Space {
         generation: "old".into(),
         name: "heap".into(),
@@ -224,11 +224,11 @@ fn every_java_flag_explain_prints_starts_the_jvm() {
         max_bytes: 512 << 20,
     };
     let collectors = [
-        (Collector::G1, "-XX:+UseG1GC"),
-        (Collector::Parallel, "-XX:+UseParallelGC"),
-        (Collector::Serial, "-XX:+UseSerialGC"),
-        (Collector::Z, "-XX:+UseZGC"),
-        (Collector::Shenandoah, "-XX:+UseShenandoahGC"),
+        (Gc::G1, "-XX:+UseG1GC"),
+        (Gc::Parallel, "-XX:+UseParallelGC"),
+        (Gc::Serial, "-XX:+UseSerialGC"),
+        (Gc::Z, "-XX:+UseZGC"),
+        (Gc::Shenandoah, "-XX:+UseShenandoahGC"),
     ];
     for jdk in common::java::jdks() {
         for (collector, flag) in collectors {

@@ -289,7 +289,7 @@ fn check_pools(j: &Jvm, h: &jvm::JavaHeap) {
     // JDK 17's G1 adds the object alignment (8 bytes) to each space's committed figure;
     // JDK 25's does not: which one this is shows in an empty survivor space (0 or 8).
     let pad = match h.collector {
-        jvm::Collector::G1 => {
+        jvm::Gc::G1 => {
             h.spaces
                 .iter()
                 .map(|s| s.committed_bytes)

@@ -588,8 +588,8 @@ fn pipeline(data: &[u8]) {
     ];
     let cfg = Config::from_args(args).unwrap_or_else(|_| panic!("the fuzz flags are valid"));
     let mut p = Pipeline::new(&cfg).unwrap();
-    p.run_once();
-    let published = shared::publish_all(p.run_once(), &Default::default());
+    p.step();
+    let published = shared::publish_all(p.step(), &Default::default());
     let text = std::str::from_utf8(&published.text).expect("text exposition is UTF-8");
     let om = std::str::from_utf8(&published.openmetrics).expect("OpenMetrics is UTF-8");
     if let Err(e) = crate::check::exposition(text, false) {

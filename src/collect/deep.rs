@@ -222,12 +222,12 @@ fn reader(
 /// Whether a reader of the process found its heap moving (or, for a JVM, still starting):
 /// read again on the retry schedule, not a deep interval later.
 fn is_transient(h: &HeapReading) -> bool {
-    h.readings.iter().any(heap::Reading::is_transient)
+    h.readings.iter().any(heap::Measurement::is_transient)
 }
 
 /// Whether any of a process's readers stopped at its budget.
 fn is_over_budget(h: &HeapReading) -> bool {
-    h.readings.iter().any(heap::Reading::is_over_budget)
+    h.readings.iter().any(heap::Measurement::is_over_budget)
 }
 
 impl DeepRun {

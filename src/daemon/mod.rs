@@ -23,7 +23,7 @@ mod report;
 mod trim;
 pub use trim::run_trim;
 
-/// Scanner plus what the model remembers: one `run_once` is scan -> derive.
+/// Scanner plus what the model remembers: one `step` is scan -> derive.
 pub struct Pipeline {
     scanner: Scanner,
     state: State,
@@ -81,7 +81,7 @@ impl Pipeline {
             .clone()
     }
 
-    pub fn run_once(&mut self) -> Arc<Snapshot> {
+    pub fn step(&mut self) -> Arc<Snapshot> {
         let sample = self.scanner.scan();
         self.reporter.scan(&sample);
         // derive consumes the state. Should it panic (a bug; scan_loop catches it), the
@@ -127,9 +127,9 @@ pub fn run_explain(cfg: &Config) -> Result<(String, i32), String> {
     let mut pipeline = Pipeline::new(&cfg)?;
     // The kills still in the kernel's ring, the exporter running or not.
     pipeline.scanner.read_history();
-    pipeline.run_once();
+    pipeline.step();
     std::thread::sleep(ex.interval);
-    let snapshot = pipeline.run_once();
+    let snapshot = pipeline.step();
     // Every process the scan read is a report here (top_k unbounded).
     if let Some(gone) = ex
         .pids
@@ -160,9 +160,9 @@ pub fn run_explain(cfg: &Config) -> Result<(String, i32), String> {
 pub fn run_once(cfg: &Config) -> Result<String, String> {
     check_roots(cfg)?;
     let mut pipeline = Pipeline::new(cfg)?;
-    pipeline.run_once();
+    pipeline.step();
     std::thread::sleep(cfg.once_interval);
-    let (_, text) = encode(pipeline.run_once());
+    let (_, text) = encode(pipeline.step());
     Ok(String::from_utf8_lossy(&text).into_owned())
 }
 
@@ -318,7 +318,7 @@ async fn scan_loop(shared: Arc<Shared>, pipeline: Pipeline, interval: Duration) 
         let joined = tokio::task::spawn_blocking(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let live = p.live();
-                publish_all(p.run_once(), &live)
+                publish_all(p.step(), &live)
             }));
             (p, result)
         })

@@ -2,9 +2,9 @@
 //! metrics and alerts use (`model::signals`), each with its evidence and remedy.
 
 use super::remedy::{self, Remedy};
-use super::{available_ratio, frees, size, subject, Finding, Host};
+use super::{available_ratio, frees, size, subject, Finding, HostState};
 use crate::attach::Live;
-use crate::heap::list::{self, Reading};
+use crate::heap::list::{self, Measurement};
 use crate::heap::runtime::Runtime;
 use crate::heap::shape::Share;
 use crate::heap::words;
@@ -37,7 +37,7 @@ fn host_finding(kind: &'static str, bytes: u64, evidence: String, remedy: &str) 
     }
 }
 
-pub(super) fn host_findings(h: &Host, s: &Snapshot) -> Vec<Finding> {
+pub(super) fn host_findings(h: &HostState, s: &Snapshot) -> Vec<Finding> {
     let mut out = Vec::new();
     if let (Some(ratio), Some(avail), Some(total)) = (
         available_ratio(h),
@@ -184,7 +184,7 @@ pub(super) fn process_findings(
         }
     }
     // A reader that could not measure the process says why, where that is a finding.
-    for gap in readings.iter().filter_map(Reading::gap) {
+    for gap in readings.iter().filter_map(Measurement::gap) {
         if tell_unmeasured {
             let fix = Remedy::advice(gap.fix, None);
             push(gap.kind, 0, "observed", gap.evidence.to_string(), fix);

@@ -16,7 +16,7 @@ pub mod sheet;
 use findings::{host_findings, process_findings};
 use report::{available_ratio, frees, subject};
 pub use report::{
-    rank, size, Coverage, Denied, Finding, Host, Subject, UnmeasuredHeaps, Victim,
+    rank, size, Coverage, Denied, Finding, HostState, Subject, UnmeasuredHeaps, Victim,
     INFORM_BELOW_RSS_BYTES, UNMEASURED_FINDING_RSS_BYTES,
 };
 
@@ -48,7 +48,7 @@ pub struct Diagnosis {
     pub schema: &'static str,
     /// Unix time of the scan the diagnosis comes from.
     pub scanned_at_unix_seconds: Option<f64>,
-    pub host: Host,
+    pub host: HostState,
     pub coverage: Coverage,
     /// RAM at stake first, then commit charge, then address space, then settings and
     /// events ([`rank`]).
@@ -80,7 +80,7 @@ impl Diagnosis {
 pub(crate) fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
     let m = s.host.get::<Meminfo>();
     let g = |f: fn(&crate::parse::meminfo::Meminfo) -> Option<u64>| m.and_then(f);
-    let host = Host {
+    let host = HostState {
         memory_total_bytes: g(|m| m.mem_total_bytes),
         memory_available_bytes: g(|m| m.mem_available_bytes),
         swap_total_bytes: g(|m| m.swap_total_bytes),

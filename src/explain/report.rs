@@ -7,7 +7,7 @@ use crate::model::derive::ProcessReport;
 
 /// The host's state, whether or not anything is wrong with it.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct Host {
+pub struct HostState {
     pub memory_total_bytes: Option<u64>,
     pub memory_available_bytes: Option<u64>,
     pub swap_total_bytes: Option<u64>,
@@ -197,7 +197,7 @@ pub(super) fn subject(p: &ProcessReport) -> Subject {
     }
 }
 
-pub(super) fn available_ratio(h: &Host) -> Option<f64> {
+pub(super) fn available_ratio(h: &HostState) -> Option<f64> {
     let total = h.memory_total_bytes.filter(|&t| t > 0)?;
     Some(h.memory_available_bytes? as f64 / total as f64)
 }

@@ -276,7 +276,7 @@ fn bare(kind: &'static str, bytes: u64, process: Option<Subject>) -> Finding {
 #[test]
 fn small_unmeasured_heaps_are_coverage_and_large_ones_findings() {
     use crate::heap::golang::Unmeasured as GoUnmeasured;
-    use crate::heap::list::Reading;
+    use crate::heap::list::Measurement;
     use crate::heap::runtime::{Allocator, Identity, Runtime};
     use crate::heap::HeapReading;
     use std::sync::Arc;
@@ -289,7 +289,7 @@ fn small_unmeasured_heaps_are_coverage_and_large_ones_findings() {
                     version: String::new(),
                 },
                 memory_cgroup: None,
-                readings: vec![Reading::Go(Err(GoUnmeasured::Stripped))],
+                readings: vec![Measurement::Go(Err(GoUnmeasured::Stripped))],
                 read_at_unix_seconds: 0.0,
             })),
             ..Signals::default()

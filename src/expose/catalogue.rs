@@ -10,7 +10,7 @@
 //! A name holding `<key>` is a pattern: one family per key the kernel prints
 //! (`/proc/vmstat`, `hugepages-SIZE/stats/`).
 
-pub use crate::family::{Kind, Metric, Section, Unit};
+pub use crate::family::{Kind, Metric, MetricUnit, Section};
 
 mod s {
     use crate::family::Collector;

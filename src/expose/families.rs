@@ -32,10 +32,10 @@ fn kind(m: &Metric) -> MetricType {
 
 fn unit(m: &Metric) -> Option<PromUnit> {
     match m.unit {
-        catalogue::Unit::None => None,
-        catalogue::Unit::Bytes => Some(PromUnit::Bytes),
-        catalogue::Unit::Seconds => Some(PromUnit::Seconds),
-        catalogue::Unit::Ratio => Some(PromUnit::Other("ratio".into())),
+        catalogue::MetricUnit::None => None,
+        catalogue::MetricUnit::Bytes => Some(PromUnit::Bytes),
+        catalogue::MetricUnit::Seconds => Some(PromUnit::Seconds),
+        catalogue::MetricUnit::Ratio => Some(PromUnit::Other("ratio".into())),
     }
 }
 

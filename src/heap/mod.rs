@@ -31,7 +31,7 @@ pub use glibc::measure::{
     MAX_FREE_CHUNKS,
 };
 pub use glibc::Glibc;
-pub use list::{ReadCounts, Reading, Registered};
+pub use list::{Measurement, ReadCounts, Registered};
 
 use memory::ProcessMemory;
 pub use process::bounds;
@@ -40,7 +40,7 @@ use shape::Ceiling;
 pub use shape::{resident_ceiling, READER_BUDGET};
 
 // The heap readers, one line each: a folder beside this file and its type, which
-// implements `shape::Reader` and `shape::Says`. The order is the order of their series.
+// implements `shape::HeapReader` and `shape::Says`. The order is the order of their series.
 registry::readers! {
     glibc::Glibc,
     jvm::Jvm,
@@ -75,8 +75,8 @@ pub struct HeapReading {
     /// it: where its hoarding counts against a container's limit.
     pub memory_cgroup: Option<String>,
     /// Each reader's measurement, or why it has none, for the readers that read the
-    /// process ([`readers`]'s order); empty when reading process memory is switched off.
-    pub readings: Vec<Reading>,
+    /// process (`list`'s order); empty when reading process memory is switched off.
+    pub readings: Vec<Measurement>,
     /// When the readers read it (Unix seconds): a deep read is kept until the next one.
     pub read_at_unix_seconds: f64,
 }

@@ -1,7 +1,7 @@
 //! How the one line a heap reader takes (`readers!` in `heap/mod.rs`) becomes its module
-//! and its place in `heap::list`: what one process's reading holds (`Reading`), the reads
-//! counted per reader (`ReadCounts`), the per-binary caches (`Caches`), the reading itself
-//! (`read_all`), and each reader's name, share and families, in the order listed (the
+//! and its place in `heap::list`: what one process's reading holds (`Measurement`), the
+//! reads counted per reader (`ReadCounts`), the per-binary caches (`Caches`), the reading
+//! itself (`read_all`), and each reader's name, share and families, in the order listed (the
 //! order of their series).
 
 /// Declares each reader's module (`src/heap/NAME/`) and makes `heap::list` from them:
@@ -29,47 +29,47 @@ macro_rules! list {
         use super::memory::ProcessMemory;
         use super::registry::outcome;
         use super::shape::{
-            run, Ceiling, Counts, Figure, Process, Reader, Reason, Says, Share,
+            run, Ceiling, Counts, Figure, Process, HeapReader, NoFigure, Says, Share,
         };
         use super::words::{Gap, Said, Samples, Subject};
 
         /// One reader's measurement of a process: its figure, or why there is none.
         #[derive(Debug, Clone, PartialEq)]
-        pub enum Reading {
-            $($variant(Result<<$reader as Reader>::Figure, <$reader as Reader>::Reason>),)*
+        pub enum Measurement {
+            $($variant(Result<<$reader as HeapReader>::Figure, <$reader as HeapReader>::Reason>),)*
         }
 
-        /// A registered reader: its measurement, picked out of a [`Reading`].
-        pub trait Registered: Reader {
+        /// A registered reader: its measurement, picked out of a [`Measurement`].
+        pub trait Registered: HeapReader {
             fn pick(
-                reading: &Reading,
-            ) -> Option<&Result<<Self as Reader>::Figure, <Self as Reader>::Reason>>;
+                reading: &Measurement,
+            ) -> Option<&Result<<Self as HeapReader>::Figure, <Self as HeapReader>::Reason>>;
         }
 
         $(impl Registered for $reader {
             fn pick(
-                reading: &Reading,
-            ) -> Option<&Result<<Self as Reader>::Figure, <Self as Reader>::Reason>> {
+                reading: &Measurement,
+            ) -> Option<&Result<<Self as HeapReader>::Figure, <Self as HeapReader>::Reason>> {
                 #[allow(unreachable_patterns)]
                 match reading {
-                    Reading::$variant(r) => Some(r),
+                    Measurement::$variant(r) => Some(r),
                     _ => None,
                 }
             }
         })*
 
-        impl Reading {
+        impl Measurement {
             /// The reader's name: the `runtime` label of the held series.
             pub fn reader(&self) -> &'static str {
                 match self {
-                    $(Reading::$variant(_) => <$reader as Reader>::NAME,)*
+                    $(Measurement::$variant(_) => <$reader as HeapReader>::NAME,)*
                 }
             }
 
             /// The `outcome` label: `measured`, a partial figure's, or the reason.
             pub fn outcome(&self) -> &'static str {
                 match self {
-                    $(Reading::$variant(r) => outcome::<$reader>(r),)*
+                    $(Measurement::$variant(r) => outcome::<$reader>(r),)*
                 }
             }
 
@@ -77,21 +77,21 @@ macro_rules! list {
             /// no figure, or one without it).
             pub fn held_bytes(&self) -> Option<u64> {
                 match self {
-                    $(Reading::$variant(r) => r.as_ref().ok().and_then(Figure::held_bytes),)*
+                    $(Measurement::$variant(r) => r.as_ref().ok().and_then(Figure::held_bytes),)*
                 }
             }
 
             /// What its figure is to the process's hoarding.
             pub fn share(&self) -> Share {
                 match self {
-                    $(Reading::$variant(_) => <$reader as Reader>::SHARE,)*
+                    $(Measurement::$variant(_) => <$reader as HeapReader>::SHARE,)*
                 }
             }
 
             /// The samples of the reader's families of the top processes.
             pub fn samples(&self, out: &mut Samples) {
                 match self {
-                    $(Reading::$variant(r) => <$reader as Says>::samples(r, out),)*
+                    $(Measurement::$variant(r) => <$reader as Says>::samples(r, out),)*
                 }
             }
 
@@ -99,7 +99,7 @@ macro_rules! list {
             /// holds `held` bytes it could have back.
             pub fn said(&self, held: u64, process: Subject) -> Option<Said> {
                 match self {
-                    $(Reading::$variant(r) => r
+                    $(Measurement::$variant(r) => r
                         .as_ref()
                         .ok()
                         .map(|f| <$reader as Says>::said(f, held, process)),)*
@@ -109,10 +109,10 @@ macro_rules! list {
             /// Why the reader has no whole figure, where that is a finding of its own.
             pub fn gap(&self) -> Option<Gap> {
                 match self {
-                    $(Reading::$variant(r) => match r {
+                    $(Measurement::$variant(r) => match r {
                         Err(why) => <$reader as Says>::gap(Some(*why)),
                         Ok(f) if f.held_bytes().is_none()
-                            && <$reader as Reader>::Reason::PARTIAL.is_some() =>
+                            && <$reader as HeapReader>::Reason::PARTIAL.is_some() =>
                         {
                             <$reader as Says>::gap(None)
                         }
@@ -125,20 +125,20 @@ macro_rules! list {
             /// the retry schedule.
             pub(crate) fn is_transient(&self) -> bool {
                 match self {
-                    $(Reading::$variant(r) => r.as_ref().is_err_and(|e| e.is_transient()),)*
+                    $(Measurement::$variant(r) => r.as_ref().is_err_and(|e| e.is_transient()),)*
                 }
             }
 
             /// Whether the read stopped at its budget.
             pub(crate) fn is_over_budget(&self) -> bool {
                 match self {
-                    $(Reading::$variant(r) => r.as_ref().is_err_and(|e| e.is_over_budget()),)*
+                    $(Measurement::$variant(r) => r.as_ref().is_err_and(|e| e.is_over_budget()),)*
                 }
             }
         }
 
         /// Every reader's name, in the list's order.
-        pub const NAMES: &[&str] = &[$(<$reader as Reader>::NAME,)*];
+        pub const NAMES: &[&str] = &[$(<$reader as HeapReader>::NAME,)*];
 
         /// Every reader's counter of reads by outcome, in the list's order.
         pub const READS: &[&Metric] = &[$(&<$reader as Says>::READS,)*];
@@ -148,8 +148,8 @@ macro_rules! list {
 
         /// What a reader's figure is to the process's hoarding, by its name.
         pub(crate) fn share_of(name: &str) -> Option<Share> {
-            $(if name == <$reader as Reader>::NAME {
-                return Some(<$reader as Reader>::SHARE);
+            $(if name == <$reader as HeapReader>::NAME {
+                return Some(<$reader as HeapReader>::SHARE);
             })*
             None
         }
@@ -157,13 +157,13 @@ macro_rules! list {
         /// Reads by reader and outcome.
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
         pub struct ReadCounts {
-            $(pub $field: Counts<<$reader as Reader>::Reason>,)*
+            $(pub $field: Counts<<$reader as HeapReader>::Reason>,)*
         }
 
         impl ReadCounts {
-            pub fn count(&mut self, reading: &Reading) {
+            pub fn count(&mut self, reading: &Measurement) {
                 match reading {
-                    $(Reading::$variant(r) => self.$field.count(r),)*
+                    $(Measurement::$variant(r) => self.$field.count(r),)*
                 }
             }
 
@@ -175,7 +175,7 @@ macro_rules! list {
 
             /// Each reader's name and its counts by outcome label, in the list's order.
             pub fn each(&self) -> Vec<(&'static str, Vec<(&'static str, u64)>)> {
-                vec![$((<$reader as Reader>::NAME, self.$field.outcomes().collect()),)*]
+                vec![$((<$reader as HeapReader>::NAME, self.$field.outcomes().collect()),)*]
             }
         }
 
@@ -183,7 +183,7 @@ macro_rules! list {
         /// the processes (its deep tier), each bounded.
         #[derive(Default)]
         pub struct Caches {
-            $(pub $field: <$reader as Reader>::Cache,)*
+            $(pub $field: <$reader as HeapReader>::Cache,)*
         }
 
         /// Runs every reader that applies to `process`, on its memory (opened once, when
@@ -193,13 +193,13 @@ macro_rules! list {
             open: impl FnOnce() -> Option<ProcessMemory>,
             caches: &Caches,
             ceiling: &mut Ceiling,
-        ) -> Vec<Reading> {
+        ) -> Vec<Measurement> {
             #[allow(non_snake_case)]
             struct Applies {
-                $($field: Result<bool, <$reader as Reader>::Reason>,)*
+                $($field: Result<bool, <$reader as HeapReader>::Reason>,)*
             }
             let applies = Applies {
-                $($field: <$reader as Reader>::applies(process, &caches.$field),)*
+                $($field: <$reader as HeapReader>::applies(process, &caches.$field),)*
             };
             let mut memory = [$(matches!(applies.$field, Ok(true)),)*]
                 .contains(&true)
@@ -207,13 +207,13 @@ macro_rules! list {
                 .flatten();
             let mut readings = Vec::new();
             $(match applies.$field {
-                Ok(true) => readings.push(Reading::$variant(run::<$reader>(
+                Ok(true) => readings.push(Measurement::$variant(run::<$reader>(
                     process,
                     memory.as_mut(),
                     &caches.$field,
                     ceiling,
                 ))),
-                Err(why) => readings.push(Reading::$variant(Err(why))),
+                Err(why) => readings.push(Measurement::$variant(Err(why))),
                 Ok(false) => {}
             })*
             readings
@@ -223,10 +223,10 @@ macro_rules! list {
 
 pub(crate) use {list, readers};
 
-use super::shape::{Figure, Reader, Reason};
+use super::shape::{Figure, HeapReader, NoFigure};
 
 /// A read's `outcome` label.
-pub fn outcome<R: Reader>(read: &Result<R::Figure, R::Reason>) -> &'static str {
+pub fn outcome<R: HeapReader>(read: &Result<R::Figure, R::Reason>) -> &'static str {
     match read {
         Ok(f) if f.held_bytes().is_none() => R::Reason::PARTIAL.unwrap_or("measured"),
         Ok(_) => "measured",

@@ -1,8 +1,8 @@
-//! The shape every heap reader has: what it reads a process for ([`Reader`]), the figure
-//! it gives ([`Figure`]), the reasons it gives none ([`Reason`]), and its reads counted by
-//! how they ended ([`Counts`]). `list.rs` lists the readers; a new one is a
-//! folder beside `glibc/`, `jvm/`, `golang/` and `jemalloc/` that implements these, and
-//! one line there.
+//! The shape every heap reader has: what it reads a process for ([`HeapReader`]), the
+//! figure it gives ([`Figure`]), the reasons it gives none ([`NoFigure`]), its reads
+//! counted by how they ended ([`Counts`]), and what it says ([`Says`]). A new reader is a
+//! folder beside `glibc/`, `jvm/`, `golang/`, `jemalloc/` and `python/` that implements
+//! these, and its line in `readers!` (`heap/mod.rs`).
 
 use std::marker::PhantomData;
 
@@ -28,8 +28,8 @@ pub const READER_BUDGET: memory::Budget = memory::Budget {
 
 /// The most a process's readers together may report as resident and free: its resident
 /// anonymous memory plus its resident shared memory, as the mappings say (and, for ZGC,
-/// the pages committed to its heap file: see `heap::read`). A figure above it cannot be true
-/// and is not served.
+/// the pages committed to its heap file: see `heap::read`). A figure above it cannot be
+/// true and is not served.
 pub fn resident_ceiling(vmas: &[Vma]) -> u64 {
     vmas.iter()
         .map(|v| {
@@ -43,7 +43,7 @@ pub fn resident_ceiling(vmas: &[Vma]) -> u64 {
 }
 
 /// Why a reader has no figure: its reasons, in the order they are shown.
-pub trait Reason: Copy + PartialEq + std::fmt::Debug + 'static {
+pub trait NoFigure: Copy + PartialEq + std::fmt::Debug + 'static {
     /// Every reason (at most [`MAX_REASONS`]).
     const ALL: &'static [Self];
     /// Its memory could not be read (no ptrace access, process gone).
@@ -69,14 +69,14 @@ pub trait Reason: Copy + PartialEq + std::fmt::Debug + 'static {
     }
 }
 
-/// Implements [`Reason`] for a reader's enum of reasons from one list of its variants and
+/// Implements [`NoFigure`] for a reader's enum of reasons from one list of its variants and
 /// their `outcome` labels, in the order they are shown. Every reader has `Unreadable`,
 /// `Budget` and `Implausible`; `transient:` names the one read again soon, `partial:` the
 /// label of a figure without its held bytes.
 macro_rules! reasons {
     ($ty:ty { $($variant:ident => $label:literal,)+ }
         $(transient: $transient:ident,)? $(partial: $partial:literal,)?) => {
-        impl $crate::heap::shape::Reason for $ty {
+        impl $crate::heap::shape::NoFigure for $ty {
             const ALL: &'static [Self] = &[$(Self::$variant),+];
             const UNREADABLE: Self = Self::Unreadable;
             const BUDGET: Self = Self::Budget;
@@ -160,9 +160,9 @@ pub enum Share {
 }
 
 /// One heap reader.
-pub trait Reader {
+pub trait HeapReader {
     type Figure: Figure + Clone + std::fmt::Debug + PartialEq;
-    type Reason: Reason;
+    type Reason: NoFigure;
     /// What it learns once per binary, kept by the scanner (bounded).
     type Cache: Default;
     /// Its name: the `runtime` label of the held series.
@@ -187,7 +187,7 @@ pub trait Reader {
 /// What a reader says of itself and of a process beyond its figure (`words.rs`): its
 /// families and the words `explain` renders. No item has a default, so a new reader is
 /// told by the compiler what it must say.
-pub trait Says: Reader {
+pub trait Says: HeapReader {
     /// Its counter of reads by outcome (labelled `outcome`), in the exporter's section.
     const READS: Metric;
     /// Its families of the top processes (labelled `pid` and `comm`, then any of their
@@ -206,7 +206,7 @@ pub trait Says: Reader {
 
 /// Runs a reader that applies: its memory opened (`None`: it could not be), its budget
 /// set and checked, its figure within the ceiling.
-pub fn run<R: Reader>(
+pub fn run<R: HeapReader>(
     process: &Process,
     memory: Option<&mut ProcessMemory>,
     cache: &R::Cache,
@@ -252,15 +252,15 @@ pub(crate) const MAX_REASONS: usize = 14;
 /// Reads counted by outcome: `measured`, the partial figure (if the reader has one), and
 /// each reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Counts<R: Reason>([u64; 2 + MAX_REASONS], PhantomData<R>);
+pub struct Counts<R: NoFigure>([u64; 2 + MAX_REASONS], PhantomData<R>);
 
-impl<R: Reason> Default for Counts<R> {
+impl<R: NoFigure> Default for Counts<R> {
     fn default() -> Self {
         Counts([0; 2 + MAX_REASONS], PhantomData)
     }
 }
 
-impl<R: Reason> Counts<R> {
+impl<R: NoFigure> Counts<R> {
     pub fn count<F: Figure>(&mut self, read: &Result<F, R>) {
         let i = match read {
             Ok(f) if f.held_bytes().is_some() || R::PARTIAL.is_none() => 0,

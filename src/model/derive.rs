@@ -6,7 +6,7 @@ use std::time::UNIX_EPOCH;
 
 use crate::collect::{ProcessSample, Sample};
 use crate::family::Collector;
-use crate::heap::shape::Reader as _;
+use crate::heap::shape::HeapReader as _;
 use crate::heap::Glibc;
 use crate::model::groups::groups;
 use crate::model::kills::Lookup;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::collect::{ProcessFiles, ProcessSample};
 use crate::heap::runtime::{Allocator, Runtime};
-use crate::heap::shape::Reason;
+use crate::heap::shape::NoFigure;
 use crate::heap::{Glibc, HeapMeasure, HeapReading};
 use crate::parse::smaps::SmapsSummary;
 

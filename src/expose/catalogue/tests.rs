@@ -23,7 +23,7 @@ fn names_are_unique_prefixed_and_end_as_their_type_and_unit_say() {
             Kind::Gauge => Some(m.name),
         }
         .unwrap_or_else(|| panic!("{}: a {:?} must end as its type says", m.name, m.kind));
-        if m.unit != Unit::None {
+        if m.unit != MetricUnit::None {
             assert!(
                 stem.ends_with(&format!("_{}", m.unit.as_str())),
                 "{}: unit {:?} missing from the name",
@@ -33,7 +33,7 @@ fn names_are_unique_prefixed_and_end_as_their_type_and_unit_say() {
         }
         // The base the encoder gives prometheus-client rebuilds the full name.
         let mut rebuilt = format!("{prefix}{}", m.base);
-        if m.unit != Unit::None {
+        if m.unit != MetricUnit::None {
             rebuilt = format!("{rebuilt}_{}", m.unit.as_str());
         }
         match m.kind {

@@ -1,4 +1,4 @@
-//! The reader of glibc's heaps as every heap reader is read (`shape::Reader`): which
+//! The reader of glibc's heaps as every heap reader is read (`shape::HeapReader`): which
 //! processes it reads, and its figure from the arenas' bounds and the measurement.
 
 use super::{measure, process};
@@ -6,7 +6,7 @@ use super::{measure, process};
 /// The reader of glibc's heaps: every process whose malloc is glibc's.
 pub struct Glibc;
 
-impl super::super::shape::Reader for Glibc {
+impl super::super::shape::HeapReader for Glibc {
     type Figure = measure::HeapMeasure;
     type Reason = measure::Unmeasured;
     type Cache = ();

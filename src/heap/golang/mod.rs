@@ -108,7 +108,7 @@ impl super::shape::Figure for GoHeap {
 /// The reader of a Go runtime's heap.
 pub struct Go;
 
-impl super::shape::Reader for Go {
+impl super::shape::HeapReader for Go {
     type Figure = Box<GoHeap>;
     type Reason = Unmeasured;
     type Cache = super::binaries::ByFile<Result<Layout, Unmeasured>>;

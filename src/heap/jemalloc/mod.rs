@@ -30,7 +30,7 @@ pub use read::read;
 /// The reader of jemalloc's arenas, whether it is a library or linked into the executable.
 pub struct Jemalloc;
 
-impl super::shape::Reader for Jemalloc {
+impl super::shape::HeapReader for Jemalloc {
     type Figure = Box<JemallocHeap>;
     type Reason = Unmeasured;
     type Cache = super::binaries::ByFile<Result<Layout, Unmeasured>>;

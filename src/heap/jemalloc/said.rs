@@ -3,7 +3,7 @@
 
 use super::{Jemalloc, JemallocHeap, Unmeasured};
 use crate::family::{metric, Metric};
-use crate::heap::shape::{Figure, Reason, Says};
+use crate::heap::shape::{Figure, NoFigure, Says};
 use crate::heap::words::{Gap, Said, Samples, Size, Subject, EXPORTER, PROCESSES};
 
 pub(crate) const JEMALLOC_READS_TOTAL: Metric = metric!(membloat "jemalloc_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",

@@ -57,7 +57,7 @@ pub fn interpret(p: &PerfData) -> Result<JavaHeap, Unmeasured> {
         _ => None,
     };
     Ok(JavaHeap {
-        collector: Collector::of(p),
+        collector: Gc::of(p),
         spaces,
         metaspace,
         reserved: None,

@@ -23,7 +23,7 @@ pub use interpret::interpret;
 pub use said::java_heap;
 
 use super::memory::ProcessMemory;
-use super::shape::{Ceiling, Figure, Process, Reader};
+use super::shape::{Ceiling, Figure, Process, HeapReader};
 use super::target::Target;
 use crate::parse::hsperfdata::{self, PerfData};
 use crate::parse::smaps::{Library, Vma};
@@ -32,7 +32,7 @@ use crate::parse::ParseError;
 /// The JVM's collector, as its perf data names it (`sun.gc.policy.name`, or the collector
 /// names where there is no policy, as with ZGC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Collector {
+pub enum Gc {
     G1,
     Parallel,
     Serial,
@@ -42,37 +42,37 @@ pub enum Collector {
     Other,
 }
 
-impl Collector {
+impl Gc {
     pub fn as_str(self) -> &'static str {
         match self {
-            Collector::G1 => "g1",
-            Collector::Parallel => "parallel",
-            Collector::Serial => "serial",
-            Collector::Z => "z",
-            Collector::Shenandoah => "shenandoah",
-            Collector::Other => "other",
+            Gc::G1 => "g1",
+            Gc::Parallel => "parallel",
+            Gc::Serial => "serial",
+            Gc::Z => "z",
+            Gc::Shenandoah => "shenandoah",
+            Gc::Other => "other",
         }
     }
 
-    fn of(p: &PerfData) -> Collector {
+    fn of(p: &PerfData) -> Gc {
         match p.text("sun.gc.policy.name") {
-            Some("GarbageFirst") => return Collector::G1,
-            Some("ParScav:MSC") => return Collector::Parallel,
-            Some("Copy:MSC") => return Collector::Serial,
-            Some(n) if n.starts_with("Shenandoah") => return Collector::Shenandoah,
+            Some("GarbageFirst") => return Gc::G1,
+            Some("ParScav:MSC") => return Gc::Parallel,
+            Some("Copy:MSC") => return Gc::Serial,
+            Some(n) if n.starts_with("Shenandoah") => return Gc::Shenandoah,
             _ => {}
         }
         let names =
             (0..MAX_COLLECTORS).filter_map(|i| p.text(&format!("sun.gc.collector.{i}.name")));
         for n in names {
             if n.starts_with("Z ") || n.starts_with("ZGC") {
-                return Collector::Z;
+                return Gc::Z;
             }
             if n.starts_with("Shenandoah") {
-                return Collector::Shenandoah;
+                return Gc::Shenandoah;
             }
         }
-        Collector::Other
+        Gc::Other
     }
 }
 
@@ -95,7 +95,7 @@ pub struct Space {
 /// What the JVM says of its memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JavaHeap {
-    pub collector: Collector,
+    pub collector: Gc,
     pub spaces: Vec<Space>,
     /// Metaspace committed and used (`sun.gc.metaspace.*`: jstat's MC and MU).
     pub metaspace: Option<(u64, u64)>,
@@ -139,7 +139,7 @@ impl JavaHeap {
     pub fn max_bytes(&self) -> Option<u64> {
         match self.reserved {
             Some(r) => Some(r.end - r.start),
-            None if self.collector == Collector::Z => self.spaces.iter().map(|s| s.max_bytes).max(),
+            None if self.collector == Gc::Z => self.spaces.iter().map(|s| s.max_bytes).max(),
             None => None,
         }
     }
@@ -197,7 +197,7 @@ impl Figure for JavaHeap {
 /// The reader of a JVM's perf data and heap.
 pub struct Jvm;
 
-impl Reader for Jvm {
+impl HeapReader for Jvm {
     type Figure = Box<JavaHeap>;
     type Reason = Unmeasured;
     type Cache = reserved::Learnt;
@@ -281,7 +281,7 @@ pub fn read_with<T: Target>(
     };
     if vmas.iter().any(|v| v.library == Some(Library::ZgcHeap)) {
         // Only ZGC maps its heap from a file; JDK 11's names its collectors otherwise.
-        heap.collector = Collector::Z;
+        heap.collector = Gc::Z;
         // The heap file's pages, as the kernel counts them, are believed only as far as
         // the heap's views map that file and the perf data says is committed: a memfd of
         // that name held open, and never mapped, is its owner's RAM but no Java heap.

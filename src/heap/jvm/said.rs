@@ -3,9 +3,9 @@
 
 use std::borrow::Cow;
 
-use super::{Collector, JavaHeap, Jvm, Unmeasured};
+use super::{Gc, JavaHeap, Jvm, Unmeasured};
 use crate::family::{metric, Metric};
-use crate::heap::shape::{Reason, Says};
+use crate::heap::shape::{NoFigure, Says};
 use crate::heap::words::{Gap, Remedy, Said, Samples, Size, Subject, EXPORTER, PROCESSES};
 
 pub(crate) const JVM_READS_TOTAL: Metric = metric!(membloat "jvm_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",
@@ -128,24 +128,24 @@ pub fn java_heap(j: &JavaHeap, pid: u32) -> Remedy {
         let floor = j.floor_bytes.unwrap_or(0) >> 20;
         // What lets each collector give back above the lower floor once started with it.
         let (next, and) = match j.collector {
-            Collector::G1 => (
+            Gc::G1 => (
                 Some(g1_next(xms, periodic)),
                 if periodic.is_empty() { "" } else { ", and a periodic collection so that G1 shrinks it while the program idles" },
             ),
-            Collector::Z if j.feature.is_some_and(|f| f < 13) => (None, ", on a JDK of 13 or later: this ZGC never gives heap back"),
-            Collector::Z => (
+            Gc::Z if j.feature.is_some_and(|f| f < 13) => (None, ", on a JDK of 13 or later: this ZGC never gives heap back"),
+            Gc::Z => (
                 Some(format!("-Xms{xms}m -XX:ZUncommitDelay=30")),
                 ", and a shorter uncommit delay, after which ZGC gives back what it does not use",
             ),
-            Collector::Shenandoah => (
+            Gc::Shenandoah => (
                 Some(format!("-Xms{xms}m -XX:+UnlockExperimentalVMOptions -XX:ShenandoahUncommitDelay=30000")),
                 ", and a shorter uncommit delay (an experimental flag, so unlocked first)",
             ),
-            Collector::Parallel | Collector::Serial => (
+            Gc::Parallel | Gc::Serial => (
                 Some(format!("-XX:+UseG1GC {}", g1_next(xms, periodic))),
                 ", with G1 in place of its collector, which keeps the heap it grew even above a lower -Xms",
             ),
-            Collector::Other => (Some(format!("-Xms{xms}m")), ""),
+            Gc::Other => (Some(format!("-Xms{xms}m")), ""),
         };
         return Remedy {
             what: format!("the heap is at its floor (-Xms{floor}m, all of it committed): no collector gives back below -Xms, and nothing at run time lowers it; start it with a lower -Xms (next start){and}"),
@@ -160,39 +160,39 @@ pub fn java_heap(j: &JavaHeap, pid: u32) -> Remedy {
     // highest regions first, so what is resident above the floor in its range.
     let gives_back = j.resident_above_floor_bytes.map(|b| b.min(held));
     match j.collector {
-        Collector::G1 => Remedy {
+        Gc::G1 => Remedy {
             what: format!("lower the free ratios (in an order jcmd accepts: MaxHeapFreeRatio may not go below MinHeapFreeRatio) and collect: G1 shrinks the heap by them, down to -Xms (now); start it with them{} (next start)", if periodic.is_empty() { "" } else { " and a periodic collection, so that G1 shrinks it while the program idles" }),
             cost: Some(Cow::Borrowed(COST)),
             now: Some(ratios),
             now_gives_back_bytes: gives_back,
             next_start: Some(format!("-XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30{periodic}")),
         },
-        Collector::Parallel | Collector::Serial => Remedy {
+        Gc::Parallel | Gc::Serial => Remedy {
             what: format!("the {} collector keeps the heap it grew, even started with a lower -Xms (Parallel's adaptive sizing ignores the free ratios; Serial's shrink at a full collection gives little back): G1 gives heap back at run time, so start it with G1 in place of its collector, with the free ratios (next start); a lower -Xmx bounds what it can keep", j.collector.as_str()),
             cost: Some(Cow::Borrowed(COST)),
             next_start: Some(format!("-XX:+UseG1GC {}", g1_next(xms, periodic))),
             ..Remedy::default()
         },
-        Collector::Z if j.feature.is_some_and(|f| f < 13) => Remedy {
+        Gc::Z if j.feature.is_some_and(|f| f < 13) => Remedy {
             what: format!("this ZGC (JDK {}) never gives heap back: a lower -Xmx, or a JDK of 13 or later, whose ZGC uncommits unused heap after -XX:ZUncommitDelay", j.feature.unwrap_or(11)),
             cost: Some(Cow::Borrowed(COST)),
             ..Remedy::default()
         },
-        Collector::Z => Remedy {
+        Gc::Z => Remedy {
             what: format!("ZGC gives unused heap back by itself after -XX:ZUncommitDelay (300 s by default) while -XX:+ZUncommit is on{}; start it with a shorter delay", if j.feature.is_some_and(|f| f >= 25) { ", gradually over several delays from JDK 25 on" } else { "" }),
             cost: Some(Cow::Borrowed(COST)),
             now: None,
             now_gives_back_bytes: None,
             next_start: Some("-XX:ZUncommitDelay=30".into()),
         },
-        Collector::Shenandoah => Remedy {
+        Gc::Shenandoah => Remedy {
             what: "Shenandoah gives unused heap back after -XX:ShenandoahUncommitDelay (5 minutes by default; an experimental flag, so unlocked first); start it with a shorter delay".into(),
             cost: Some(Cow::Borrowed(COST)),
             now: None,
             now_gives_back_bytes: None,
             next_start: Some("-XX:+UnlockExperimentalVMOptions -XX:ShenandoahUncommitDelay=30000".into()),
         },
-        Collector::Other => Remedy {
+        Gc::Other => Remedy {
             what: "the collector's uncommit settings, and an -Xms below -Xmx".into(),
             cost: Some(Cow::Borrowed(COST)),
             ..Remedy::default()

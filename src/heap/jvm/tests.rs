@@ -24,7 +24,7 @@ const KIB: u64 = 1024;
 #[test]
 fn g1_pads_each_space_by_the_object_alignment() {
     let h = captured("jdk17-g1");
-    assert_eq!(h.collector, Collector::G1);
+    assert_eq!(h.collector, Gc::G1);
     // jstat: EC 77824.0, OC 75776.0, OU 44537.7; MemoryPoolMXBean: old used 45606576.
     assert_eq!(space(&h, "young", "eden").committed_bytes, 77824 * KIB + 8);
     assert_eq!(space(&h, "young", "s0").committed_bytes, 8);
@@ -40,14 +40,14 @@ fn g1_pads_each_space_by_the_object_alignment() {
 #[test]
 fn parallel_and_serial_have_eden_two_survivors_and_old() {
     let h = captured("jdk17-parallel");
-    assert_eq!(h.collector, Collector::Parallel);
+    assert_eq!(h.collector, Gc::Parallel);
     // jstat: S0C 512.0, S1C 2560.0, EC 32768.0, OC 97792.0.
     assert_eq!(space(&h, "new", "eden").committed_bytes, 32768 * KIB);
     assert_eq!(space(&h, "new", "s0").committed_bytes, 512 * KIB);
     assert_eq!(space(&h, "new", "s1").committed_bytes, 2560 * KIB);
     assert_eq!(space(&h, "old", "old").committed_bytes, 97792 * KIB);
     let h = captured("jdk17-serial");
-    assert_eq!(h.collector, Collector::Serial);
+    assert_eq!(h.collector, Gc::Serial);
     // jstat: S0C 3904.0, S1C 3904.0, EC 31680.0, OC 78864.0.
     assert_eq!(space(&h, "new", "eden").committed_bytes, 31680 * KIB);
     assert_eq!(space(&h, "new", "s0").committed_bytes, 3904 * KIB);
@@ -58,7 +58,7 @@ fn parallel_and_serial_have_eden_two_survivors_and_old() {
 #[test]
 fn zgc_has_one_space_and_no_policy_name() {
     let h = captured("jdk17-z");
-    assert_eq!(h.collector, Collector::Z);
+    assert_eq!(h.collector, Gc::Z);
     // jstat: OC 247808.0, OU 57344.0.
     assert_eq!(h.spaces.len(), 1);
     assert_eq!(h.committed_bytes(), 247808 * KIB);

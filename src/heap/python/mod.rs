@@ -27,7 +27,7 @@ pub use layout::Layout;
 /// executable.
 pub struct Python;
 
-impl super::shape::Reader for Python {
+impl super::shape::HeapReader for Python {
     type Figure = Box<PythonHeap>;
     type Reason = Unmeasured;
     type Cache = super::binaries::ByFile<Result<Layout, Unmeasured>>;

@@ -3,7 +3,7 @@
 
 use super::{Python, PythonHeap, Unmeasured};
 use crate::family::{metric, Metric};
-use crate::heap::shape::{Reason, Says};
+use crate::heap::shape::{NoFigure, Says};
 use crate::heap::words::{Gap, Remedy, Said, Samples, Size, Subject, EXPORTER, PROCESSES};
 
 pub(crate) const PYTHON_READS_TOTAL: Metric = metric!(membloat "python_reads", Counter, None, ["outcome"], EXPORTER, "the exporter",

@@ -14,7 +14,7 @@ use crate::units::{cgroup, meminfo, pressure, thp, vmstat};
 /// The readers whose held memory is a series of its own (every one but glibc's, whose free
 /// chunks are the rest of the measured figure), in the order of their samples.
 pub(crate) fn held_by() -> impl Iterator<Item = &'static str> {
-    use crate::heap::shape::Reader;
+    use crate::heap::shape::HeapReader;
     crate::heap::list::NAMES
         .iter()
         .copied()

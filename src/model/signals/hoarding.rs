@@ -8,7 +8,7 @@ use super::{
     HOARD_MIN_HEAP_SHARE, HOARD_MIN_MEASURED_BYTES, HOARD_MIN_RETAINED,
 };
 use crate::collect::ProcessSample;
-use crate::heap::shape::{Reader, Share};
+use crate::heap::shape::{HeapReader, Share};
 use crate::heap::{Glibc, HeapMeasure, HeapReading};
 use crate::parse::smaps::SmapsSummary;
 

@@ -1,6 +1,6 @@
 use super::*;
 use crate::heap::runtime::Identity;
-use crate::heap::{Reading, Unmeasured as Outcome};
+use crate::heap::{Measurement, Unmeasured as Outcome};
 use crate::model::derive::tests_support::process;
 use crate::parse::smaps_rollup::SmapsRollup;
 
@@ -169,7 +169,7 @@ fn walked(
             version: String::new(),
         },
         memory_cgroup: None,
-        readings: vec![Reading::Glibc(walk)],
+        readings: vec![Measurement::Glibc(walk)],
         read_at_unix_seconds: 0.0,
     }));
     p
