@@ -4,18 +4,32 @@
 //! map of hit counts, as libFuzzer does; no "previous block" is kept, so threads running
 //! the exporter's code at once (its reader pools) cannot invent edges by interleaving.
 //!
-//! The map is plain bytes shared without synchronisation, as in AFL: a lost increment
-//! costs one count, never memory safety, since every index is below the map's size.
+//! The map is a byte a slot, kept in atomic words that every thread loads and stores
+//! with relaxed ordering: no data race, and no locked instruction on the hot path. Two
+//! threads counting in one word at once may lose a count, as AFL's plain bytes may; an
+//! edge is never lost with it, since the other thread's store holds its own.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 pub const MAP_SIZE: usize = 1 << 18;
 
-/// Aligned for the word-wise scan in `Seen::absorb`.
-#[repr(C, align(8))]
-struct Map([u8; MAP_SIZE]);
+/// The hit counts, eight slots a word (slot `i` is byte `i % 8` of word `i / 8`).
+static MAP: [AtomicU64; MAP_SIZE / 8] = [const { AtomicU64::new(0) }; MAP_SIZE / 8];
+/// Which words of [`MAP`] the execution touched, a bit each: `Seen::absorb` and
+/// `discard` visit those alone (the scan is instrumented code too, a callback a step).
+static TOUCHED: [AtomicU64; MAP_SIZE / 8 / 64] = [const { AtomicU64::new(0) }; MAP_SIZE / 8 / 64];
 
-static mut MAP: Map = Map([0; MAP_SIZE]);
+/// Takes the touched words of the map, each cleared as it is taken.
+fn take_touched(mut each: impl FnMut(usize, u64)) {
+    for (t, touched) in TOUCHED.iter().enumerate() {
+        let mut bits = touched.swap(0, Ordering::Relaxed);
+        while bits != 0 {
+            let w = t * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            each(w, MAP[w].swap(0, Ordering::Relaxed));
+        }
+    }
+}
 /// Guards handed an id so far: zero when the binary is not instrumented.
 static GUARDS: AtomicU32 = AtomicU32::new(0);
 
@@ -43,8 +57,16 @@ pub unsafe extern "C" fn __sanitizer_cov_trace_pc_guard_init(start: *mut u32, st
 #[no_mangle]
 pub unsafe extern "C" fn __sanitizer_cov_trace_pc_guard(guard: *mut u32) {
     let i = (*guard as usize) & (MAP_SIZE - 1);
-    let map = &raw mut MAP.0 as *mut u8;
-    *map.add(i) = (*map.add(i)).wrapping_add(1);
+    let (word, shift) = (&MAP[i / 8], (i % 8) * 8);
+    let w = word.load(Ordering::Relaxed);
+    if w == 0 {
+        TOUCHED[i / 512].fetch_or(1 << (i / 8 % 64), Ordering::Relaxed);
+    }
+    let hits = ((w >> shift) as u8).wrapping_add(1);
+    word.store(
+        (w & !(0xff << shift)) | (u64::from(hits) << shift),
+        Ordering::Relaxed,
+    );
 }
 
 /// True when the binary was built with coverage (scripts/fuzz.sh).
@@ -95,20 +117,10 @@ impl Seen {
 
     fn fold(&mut self, edges_only: bool) -> bool {
         let mut new = false;
-        // SAFETY: the map is only ever indexed within its size, and a u64 view of it is
-        // aligned (the static is read whole words at a time, never past its end);
-        // concurrent writers (reader threads still finishing) at worst lose a count.
-        // Only the slots handed out are scanned.
-        let used = (GUARDS.load(Ordering::Relaxed) as usize + 1).min(MAP_SIZE);
-        let words =
-            unsafe { std::slice::from_raw_parts_mut(&raw mut MAP as *mut u64, used.div_ceil(8)) };
-        // Most of the map is zero: whole words are skipped, so this costs little even
-        // though the fuzzer's own code is instrumented too.
-        for (w, word) in words.iter_mut().enumerate() {
-            if *word == 0 {
-                continue;
-            }
-            for (k, hits) in word.to_le_bytes().into_iter().enumerate() {
+        // Only the words the execution touched are visited. A reader thread still
+        // finishing at worst counts into the next execution.
+        take_touched(|w, taken| {
+            for (k, hits) in taken.to_le_bytes().into_iter().enumerate() {
                 let c = class(hits);
                 let seen = &mut self.classes[w * 8 + k];
                 if c != 0 && *seen & c == 0 {
@@ -120,14 +132,12 @@ impl Seen {
                     new |= !edges_only;
                 }
             }
-            *word = 0;
-        }
+        });
         new
     }
 
     /// Clears the map without looking at it (before a run whose coverage does not count).
     pub fn discard() {
-        // SAFETY: as in `absorb`.
-        unsafe { std::ptr::write_bytes(&raw mut MAP.0 as *mut u8, 0, MAP_SIZE) };
+        take_touched(|_, _| {});
     }
 }

@@ -70,6 +70,7 @@ targets! {
     "sockstat" => sockstat, 1 << 10, false, [];
     "loadavg" => loadavg_stat, 4 << 10, false, ["tests/fixtures/kernel-6.18/proc/stat"];
     "zoneinfo" => zoneinfo, 32 << 10, false, [];
+    "buddyinfo" => buddyinfo, 4 << 10, false, ["tests/fixtures/kernel-6.18/proc/buddyinfo"];
     "owners" => owners_files, 16 << 10, false, ["tests/fixtures/kernel-6.18/proc/sysvipc/shm", "tests/fixtures/kernel-6.18/proc/slabinfo", "tests/fixtures/kernel-6.18/proc/vmallocinfo", "tests/fixtures/kernel-6.18/proc/sys/fs/dentry-state"];
     "matcher" => matcher, 2 << 10, false, [];
     "webconfig" => webconfig, 4 << 10, false, ["deploy/web-config.yml"];
@@ -114,6 +115,23 @@ fn meminfo(data: &[u8]) {
             (m.hugetlb_bytes, "Hugetlb"),
         ] {
             bytes_from_kib(v, what);
+        }
+    }
+}
+
+/// `/proc/buddyinfo`: a zone per line at most, its node and zone the line's, and its free
+/// bytes at least those of its huge-page orders (the sums saturate, never wrap).
+fn buddyinfo(data: &[u8]) {
+    let t = text(data);
+    if let Ok(b) = membloat_exporter::parse::buddyinfo::parse(&t) {
+        assert!(b.zones.len() + b.rejected as usize <= t.lines().count());
+        for z in &b.zones {
+            assert!(t.contains(&format!("Node {},", z.node)), "node {}", z.node);
+            assert!(t.contains(&z.zone), "zone {}", z.zone);
+            for (page, order) in [(4096, 9), (65536, 13)] {
+                let (all, huge) = membloat_exporter::parse::buddyinfo::free_bytes(z, page, order);
+                assert!(huge <= all, "{huge} > {all}");
+            }
         }
     }
 }

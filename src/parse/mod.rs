@@ -5,6 +5,7 @@
 //! (`SwapFree: 18446744073708600176 kB` overflows when turned into bytes) is dropped and
 //! counted in the struct's `rejected` field, so the caller can report it as malformed.
 
+pub mod buddyinfo;
 pub mod cgroup;
 pub mod hsperfdata;
 pub mod kmsg;
