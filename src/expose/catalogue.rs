@@ -69,7 +69,7 @@ BEFORE_READS {
     SCAN_WATCHED_PROCESSES = membloat "scan_watched_processes", Gauge, None, [], EXPORTER, "the exporter",
         "Processes whose end is watched with a pidfd (about 1 KiB of kernel memory each, at most four per kept descriptor), so a quiet one may rest between reads without its end being missed.";
     SCAN_RESTED_PROCESSES = membloat "scan_rested_processes", Gauge, None, [], EXPORTER, "the exporter",
-        "Processes the latest scan did not read because they rest: watched, their statm and CPU time unchanged for three reads; each is read at least every 10 s, and every process is read when the host's memory moves by more than 32 MiB between scans.";
+        "Processes the latest scan did not read because they rest: watched, their statm and CPU time unchanged for three reads; each is read at least every 10 s, and every process is read when the host's memory moved by more than 32 MiB since every process was last read.";
     SCAN_STALLED_PROCESSES = membloat "scan_stalled_processes", Gauge, None, [], EXPORTER, "the exporter",
         "Processes the latest scan left behind because their read outlasted --collector.processes.read-timeout, or left out while a reader is still stuck in one of their files.";
     SCAN_SLOWEST_PROCESS_READ_SECONDS = membloat "scan_slowest_process_read", Gauge, Seconds, [], EXPORTER, "the exporter",

@@ -22,8 +22,8 @@ use crate::source::{Buffer, Source};
 /// A resting process is read at least this often.
 const REST_AT_MOST: Duration = Duration::from_secs(10);
 
-/// Host memory (`AnonPages + Shmem + Mapped`) that moved more than this between two scans
-/// wakes every process. The kernel's per-CPU counter drift is far below it (at most
+/// Host memory (`AnonPages + Shmem + Mapped`) that moved more than this since every
+/// process was last read wakes every process. The kernel's per-CPU counter drift is far below it (at most
 /// 125 pages per CPU and zone: 3 MiB on a 2-CPU host, 190 MiB only past 128 CPUs, whose
 /// hosts move that much anyway).
 pub(super) const HOST_MOVED_BYTES: u64 = 32 << 20;
@@ -50,8 +50,9 @@ pub(super) fn rests(k: &Known, scan: u64, every: u64, refresh: u64, ended: &[u32
 }
 
 /// The host's memory as far as resting goes, from `/proc/meminfo` (kept open): whether it
-/// moved by more than [`HOST_MOVED_BYTES`] since the last call. A file that cannot be read
-/// counts as moved: every process is read. Read here, before the processes, not taken
+/// moved by more than [`HOST_MOVED_BYTES`] since the last call that said so (when every
+/// process was read), so that movement below the bound in each scan still adds up. A
+/// file that cannot be read counts as moved: every process is read. Read here, before the processes, not taken
 /// from the `meminfo` unit: that unit reads the file beside the processes, so its figure
 /// comes too late for this scan's choice.
 #[derive(Debug, Default)]
@@ -71,7 +72,9 @@ impl Host {
             (Some(a), Some(b)) => a.abs_diff(b) > HOST_MOVED_BYTES,
             _ => true,
         };
-        self.last = now;
+        if moved {
+            self.last = now;
+        }
         moved
     }
 }
@@ -127,6 +130,39 @@ mod tests {
         // Read once per `every` scans, at a pid's own turn.
         let turns: Vec<u64> = (0..100).filter(|&s| !rests_k(&quiet, s, &[])).collect();
         assert_eq!(turns, vec![3, 13, 23, 33, 43, 53, 63, 73, 83, 93]);
+    }
+
+    #[test]
+    fn host_memory_that_creeps_below_the_bound_each_scan_still_wakes_every_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = Source::new(dir.path(), dir.path());
+        let at = |mib: u64| {
+            let kib = mib << 10;
+            let text = format!("AnonPages: {kib} kB\nShmem: 0 kB\nMapped: 0 kB\n");
+            std::fs::write(dir.path().join("meminfo"), text).unwrap();
+        };
+        let mut host = Host::default();
+        at(1000);
+        assert!(host.moved(&source), "the first read has nothing to compare");
+        // 20 MiB a scan: below the bound each time, past it by the second.
+        at(1020);
+        assert!(!host.moved(&source));
+        at(1040);
+        assert!(host.moved(&source), "40 MiB since every process was read");
+        at(1060);
+        assert!(
+            !host.moved(&source),
+            "counted again from the last full read"
+        );
+        // Back and forth around the last full read is no movement.
+        at(1020);
+        assert!(!host.moved(&source));
+        at(1072);
+        assert!(!host.moved(&source), "32 MiB exactly is the bound");
+        at(1073);
+        assert!(host.moved(&source), "33 MiB past the last full read");
+        std::fs::remove_file(dir.path().join("meminfo")).unwrap();
+        assert!(host.moved(&source), "unreadable counts as moved");
     }
 
     #[test]
