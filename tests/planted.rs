@@ -133,23 +133,7 @@ fn served_and_explained(planted: &Path) {
     assert!(measured.is_some_and(|n| n >= 1.0), "no measured read");
 
     // `explain` names it in the reader's words, with the reader's remedy.
-    let out = Command::new(planted)
-        .args([
-            "explain",
-            "--explain.interval=500ms",
-            "--format",
-            "json",
-            "--pid",
-        ])
-        .arg(pid.to_string())
-        .output()
-        .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let found = doc["findings"].as_array().unwrap().iter();
-    let f = found
-        .clone()
-        .find(|f| f["kind"] == "toyalloc_pool")
-        .unwrap_or_else(|| panic!("no toyalloc_pool finding: {doc:#}"));
+    let f = explained_by(planted, pid, "toyalloc_pool");
     assert_eq!(f["bytes"].as_f64(), Some(held), "{f:#}");
     assert_eq!(f["certainty"], "measured");
     let remedy = f["remedy"].as_str().unwrap();

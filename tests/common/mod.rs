@@ -560,7 +560,12 @@ impl Drop for KernelSettings {
 
 /// `explain --format json --pid PID`'s finding of `kind`.
 pub fn explained(pid: u32, kind: &str) -> serde_json::Value {
-    let out = std::process::Command::new(bin())
+    explained_by(Path::new(bin()), pid, kind)
+}
+
+/// [`explained`], by the exporter binary at `exporter` (a build of a planted tree).
+pub fn explained_by(exporter: &Path, pid: u32, kind: &str) -> serde_json::Value {
+    let out = std::process::Command::new(exporter)
         .args([
             "explain",
             "--explain.interval=500ms",
