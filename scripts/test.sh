@@ -58,7 +58,9 @@ command -v xz >/dev/null || missing+=(xz-utils)
 # program (musl-tools).
 command -v gdb >/dev/null || missing+=(gdb)
 command -v musl-gcc >/dev/null || missing+=(musl-tools)
-# ... and runs Debian's Redis (redis-tools' server binary: no service is installed).
+# tests/mimalloc.rs preloads Debian's mimalloc into a C program and links one against it.
+[ -e /usr/lib/x86_64-linux-gnu/libmimalloc.so ] || missing+=(libmimalloc-dev)
+# tests/jemalloc.rs also runs Debian's Redis (redis-tools' server binary: no service is installed).
 [ -x /usr/bin/redis-check-rdb ] || missing+=(redis-tools)
 # tests/cluster.rs runs a single-node Kubernetes cluster: Debian's containerd, runc and CNI
 # plugins under the kubelet of scripts/kubenode.sh (k8s.io/kubernetes, built once).

@@ -5,7 +5,7 @@
 //!
 //! The symbols a binary defines name its allocator (jemalloc's `mallctl` with or without
 //! a prefix: `mallctl`, `je_mallctl`, `_rjem_mallctl`; tcmalloc's `tc_malloc` or its
-//! namespace; mimalloc's `mi_malloc`; musl's `__init_libc`, static). A stripped binary (no `.symtab`) is searched for
+//! namespace; mimalloc's `mi_malloc` or `mi_free`; musl's `__init_libc`, static). A stripped binary (no `.symtab`) is searched for
 //! the prefix each allocator puts on its own messages, in the first
 //! [`MAX_RODATA_BYTES`] of its read-only data. The binary is its owner's: everything is
 //! read through [`super::elf`], within its caps. Each binary is read once (the scanner's
@@ -55,7 +55,7 @@ fn by_symbol(name: &[u8]) -> Option<Allocator> {
         Some(Allocator::Jemalloc)
     } else if name.starts_with(b"tc_malloc") || name.windows(9).any(|w| w == b"8tcmalloc") {
         Some(Allocator::Tcmalloc)
-    } else if name == b"mi_malloc" || name.starts_with(b"mi_heap_malloc") {
+    } else if MIMALLOC.contains(&name) || name.starts_with(b"mi_heap_malloc") {
         Some(Allocator::Mimalloc)
     } else if name == b"__init_libc" {
         // musl's start-up, linked into a static musl binary (a dynamic one maps ld-musl).
@@ -64,6 +64,16 @@ fn by_symbol(name: &[u8]) -> Option<Allocator> {
         None
     }
 }
+
+/// Names only mimalloc defines. A program links the functions it calls: a Rust program on
+/// the `mimalloc` crate calls `mi_malloc_aligned` and `mi_free`, and its 3.x build keeps no
+/// `mi_malloc`; `_mi_page_empty` is the constant every version's heaps start from.
+const MIMALLOC: [&[u8]; 4] = [
+    b"mi_malloc",
+    b"mi_malloc_aligned",
+    b"mi_free",
+    b"_mi_page_empty",
+];
 
 /// The prefix of each allocator's own messages, as in a stripped binary's read-only data
 /// (`<jemalloc>: `, `tcmalloc: `, `mimalloc: `: the settings' names, `TCMALLOC_...`,

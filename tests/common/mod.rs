@@ -10,6 +10,7 @@ pub mod glibc;
 pub mod java;
 pub mod jemalloc;
 pub mod kmsg;
+pub mod mimalloc;
 pub mod owners;
 pub mod prometheus;
 pub mod python;

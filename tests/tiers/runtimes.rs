@@ -18,5 +18,7 @@ mod golang;
 mod jemalloc;
 #[path = "../jvm.rs"]
 mod jvm;
+#[path = "../mimalloc.rs"]
+mod mimalloc;
 #[path = "../python.rs"]
 mod python;

@@ -21,7 +21,7 @@ fn table(names: &[&str], kind: u32) -> Vec<Part> {
 
 #[test]
 fn a_defined_allocator_symbol_names_the_allocator() {
-    let cases: [(&[&str], Option<Allocator>); 9] = [
+    let cases: [(&[&str], Option<Allocator>); 11] = [
         (&["main", "_rjem_mallctl"], Some(Allocator::Jemalloc)),
         (&["je_mallctl", "je_malloc"], Some(Allocator::Jemalloc)),
         (&["mallctlnametomib"], Some(Allocator::Jemalloc)),
@@ -31,10 +31,20 @@ fn a_defined_allocator_symbol_names_the_allocator() {
             Some(Allocator::Tcmalloc),
         ),
         (&["mi_malloc"], Some(Allocator::Mimalloc)),
+        // A Rust program on the `mimalloc` crate (3.x): no `mi_malloc` kept.
+        (&["mi_malloc_aligned", "mi_free"], Some(Allocator::Mimalloc)),
+        (&["main", "_mi_page_empty"], Some(Allocator::Mimalloc)),
         (&["main", "__init_libc"], Some(Allocator::Musl)),
         // glibc's own names, and names that only look alike.
         (
-            &["malloc", "free", "malloc_trim", "mallctlx", "mi_mallocx"],
+            &[
+                "malloc",
+                "free",
+                "malloc_trim",
+                "mallctlx",
+                "mi_mallocx",
+                "mi_freed",
+            ],
             None,
         ),
         (&[], None),
