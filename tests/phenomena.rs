@@ -487,3 +487,87 @@ fn an_oom_kill_at_a_cgroup_limit_is_counted_in_the_cgroup() {
     );
     assert_eq!(value(&text, &series), Some(1.0), "no {series}");
 }
+
+/// Memory a program freed with `MADV_FREE` (`tests/reproducers/lazyfree.c`) is the
+/// kernel's `LazyFree`: shown to the byte per process, per group and per cgroup (v1 here),
+/// named by `explain` as reclaimable and already in RSS; written again, it is the
+/// program's once more and leaves the rows.
+#[test]
+#[ignore = "needs root"]
+fn lazily_freed_memory_is_shown_per_process_group_and_cgroup() {
+    needs_root("making a memory cgroup");
+    let Some(cg) = common::cgroup::TestCgroup::new("lazyfree") else {
+        return;
+    };
+    // A name of its own: the group and the cgroup hold these two processes only.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let exe = dir.path().join("lazyfree_cg");
+    std::fs::copy(build("lazyfree"), &exe).unwrap();
+    let mut a = cg.spawn("lazyfree_cg", &format!("{} 96 32", exe.display()));
+    let b = cg.spawn("lazyfree_cg", &format!("{} 48 0", exe.display()));
+    let freed = |line: &str| -> f64 { line.split_whitespace().nth(1).unwrap().parse().unwrap() };
+    assert_eq!((freed(&a.ready), freed(&b.ready)), (64.0 * MIB, 48.0 * MIB));
+    let scrape = || {
+        let out = run(&[
+            "--once",
+            "--once.interval=0s",
+            "--no-collector.kmsg",
+            "--collector.processes.top-k=100000",
+            "--collector.processes.deep-min-size=0",
+            "--collector.processes.deep-budget=1h",
+            "--collector.processes.read-timeout=2m",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let process = |text: &str, r: &Repro| {
+        let series = format!(
+            "membloat_process_lazy_free_bytes{{pid=\"{}\",comm=\"lazyfree_cg\"}}",
+            r.pid()
+        );
+        value(text, &series).unwrap_or_else(|| panic!("no {series}"))
+    };
+    let group = |text: &str| {
+        value(
+            text,
+            "membloat_group_lazy_free_bytes{group=\"lazyfree_cg\"}",
+        )
+    };
+    let cgroup = |text: &str| {
+        let series = format!(
+            "membloat_cgroup_lazy_free_bytes{{cgroup=\"{}\"}}",
+            cg.label()
+        );
+        value(text, &series)
+    };
+    let text = scrape();
+    assert_eq!(process(&text, &a), 64.0 * MIB);
+    assert_eq!(process(&text, &b), 48.0 * MIB);
+    assert_eq!(group(&text), Some(112.0 * MIB));
+    assert_eq!(cgroup(&text), Some(112.0 * MIB));
+
+    let found = explained_by(Path::new(bin()), a.pid(), "lazy_free");
+    assert_eq!(found["bytes"], 64 << 20, "{found:#}");
+    let evidence = found["evidence"].as_str().unwrap();
+    assert!(
+        evidence.contains("MADV_FREE") && evidence.contains("without swap"),
+        "{evidence}"
+    );
+
+    // Written again: the pages are the program's, no longer lazily freed.
+    let stdin = a.child.stdin.as_mut().unwrap();
+    stdin.write_all(b"write\n").unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    a.out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready 0");
+    let text = scrape();
+    assert_eq!(process(&text, &a), 0.0);
+    assert_eq!(process(&text, &b), 48.0 * MIB);
+    assert_eq!(group(&text), Some(48.0 * MIB));
+    assert_eq!(cgroup(&text), Some(48.0 * MIB));
+}

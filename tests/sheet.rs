@@ -239,6 +239,43 @@ fn memory_no_process_shows_lands_in_its_own_row() {
     });
 }
 
+/// Memory a program freed with `MADV_FREE` (`tests/reproducers/lazyfree.c`) lands in
+/// `anon_lazy_free`, and not in the page cache, though the kernel lists those pages with
+/// the inactive file pages (docs/balance-sheet.md).
+#[test]
+#[ignore = "needs root"]
+fn lazily_freed_memory_is_anonymous_not_page_cache() {
+    needs_root("vm.stat_refresh");
+    // Memory a program freed with MADV_FREE: anonymous and lazily freed, its LazyFree.
+    let procs = ["--no-collector.kmsg"];
+    lands("lazily freed memory", "anon_lazy_free", 0.0, &procs, || {
+        (Repro::start("lazyfree", &["128", "0"], &[]), 128 * MIB)
+    });
+    // ... and not page cache, though the kernel lists those pages with the inactive file
+    // pages: Inactive(file), read just after the scan, is above the row by at least them.
+    let _lazy = Repro::start("lazyfree", &["256", "0"], &[]);
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let sheet = Sheet::read(&procs);
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+        let inactive = crate::common::field_bytes(&meminfo, "Inactive(file)").unwrap() as i64;
+        let gap = inactive - sheet.row("page_cache_inactive");
+        if gap >= 256 * MIB - 16 * MIB {
+            eprintln!(
+                "lazily freed memory: Inactive(file) {:.1} MiB above page_cache_inactive",
+                gap as f64 / MIB as f64
+            );
+            seen.clear();
+            break;
+        }
+        seen.push(gap);
+    }
+    assert!(
+        seen.is_empty(),
+        "Inactive(file) above page_cache_inactive: {seen:?}, 256 MiB lazily freed"
+    );
+}
+
 fn write_mib(f: &mut std::fs::File, mib: usize) {
     let chunk = vec![7u8; MIB as usize];
     for _ in 0..mib {

@@ -247,6 +247,22 @@ pub(super) fn process_findings(
             remedy::regrowth(runtime),
         );
     }
+    // Pages given back with MADV_FREE that no reader's held figure above counts.
+    let lazy = p.sample.rollup.and_then(|r| r.lazy_free_bytes).unwrap_or(0);
+    let lazy = crate::model::sheet::unheld(lazy, sig.runtime_held_by.zip(sig.runtime_held_bytes));
+    if lazy >= signals::HOARD_MIN_MEASURED_BYTES {
+        let evidence = format!(
+            "{} of its RSS was freed with MADV_FREE (LazyFree in smaps_rollup): counted in RSS and in its cgroup's usage, yet the kernel takes it back without swap as soon as memory is short",
+            size(lazy)
+        );
+        push(
+            "lazy_free",
+            lazy,
+            "observed",
+            evidence,
+            remedy::lazy_free().into(),
+        );
+    }
     if let Some(untouched) = sig
         .untouched_commit_bytes
         .filter(|&b| b >= signals::UNTOUCHED_COMMIT_MIN_BYTES)

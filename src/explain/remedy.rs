@@ -104,6 +104,14 @@ pub fn regrowth(runtime: Runtime) -> Remedy {
     }
 }
 
+/// Memory freed with `MADV_FREE`: the kernel's already; only the counts show it.
+pub fn lazy_free() -> Advice {
+    (
+        "nothing, for the host's sake: no OOM kill and no swap for these pages; where alerts or limits read RSS or usage, have the allocator free with MADV_DONTNEED instead (jemalloc: MALLOC_CONF=muzzy_decay_ms:0; Go: GODEBUG=madvdontneed=1)".into(),
+        Some("a page freed at once costs a page fault and a zeroed page when it is used again"),
+    )
+}
+
 pub fn untouched_commit(runtime: Runtime) -> Advice {
     let what = if runtime == Runtime::Jvm {
         "size -Xmx (and -XX:MaxDirectMemorySize) to what the host can back"

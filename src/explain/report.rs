@@ -82,7 +82,7 @@ pub struct Denied {
 /// One thing worth acting on.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Finding {
-    /// `hoarding`, `arenas`, `regrowth`, `untouched_commit`, `oom_victim`, `low_memory`,
+    /// `hoarding`, `arenas`, `regrowth`, `lazy_free`, `untouched_commit`, `oom_victim`, `low_memory`,
     /// `commit_limit`, `commit_overrun`, `thp_regrowth_risk`, `hidden_thp`,
     /// `memory_pressure`, `oom_kill`.
     pub kind: &'static str,

@@ -120,6 +120,8 @@ BEFORE_READERS_ROWS {
         "Sum of Pss over the group (/proc/PID/smaps_rollup).";
     GROUP_ANON_HUGE_BYTES = membloat "group_anon_huge", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps_rollup",
         "Sum of AnonHugePages over the group (/proc/PID/smaps_rollup).";
+    GROUP_LAZY_FREE_BYTES = membloat "group_lazy_free", Gauge, Bytes, ["group"], PROCESSES, "/proc/PID/smaps_rollup LazyFree, kernel 4.12+",
+        "Sum of LazyFree over the group (/proc/PID/smaps_rollup): memory freed with MADV_FREE, in RSS until the kernel reclaims it under pressure.";
     GROUP_THREADS = membloat "group_threads", Gauge, None, ["group"], PROCESSES, "/proc/PID/status",
         "Sum of threads over the group (/proc/PID/status).";
     GROUP_OOM_SCORE_MAX = membloat "group_oom_score_max", Gauge, None, ["group"], PROCESSES, "/proc/PID/oom_score",
@@ -162,6 +164,8 @@ BEFORE_READERS_ROWS {
         "Pss of a top process (/proc/PID/smaps_rollup).";
     PROCESS_ANON_HUGE_BYTES = membloat "process_anon_huge", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup",
         "AnonHugePages of a top process (/proc/PID/smaps_rollup).";
+    PROCESS_LAZY_FREE_BYTES = membloat "process_lazy_free", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/smaps_rollup LazyFree, kernel 4.12+",
+        "LazyFree of a top process (/proc/PID/smaps_rollup): anonymous memory it freed with MADV_FREE (jemalloc's muzzy pages, mimalloc's purges, Go 1.12-1.15), still counted in its RSS until the kernel reclaims it under memory pressure, without writing it to swap.";
     PROCESS_THREADS = membloat "process_threads", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/status",
         "Threads of a top process (/proc/PID/status).";
     PROCESS_THP_ENABLED = membloat "process_thp_enabled", Gauge, None, ["pid", "comm"], PROCESSES, "/proc/PID/status THP_enabled, kernel 6.x",

@@ -5,8 +5,8 @@ use std::fmt;
 use super::catalogue::{
     Metric, GROUPS_FOLDED, GROUP_ANON_HUGE_BYTES, GROUP_ARENA_HEAPS, GROUP_ARENA_RESERVED_BYTES,
     GROUP_HEAP_FREE_BYTES, GROUP_HEAP_FREE_RESIDENT_BYTES, GROUP_HEAP_MEASURED_PROCESSES,
-    GROUP_HEAP_RECLAIMABLE_BYTES, GROUP_HOARDED_BYTES, GROUP_OOM_SCORE_MAX, GROUP_PROCESSES,
-    GROUP_PSS_BYTES, GROUP_REGROWN_SINCE_TROUGH_BYTES, GROUP_RESIDENT_ANON_BYTES,
+    GROUP_HEAP_RECLAIMABLE_BYTES, GROUP_HOARDED_BYTES, GROUP_LAZY_FREE_BYTES, GROUP_OOM_SCORE_MAX,
+    GROUP_PROCESSES, GROUP_PSS_BYTES, GROUP_REGROWN_SINCE_TROUGH_BYTES, GROUP_RESIDENT_ANON_BYTES,
     GROUP_RESIDENT_BYTES, GROUP_RESIDENT_FILE_BYTES, GROUP_RESIDENT_PEAK_BYTES,
     GROUP_RESIDENT_SHMEM_BYTES, GROUP_RUNTIME_HELD_BYTES, GROUP_SWAP_BYTES, GROUP_THREADS,
     GROUP_UNTOUCHED_COMMIT_BYTES, GROUP_VIRTUAL_BYTES,
@@ -30,7 +30,7 @@ pub(super) fn encode_groups(
             .map(|g| (vec![("group", g.name.as_str())], Num::U(get(g))))
             .collect()
     };
-    let sums: [GroupField; 12] = [
+    let sums: [GroupField; 13] = [
         (&GROUP_PROCESSES, |g| g.processes),
         (&GROUP_RESIDENT_BYTES, |g| g.resident_bytes),
         (&GROUP_RESIDENT_PEAK_BYTES, |g| g.resident_peak_bytes),
@@ -41,6 +41,7 @@ pub(super) fn encode_groups(
         (&GROUP_RESIDENT_SHMEM_BYTES, |g| g.resident_shmem_bytes),
         (&GROUP_PSS_BYTES, |g| g.pss_bytes),
         (&GROUP_ANON_HUGE_BYTES, |g| g.anon_huge_bytes),
+        (&GROUP_LAZY_FREE_BYTES, |g| g.lazy_free_bytes),
         (&GROUP_THREADS, |g| g.threads),
         (&GROUP_OOM_SCORE_MAX, |g| g.oom_score_max),
     ];

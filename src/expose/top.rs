@@ -68,6 +68,10 @@ const BEFORE_READERS: &[(&Metric, Get)] = &[
         &PROCESS_ANON_HUGE_BYTES,
         Get::One(|p| p.sample.rollup.and_then(|r| u(r.anon_huge_pages_bytes))),
     ),
+    (
+        &PROCESS_LAZY_FREE_BYTES,
+        Get::One(|p| p.sample.rollup.and_then(|r| u(r.lazy_free_bytes))),
+    ),
     (&PROCESS_THREADS, Get::One(|p| u(p.sample.status.threads))),
     (
         &PROCESS_THP_ENABLED,

@@ -154,6 +154,14 @@ macro_rules! list {
             None
         }
 
+        /// Whether a reader's held bytes may be `MADV_FREE`'d pages, by its name.
+        pub(crate) fn holds_lazy_free(name: &str) -> bool {
+            $(if name == <$reader as HeapReader>::NAME {
+                return <$reader as HeapReader>::HOLDS_LAZY_FREE;
+            })*
+            false
+        }
+
         /// Reads by reader and outcome.
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
         pub struct ReadCounts {

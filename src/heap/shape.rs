@@ -169,6 +169,11 @@ pub trait HeapReader {
     const NAME: &'static str;
     /// What its figure is to the process's hoarding.
     const SHARE: Share;
+    /// Whether what it counts as held may be pages given back with `MADV_FREE`, which the
+    /// kernel also counts as the process's `LazyFree` (jemalloc's muzzy pages): the sheet
+    /// then takes a process's LazyFree as inside its held bytes as far as they go, never
+    /// both.
+    const HOLDS_LAZY_FREE: bool;
     /// Whether it reads this process: `Ok(true)` read, `Ok(false)` not its (no outcome),
     /// or the reason it gives without reading; `cache` is what it learnt of binaries
     /// (a reader that knows its process by a symbol of the executable looks it up once).

@@ -83,6 +83,8 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
     // What each reader measured as held, over every process: the sheet's held rows, each
     // as (anonymous, shared memory) bytes.
     let mut host_held_bytes: BTreeMap<&'static str, crate::model::sheet::Held> = BTreeMap::new();
+    let mut host_lazy_free = crate::model::sheet::LazyFree::default();
+    let mut cgroup_lazy_free_bytes = BTreeMap::new();
     for p in &sample.processes {
         let prev_state = states.get(&p.key());
         let fresh = prev_state
@@ -116,6 +118,15 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         // first), the rest in its shared memory (a ZGC heap is a memfd).
         let glibc = sig.heap.as_ref().map(|h| h.reclaimable_bytes());
         let runtime = sig.runtime_held_by.zip(sig.runtime_held_bytes);
+        let lazy = p.rollup.and_then(|r| r.lazy_free_bytes).unwrap_or(0);
+        host_lazy_free.add(lazy, runtime);
+        if let (true, Some(cgroup)) = (
+            lazy > 0,
+            state.heap().and_then(|h| h.memory_cgroup.as_ref()),
+        ) {
+            let sum = cgroup_lazy_free_bytes.entry(cgroup.clone()).or_insert(0u64);
+            *sum = u64::saturating_add(*sum, lazy);
+        }
         let mut anon_left = p.status.rss_anon_bytes.unwrap_or(0);
         for (reader, bytes) in glibc.map(|b| (Glibc::NAME, b)).into_iter().chain(runtime) {
             let anon = bytes.min(anon_left);
@@ -205,8 +216,10 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         own: sample.own,
         cgroup_hoarded_bytes,
         cgroup_runtime_held_bytes,
+        cgroup_lazy_free_bytes,
         sheet: host.get::<Meminfo>().and_then(|m| {
-            crate::model::sheet::host(m, &host_held_bytes, crate::source::own::page_size())
+            let page = crate::source::own::page_size();
+            crate::model::sheet::host(m, &host_held_bytes, host_lazy_free, page)
         }),
         kills: kmsg_ran.then(|| next.kills.clone()),
         collectors: sample.collectors,

@@ -23,6 +23,7 @@ pub struct GroupStats {
     pub resident_shmem_bytes: u64,
     pub pss_bytes: u64,
     pub anon_huge_bytes: u64,
+    pub lazy_free_bytes: u64,
     pub threads: u64,
     pub oom_score_max: u64,
     /// Sums of the per-process signals over the processes that have them; hoarded bytes
@@ -103,6 +104,7 @@ impl GroupStats {
             (&mut self.resident_shmem_bytes, s.rss_shmem_bytes),
             (&mut self.pss_bytes, r.pss_bytes),
             (&mut self.anon_huge_bytes, r.anon_huge_pages_bytes),
+            (&mut self.lazy_free_bytes, r.lazy_free_bytes),
             (&mut self.threads, s.threads),
         ] {
             *sum = sum.saturating_add(v.unwrap_or(0));

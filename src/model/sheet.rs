@@ -28,6 +28,36 @@ impl Held {
     }
 }
 
+/// Memory the processes gave back with `MADV_FREE` (their `LazyFree`), summed over them:
+/// anonymous pages the kernel keeps on the inactive file list until it needs them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LazyFree {
+    /// All of it.
+    pub all: u64,
+    /// What no reader counts as held (each process's LazyFree beyond its held bytes, for
+    /// a reader whose held pages may be lazily freed; all of it for the others).
+    pub unheld: u64,
+}
+
+impl LazyFree {
+    /// Adds a process's `LazyFree`, of which the part in the held bytes of the reader
+    /// that measured it (`held`: its name and bytes) is not counted again.
+    pub fn add(&mut self, lazy: u64, held: Option<(&str, u64)>) {
+        self.all = self.all.saturating_add(lazy);
+        self.unheld = self.unheld.saturating_add(unheld(lazy, held));
+    }
+}
+
+/// What of a process's `lazy` bytes of `LazyFree` its reader's held bytes (`held`) do not
+/// count: those of a reader whose held pages may be lazily freed are taken as inside them
+/// as far as they go (jemalloc's muzzy pages are both).
+pub fn unheld(lazy: u64, held: Option<(&str, u64)>) -> u64 {
+    let inside = held
+        .filter(|(reader, _)| crate::heap::list::holds_lazy_free(reader))
+        .map_or(0, |(_, bytes)| bytes.min(lazy));
+    lazy - inside
+}
+
 /// Each reader's share of at most `pool` bytes: its `part`, scaled down in proportion
 /// when the parts sum past the pool (processes that share pages count them each), and the
 /// sum taken.
@@ -85,11 +115,16 @@ impl Sheet {
 /// then counts them too.
 const VMAP_STACK: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
 
-/// The host's sheet, from `meminfo` and what each heap reader measured as held
-/// (resident bytes, summed over the processes, by reader, in anonymous and in shared
-/// memory). `None` without the fields every kernel has (`MemTotal`, `MemFree`,
+/// The host's sheet, from `meminfo`, what each heap reader measured as held (resident
+/// bytes, summed over the processes, by reader, in anonymous and in shared memory) and
+/// the processes' `LazyFree`. `None` without the fields every kernel has (`MemTotal`, `MemFree`,
 /// `AnonPages`, `Buffers`, `Cached`, `Shmem`).
-pub fn host(m: &Meminfo, held: &BTreeMap<&'static str, Held>, page: u64) -> Option<Sheet> {
+pub fn host(
+    m: &Meminfo,
+    held: &BTreeMap<&'static str, Held>,
+    lazy: LazyFree,
+    page: u64,
+) -> Option<Sheet> {
     let f = |k: &str| m.field(k);
     let total = m.mem_total_bytes?;
     let anon = m.anon_pages_bytes?;
@@ -109,18 +144,29 @@ pub fn host(m: &Meminfo, held: &BTreeMap<&'static str, Held>, page: u64) -> Opti
     // processes count in each, so the sums are held within the kernel's counts.
     let (anon_parts, held_anon) = within(held, |h| h.anon, anon);
     let (shmem_parts, held_shmem) = within(held, |h| h.shmem, shmem);
-    s.push("anon_live", anon - held_anon);
+    // Pages freed with MADV_FREE that no reader counts: still anonymous (AnonPages), the
+    // kernel's to take back without swap.
+    let lazy_free = lazy.unheld.min(anon - held_anon);
+    s.push("anon_live", anon - held_anon - lazy_free);
     for ((reader, _), (a, sh)) in held.iter().zip(anon_parts.iter().zip(&shmem_parts)) {
         s.push(&format!("anon_held_{reader}"), a.saturating_add(*sh));
     }
+    s.push("anon_lazy_free", lazy_free);
     // tmpfs, memfds, SysV segments and shared anonymous memory: `Shmem`, which `Cached`
     // also counts.
     s.push("shmem", shmem - held_shmem);
     // The page cache without shmem, buffers included; on the file LRU lists or neither
-    // (ramfs, mlocked files, pages between lists).
+    // (ramfs, mlocked files, pages between lists). Lazily freed anonymous pages are on
+    // the file lists too (4.12+: inactive, unless touched since), and not page cache.
     let cache = cached.saturating_sub(shmem).saturating_add(buffers);
-    let active = f("Active(file)").unwrap_or(0).min(cache);
-    let inactive = f("Inactive(file)").unwrap_or(0).min(cache - active);
+    let (active_lru, inactive_lru) = (
+        f("Active(file)").unwrap_or(0),
+        f("Inactive(file)").unwrap_or(0),
+    );
+    let lazy_inactive = lazy.all.min(inactive_lru);
+    let lazy_active = (lazy.all - lazy_inactive).min(active_lru);
+    let active = (active_lru - lazy_active).min(cache);
+    let inactive = (inactive_lru - lazy_inactive).min(cache - active);
     s.push("page_cache_active", active);
     s.push("page_cache_inactive", inactive);
     s.push("page_cache_other", cache - active - inactive);
@@ -233,7 +279,7 @@ mod tests {
                 },
             ),
         ]);
-        let s = host(&m, &held, 4096).unwrap();
+        let s = host(&m, &held, LazyFree::default(), 4096).unwrap();
         assert_eq!(s.row("free_percpu"), Some(409600));
         let sum: i64 = s.rows.iter().map(|r| r.1).sum();
         assert_eq!(sum, kib(24684092), "{s:?}");
@@ -267,7 +313,7 @@ mod tests {
                     SUnreclaim: 30 kB\nPageTables: 5 kB\nHugePages_Total: 2\n\
                     HugePages_Free: 2\nHugepagesize: 2048 kB\n";
         let m = Meminfo::parse(text).unwrap();
-        let s = host(&m, &BTreeMap::new(), 4096).unwrap();
+        let s = host(&m, &BTreeMap::new(), LazyFree::default(), 4096).unwrap();
         assert_eq!(s.row("kernel_reclaimable_other"), None);
         assert_eq!(s.row("sockets"), None);
         assert_eq!(s.row("free_percpu"), None);
@@ -293,7 +339,7 @@ mod tests {
                 },
             ),
         ]);
-        let s = host(&m, &held, 4096).unwrap();
+        let s = host(&m, &held, LazyFree::default(), 4096).unwrap();
         assert_eq!(s.row("anon_live"), Some(0));
         assert_eq!(s.row("anon_held_go"), Some(kib(150)));
         assert_eq!(s.row("anon_held_jemalloc"), Some(kib(50 + 50)));
@@ -301,9 +347,43 @@ mod tests {
         assert_eq!(s.rows.iter().map(|r| r.1).sum::<i64>(), kib(1000));
     }
 
+    /// Lazily freed pages are anonymous memory the kernel lists with the inactive file
+    /// pages: their own row, out of the anonymous memory, and not page cache; those a
+    /// reader counts as held stay in its row.
+    #[test]
+    fn lazily_freed_pages_are_anonymous_not_page_cache() {
+        let text = "MemTotal: 1000 kB\nMemFree: 100 kB\nBuffers: 0 kB\nCached: 300 kB\n\
+                    Shmem: 0 kB\nAnonPages: 400 kB\nActive(file): 100 kB\n\
+                    Inactive(file): 260 kB\n";
+        let m = Meminfo::parse(text).unwrap();
+        let held = BTreeMap::from([(
+            "jemalloc",
+            Held {
+                anon: 50 << 10,
+                shmem: 0,
+            },
+        )]);
+        let lazy = LazyFree {
+            all: 80 << 10,
+            unheld: 60 << 10,
+        };
+        let s = host(&m, &held, lazy, 4096).unwrap();
+        assert_eq!(s.row("anon_lazy_free"), Some(kib(60)));
+        assert_eq!(s.row("anon_held_jemalloc"), Some(kib(50)));
+        assert_eq!(s.row("anon_live"), Some(kib(400 - 50 - 60)));
+        assert_eq!(s.row("page_cache_active"), Some(kib(100)));
+        assert_eq!(s.row("page_cache_inactive"), Some(kib(260 - 80)));
+        assert_eq!(s.row("page_cache_other"), Some(kib(300 - 100 - 180)));
+        assert_eq!(s.rows.iter().map(|r| r.1).sum::<i64>(), kib(1000));
+        // Before: the 80 KiB were inactive page cache and anonymous memory both.
+        let before = host(&m, &held, LazyFree::default(), 4096).unwrap();
+        assert_eq!(before.row("page_cache_inactive"), Some(kib(200)));
+        assert_eq!(before.row("page_cache_other"), Some(0));
+    }
+
     #[test]
     fn without_the_fields_every_kernel_has_there_is_no_sheet() {
         let m = Meminfo::parse("MemTotal: 1000 kB\nMemFree: 100 kB\n").unwrap();
-        assert_eq!(host(&m, &BTreeMap::new(), 4096), None);
+        assert_eq!(host(&m, &BTreeMap::new(), LazyFree::default(), 4096), None);
     }
 }

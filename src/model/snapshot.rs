@@ -87,6 +87,8 @@ pub struct Snapshot {
     /// summed by memory cgroup and runtime (part of `cgroup_hoarded_bytes` where it is
     /// 16 MiB or more a process).
     pub cgroup_runtime_held_bytes: BTreeMap<(String, &'static str), u64>,
+    /// `LazyFree` summed by memory cgroup, over the processes the deep tier read.
+    pub cgroup_lazy_free_bytes: BTreeMap<String, u64>,
     /// The host's memory as a balance sheet (`None` without meminfo).
     pub sheet: Option<crate::model::sheet::Sheet>,
     /// OOM kills from the kernel log since start, and the latest few with their victims;

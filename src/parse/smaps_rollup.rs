@@ -15,6 +15,9 @@ pub struct SmapsRollup {
     pub anon_huge_pages_bytes: Option<u64>,
     /// `Swap`.
     pub swap_bytes: Option<u64>,
+    /// `LazyFree` (4.12+): anonymous pages the process freed with `MADV_FREE`, still
+    /// resident until the kernel needs them (or the process writes them again).
+    pub lazy_free_bytes: Option<u64>,
     /// Fields present but unparseable or absurd.
     pub rejected: u32,
 }
@@ -35,6 +38,7 @@ impl SmapsRollup {
                 "Anonymous" => &mut r.anonymous_bytes,
                 "AnonHugePages" => &mut r.anon_huge_pages_bytes,
                 "Swap" => &mut r.swap_bytes,
+                "LazyFree" => &mut r.lazy_free_bytes,
                 _ => continue,
             };
             seen += 1;
@@ -55,7 +59,7 @@ mod tests {
     use super::*;
 
     // Captured on kernel 6.18 (lines trimmed): a process with 6 MiB of huge pages.
-    const KERNEL_6_18: &str = "55d0c0a4d000-7ffd3d5f6000 ---p 00000000 00:00 0                          [rollup]\nRss:                9604 kB\nPss:                6187 kB\nPss_Anon:           7312 kB\nAnonymous:          7312 kB\nAnonHugePages:      6144 kB\nSwap:                  0 kB\n";
+    const KERNEL_6_18: &str = "55d0c0a4d000-7ffd3d5f6000 ---p 00000000 00:00 0                          [rollup]\nRss:                9604 kB\nPss:                6187 kB\nPss_Anon:           7312 kB\nAnonymous:          7312 kB\nAnonHugePages:      6144 kB\nLazyFree:            512 kB\nSwap:                  0 kB\n";
 
     #[test]
     fn parses_rollup_in_bytes() {
@@ -65,6 +69,7 @@ mod tests {
         assert_eq!(r.anonymous_bytes, Some(7312 * 1024));
         assert_eq!(r.anon_huge_pages_bytes, Some(6144 * 1024));
         assert_eq!(r.swap_bytes, Some(0));
+        assert_eq!(r.lazy_free_bytes, Some(512 * 1024));
     }
 
     #[test]

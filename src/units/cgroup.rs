@@ -25,6 +25,7 @@ pub const UNIT: Unit = Unit {
         CGROUP_MEMORY_PEAK_BYTES,
         CGROUP_HOARDED_BYTES,
         CGROUP_RUNTIME_HELD_BYTES,
+        CGROUP_LAZY_FREE_BYTES,
         CGROUP_OOM_KILLS_TOTAL,
         CGROUP_LIMIT_OOMS_TOTAL,
         CGROUP_OOM_GROUP_KILLS_TOTAL,
@@ -287,6 +288,16 @@ pub(crate) const CGROUP_RUNTIME_HELD_BYTES: Metric = crate::family::metric!(
     SECTION,
     "/proc/PID/mem (hsperfdata, libjvm, Go's runtime, jemalloc's and pymalloc's arenas), pagemap, cgroup",
     "Resident memory a managed runtime or jemalloc holds unused, summed by memory cgroup (runtime=\"jvm\", \"go\", \"jemalloc\" or \"python\"): its share of membloat_cgroup_hoarded_bytes; at most the cgroup's usage. Only cgroups with such a process.",
+);
+
+pub(crate) const CGROUP_LAZY_FREE_BYTES: Metric = crate::family::metric!(
+    membloat "cgroup_lazy_free",
+    Gauge,
+    Bytes,
+    ["cgroup"],
+    SECTION,
+    "/proc/PID/smaps_rollup LazyFree, cgroup",
+    "Memory the cgroup's processes freed with MADV_FREE (their LazyFree), summed by memory cgroup over the processes the deep tier read (cgroups with some only): charged to the cgroup and in its usage until the kernel reclaims it under pressure, without swap; at most that usage.",
 );
 
 pub(crate) const CGROUP_OOM_KILLS_TOTAL: Metric = crate::family::metric!(

@@ -12,6 +12,8 @@ impl super::super::shape::HeapReader for Glibc {
     type Cache = ();
     const NAME: &'static str = "glibc";
     const SHARE: super::super::shape::Share = super::super::shape::Share::Allocator;
+    // glibc gives pages back with MADV_DONTNEED (malloc_trim) or munmap, never MADV_FREE.
+    const HOLDS_LAZY_FREE: bool = false;
 
     fn applies(
         p: &super::super::shape::Process,

@@ -114,6 +114,8 @@ impl super::shape::HeapReader for Go {
     type Cache = super::binaries::ByFile<Result<Layout, Unmeasured>>;
     const NAME: &'static str = "go";
     const SHARE: super::shape::Share = super::shape::Share::Runtime { alone: true };
+    // With GODEBUG=madvdontneed=0 the scavenger frees with MADV_FREE.
+    const HOLDS_LAZY_FREE: bool = true;
 
     fn applies(p: &super::shape::Process, _: &Self::Cache) -> Result<bool, Unmeasured> {
         Ok(p.identity.runtime == super::runtime::Runtime::Go)

@@ -36,6 +36,8 @@ impl super::shape::HeapReader for Jemalloc {
     type Cache = super::binaries::ByFile<Result<Layout, Unmeasured>>;
     const NAME: &'static str = "jemalloc";
     const SHARE: super::shape::Share = super::shape::Share::Allocator;
+    // Its muzzy pages are purged with MADV_FREE, and counted while resident.
+    const HOLDS_LAZY_FREE: bool = true;
 
     fn applies(p: &super::shape::Process, _: &Self::Cache) -> Result<bool, Unmeasured> {
         use crate::parse::smaps::Library;

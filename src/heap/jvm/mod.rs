@@ -203,6 +203,8 @@ impl HeapReader for Jvm {
     type Cache = reserved::Learnt;
     const NAME: &'static str = "jvm";
     const SHARE: super::shape::Share = super::shape::Share::Runtime { alone: false };
+    // The JVM uncommits by mapping over.
+    const HOLDS_LAZY_FREE: bool = false;
 
     fn applies(p: &Process, _: &reserved::Learnt) -> Result<bool, Unmeasured> {
         if p.identity.runtime != super::runtime::Runtime::Jvm {

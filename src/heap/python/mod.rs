@@ -34,6 +34,8 @@ impl super::shape::HeapReader for Python {
     const NAME: &'static str = "python";
     // Beside glibc's heap, which holds Python's large blocks.
     const SHARE: super::shape::Share = super::shape::Share::Runtime { alone: false };
+    // Pymalloc frees whole arenas with munmap.
+    const HOLDS_LAZY_FREE: bool = false;
 
     fn applies(p: &super::shape::Process, _: &Self::Cache) -> Result<bool, Unmeasured> {
         if p.identity.runtime != super::runtime::Runtime::Python {

@@ -81,6 +81,7 @@ pub(super) fn derived(s: &Snapshot) -> Vec<(&'static str, Family)> {
     if let Some(cgroups) = s.host.get::<cgroup::Cgroups>() {
         let mut hoarded = Family::new(&cgroup::CGROUP_HOARDED_BYTES);
         let mut held = Family::new(&cgroup::CGROUP_RUNTIME_HELD_BYTES);
+        let mut lazy = Family::new(&cgroup::CGROUP_LAZY_FREE_BYTES);
         for (path, stat) in &cgroups.0 {
             // At most what the kernel charges the cgroup: its processes' figures are each
             // checked against their own resident memory, where shared pages count whole.
@@ -94,8 +95,11 @@ pub(super) fn derived(s: &Snapshot) -> Vec<(&'static str, Family)> {
                     held.push(labels, Num::U((*bytes).min(most)));
                 }
             }
+            if let Some(bytes) = s.cgroup_lazy_free_bytes.get(path) {
+                lazy.push(vec![("cgroup", path.clone())], Num::U((*bytes).min(most)));
+            }
         }
-        out.extend([("cgroup", hoarded), ("cgroup", held)]);
+        out.extend([("cgroup", hoarded), ("cgroup", held), ("cgroup", lazy)]);
     }
     out.extend(kills(s).into_iter().map(|f| ("kmsg", f)));
     out
