@@ -68,23 +68,9 @@ fn read_between(r: &mut Repro) -> (JemallocHeap, (u64, u64, u64)) {
     panic!("jemalloc's figures moved around ten reads");
 }
 
-/// A copy of `built` with its symbol table removed (`strip --strip-all`), as slim images
-/// ship binaries.
+/// A copy of `built` with its symbol table removed, as slim images ship binaries.
 fn stripped(built: &Path) -> std::path::PathBuf {
-    let out = built.with_file_name("jemalloc-stripped");
-    if !out.exists() {
-        let tmp = built.with_file_name(format!("jemalloc-stripped.{}", std::process::id()));
-        let status = tool("strip")
-            .arg("--strip-all")
-            .arg(built)
-            .arg("-o")
-            .arg(&tmp)
-            .status()
-            .unwrap();
-        assert!(status.success());
-        std::fs::rename(&tmp, &out).unwrap();
-    }
-    out
+    common::stripped(built, "jemalloc-stripped")
 }
 
 #[test]
@@ -536,20 +522,7 @@ fn muzzy_pages_are_the_processs_lazy_free() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let pid = r.pid();
-    let out = run(&[
-        "--once",
-        "--once.interval=0s",
-        "--no-collector.kmsg",
-        "--collector.processes.top-k=100000",
-        "--collector.processes.deep-budget=1h",
-        "--collector.processes.read-timeout=2m",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let t = String::from_utf8(out.stdout).unwrap();
+    let t = once_every_process();
     let (_, dirty, muzzy) = stats(&ask(&mut r, "stats"));
     assert!(muzzy > 4096, "jemalloc keeps {muzzy} muzzy pages");
     let labels = format!("{{pid=\"{pid}\",comm=\"jefree\"}}");
@@ -571,25 +544,7 @@ fn muzzy_pages_are_the_processs_lazy_free() {
         kept / 1048576.0,
         (muzzy * 4096) as f64 / 1048576.0
     );
-    let out = std::process::Command::new(bin())
-        .args([
-            "explain",
-            "--explain.interval=500ms",
-            "--format",
-            "json",
-            "--pid",
-        ])
-        .arg(pid.to_string())
-        .output()
-        .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let kinds: Vec<&str> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["process"]["pid"] == pid)
-        .map(|f| f["kind"].as_str().unwrap())
-        .collect();
-    assert!(kinds.contains(&"hoarding"), "{kinds:?}");
-    assert!(!kinds.contains(&"lazy_free"), "{kinds:?}");
+    let kinds = explained_kinds(pid);
+    assert!(kinds.iter().any(|k| k == "hoarding"), "{kinds:?}");
+    assert!(!kinds.iter().any(|k| k == "lazy_free"), "{kinds:?}");
 }

@@ -9,11 +9,11 @@ use crate::common;
 
 use common::mimalloc::{program, VERSIONS};
 use common::repro::Repro;
-use common::*;
+
 use membloat_exporter::heap::{self, runtime::Allocator, Unmeasured as Outcome};
 use membloat_exporter::parse::smaps;
 use membloat_exporter::source::Source;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// What the exporter's heap readers make of process `pid`.
 fn read(pid: u32) -> heap::HeapReading {
@@ -22,23 +22,9 @@ fn read(pid: u32) -> heap::HeapReading {
     heap::read(&Source::new("/proc", "/sys"), pid, &vmas, true)
 }
 
-/// A copy of `built` with its symbol table removed (`strip --strip-all`), as slim images
-/// ship binaries.
-fn stripped(built: &Path) -> PathBuf {
-    let out = built.with_file_name("mimalloc-stripped");
-    if !out.exists() {
-        let tmp = built.with_file_name(format!("mimalloc-stripped.{}", std::process::id()));
-        let status = tool("strip")
-            .arg("--strip-all")
-            .arg(built)
-            .arg("-o")
-            .arg(&tmp)
-            .status()
-            .unwrap();
-        assert!(status.success());
-        std::fs::rename(&tmp, &out).unwrap();
-    }
-    out
+/// A copy of `built` with its symbol table removed, as slim images ship binaries.
+fn stripped(built: &Path) -> std::path::PathBuf {
+    common::stripped(built, "mimalloc-stripped")
 }
 
 /// Each version, with its symbols and stripped: mimalloc, not glibc. The builds keep only

@@ -507,23 +507,6 @@ fn lazily_freed_memory_is_shown_per_process_group_and_cgroup() {
     let b = cg.spawn("lazyfree_cg", &format!("{} 48 0", exe.display()));
     let freed = |line: &str| -> f64 { line.split_whitespace().nth(1).unwrap().parse().unwrap() };
     assert_eq!((freed(&a.ready), freed(&b.ready)), (64.0 * MIB, 48.0 * MIB));
-    let scrape = || {
-        let out = run(&[
-            "--once",
-            "--once.interval=0s",
-            "--no-collector.kmsg",
-            "--collector.processes.top-k=100000",
-            "--collector.processes.deep-min-size=0",
-            "--collector.processes.deep-budget=1h",
-            "--collector.processes.read-timeout=2m",
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
     let process = |text: &str, r: &Repro| {
         let series = format!(
             "membloat_process_lazy_free_bytes{{pid=\"{}\",comm=\"lazyfree_cg\"}}",
@@ -544,7 +527,7 @@ fn lazily_freed_memory_is_shown_per_process_group_and_cgroup() {
         );
         value(text, &series)
     };
-    let text = scrape();
+    let text = once_every_process();
     assert_eq!(process(&text, &a), 64.0 * MIB);
     assert_eq!(process(&text, &b), 48.0 * MIB);
     assert_eq!(group(&text), Some(112.0 * MIB));
@@ -565,7 +548,7 @@ fn lazily_freed_memory_is_shown_per_process_group_and_cgroup() {
     let mut line = String::new();
     a.out.read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "ready 0");
-    let text = scrape();
+    let text = once_every_process();
     assert_eq!(process(&text, &a), 0.0);
     assert_eq!(process(&text, &b), 48.0 * MIB);
     assert_eq!(group(&text), Some(48.0 * MIB));

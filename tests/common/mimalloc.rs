@@ -3,7 +3,6 @@
 //! version under the test target directory, built once and kept.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// mimalloc's versions, the release of `libmimalloc-sys` that builds each, and whether it
 /// is that release's `v2` feature (0.1.49 builds 3.3.2 by default and 2.3.2 with `v2`),
@@ -26,7 +25,6 @@ pub fn program(version: &str, debug: bool) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("mimalloc")
         .join(format!("{version}-{kind}"));
-    let built = dir.join("target/release/mimalloc-free");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/mimalloc/main.rs");
     let features = if v2 {
         "\"extended\", \"v2\""
@@ -39,26 +37,5 @@ pub fn program(version: &str, debug: bool) -> PathBuf {
          [profile.release]\ndebug = {}\n[workspace]\n",
         if debug { 2 } else { 0 }
     );
-    std::fs::create_dir_all(dir.join("src")).unwrap();
-    // Written only when changed: cargo then rebuilds only what changed.
-    let write = |path: PathBuf, text: &[u8]| {
-        if std::fs::read(&path).ok().as_deref() != Some(text) {
-            std::fs::write(&path, text).unwrap();
-        }
-    };
-    write(dir.join("Cargo.toml"), manifest.as_bytes());
-    write(dir.join("src/main.rs"), &std::fs::read(src).unwrap());
-    let out = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "--manifest-path"])
-        .arg(dir.join("Cargo.toml"))
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
-        .output()
-        .expect("cargo");
-    assert!(
-        out.status.success(),
-        "building the mimalloc {version} program: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    built
+    super::cargo_program(&dir, &manifest, &src, "mimalloc-free")
 }

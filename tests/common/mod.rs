@@ -566,6 +566,29 @@ pub fn explained(pid: u32, kind: &str) -> serde_json::Value {
 
 /// [`explained`], by the exporter binary at `exporter` (a build of a planted tree).
 pub fn explained_by(exporter: &Path, pid: u32, kind: &str) -> serde_json::Value {
+    let doc = explain_doc(exporter, pid);
+    let found = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == kind)
+        .cloned();
+    found.unwrap_or_else(|| panic!("no {kind} finding: {doc:#}"))
+}
+
+/// The kinds of `explain`'s findings about process `pid`.
+#[allow(dead_code, reason = "not every test binary asks")]
+pub fn explained_kinds(pid: u32) -> Vec<String> {
+    let doc = explain_doc(Path::new(bin()), pid);
+    let findings = doc["findings"].as_array().unwrap().iter();
+    findings
+        .filter(|f| f["process"]["pid"] == pid)
+        .map(|f| f["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `explain --format json --pid PID`'s document, by the exporter binary at `exporter`.
+fn explain_doc(exporter: &Path, pid: u32) -> serde_json::Value {
     let out = std::process::Command::new(exporter)
         .args([
             "explain",
@@ -577,14 +600,78 @@ pub fn explained_by(exporter: &Path, pid: u32, kind: &str) -> serde_json::Value 
         .arg(pid.to_string())
         .output()
         .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let found = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["kind"] == kind)
-        .cloned();
-    found.unwrap_or_else(|| panic!("no {kind} finding: {doc:#}"))
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `--once` on this host with every process read in depth, whatever else runs beside the
+/// test (no CPU budget, a read deadline past any busy host's batch), and none left out of
+/// the top processes; the exposition, failing the test on a non-zero exit.
+#[allow(dead_code, reason = "not every test binary scrapes so")]
+pub fn once_every_process() -> String {
+    let out = run(&[
+        "--once",
+        "--once.interval=0s",
+        "--no-collector.kmsg",
+        "--collector.processes.top-k=100000",
+        "--collector.processes.deep-min-size=0",
+        "--collector.processes.deep-budget=1h",
+        "--collector.processes.read-timeout=2m",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A copy of `built` named `name` beside it, with its symbol table removed (`strip
+/// --strip-all`), as slim images ship binaries; made once.
+#[allow(dead_code, reason = "not every test binary strips")]
+pub fn stripped(built: &Path, name: &str) -> PathBuf {
+    let out = built.with_file_name(name);
+    if !out.exists() {
+        let tmp = built.with_file_name(format!("{name}.{}", std::process::id()));
+        let status = tool("strip")
+            .arg("--strip-all")
+            .arg(built)
+            .arg("-o")
+            .arg(&tmp)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        std::fs::rename(&tmp, &out).unwrap();
+    }
+    out
+}
+
+/// Builds the Rust program `src` (a `main.rs`) as the cargo project `dir` with `manifest`,
+/// in release; returns the binary `bin`. Files are written only when changed, so cargo
+/// rebuilds only what changed.
+#[allow(dead_code, reason = "not every test binary builds one")]
+pub fn cargo_program(dir: &Path, manifest: &str, src: &Path, bin: &str) -> PathBuf {
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let write = |path: PathBuf, text: &[u8]| {
+        if std::fs::read(&path).ok().as_deref() != Some(text) {
+            std::fs::write(&path, text).unwrap();
+        }
+    };
+    write(dir.join("Cargo.toml"), manifest.as_bytes());
+    write(dir.join("src/main.rs"), &std::fs::read(src).unwrap());
+    let out = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--quiet", "--manifest-path"])
+        .arg(dir.join("Cargo.toml"))
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .expect("cargo");
+    assert!(
+        out.status.success(),
+        "building {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.join("target/release").join(bin)
 }
 
 /// A `field: N kB` figure of `/proc/PID/status` (`field` without its colon), in bytes.
