@@ -108,3 +108,19 @@ fn debians_libmimalloc_preloaded_or_linked_is_mimalloc() {
     assert_eq!(h.identity.allocator, Allocator::Glibc);
     assert!(h.measured().is_some(), "{:?}", h.readings);
 }
+
+/// CPython 3.13 bundles mimalloc (for `PYTHONMALLOC=mimalloc` and free-threading) with its
+/// names local, and allocates with pymalloc on glibc's malloc: glibc's, and measured.
+#[test]
+fn cpython_3_13_bundling_mimalloc_is_glibcs() {
+    let python = &common::python::debian_of("3.13").symbols;
+    let script = "import time\nkept = [bytes(4096) for _ in range(20000)]\nprint('ready', flush=True)\ntime.sleep(600)\n";
+    let r = Repro::run_env(python, &["-c", script], &[]);
+    let h = read(r.pid());
+    assert_eq!(h.identity.allocator, Allocator::Glibc, "{:?}", h.identity);
+    assert!(
+        matches!(h.get::<heap::Glibc>(), Some(Ok(_))),
+        "{:?}",
+        h.readings
+    );
+}

@@ -34,7 +34,7 @@ pub fn allocator(
 pub fn linked<B: Binary + ?Sized>(bin: &B) -> Option<Allocator> {
     let elf = Elf::parse(bin).ok()?;
     let found = elf
-        .find_symbol(bin, by_symbol)
+        .find_symbol_bound(bin, |n| by_symbol(n, true).is_some(), by_symbol)
         .ok()
         .flatten()
         .map(|(a, _)| a);
@@ -49,13 +49,14 @@ pub fn linked<B: Binary + ?Sized>(bin: &B) -> Option<Allocator> {
     })
 }
 
-/// The allocator a defined symbol belongs to.
-fn by_symbol(name: &[u8]) -> Option<Allocator> {
+/// The allocator a defined symbol belongs to; `global`: the symbol is not local to its
+/// object.
+fn by_symbol(name: &[u8], global: bool) -> Option<Allocator> {
     if name.ends_with(b"mallctl") || name.ends_with(b"mallctlnametomib") {
         Some(Allocator::Jemalloc)
     } else if name.starts_with(b"tc_malloc") || name.windows(9).any(|w| w == b"8tcmalloc") {
         Some(Allocator::Tcmalloc)
-    } else if MIMALLOC.contains(&name) || name.starts_with(b"mi_heap_malloc") {
+    } else if global && (MIMALLOC.contains(&name) || name.starts_with(b"mi_heap_malloc")) {
         Some(Allocator::Mimalloc)
     } else if name == b"__init_libc" {
         // musl's start-up, linked into a static musl binary (a dynamic one maps ld-musl).
@@ -65,15 +66,11 @@ fn by_symbol(name: &[u8]) -> Option<Allocator> {
     }
 }
 
-/// Names only mimalloc defines. A program links the functions it calls: a Rust program on
-/// the `mimalloc` crate calls `mi_malloc_aligned` and `mi_free`, and its 3.x build keeps no
-/// `mi_malloc`; `_mi_page_empty` is the constant every version's heaps start from.
-const MIMALLOC: [&[u8]; 4] = [
-    b"mi_malloc",
-    b"mi_malloc_aligned",
-    b"mi_free",
-    b"_mi_page_empty",
-];
+/// Names only mimalloc defines, as global symbols: a program links the functions it calls,
+/// and a Rust program on the `mimalloc` crate calls `mi_malloc_aligned` and `mi_free` (its
+/// 3.x build keeps no `mi_malloc`). CPython 3.13 bundles mimalloc for `PYTHONMALLOC=mimalloc`
+/// and free-threading, its names local: its objects are pymalloc's, on glibc's malloc.
+const MIMALLOC: [&[u8]; 3] = [b"mi_malloc", b"mi_malloc_aligned", b"mi_free"];
 
 /// The prefix of each allocator's own messages, as in a stripped binary's read-only data
 /// (`<jemalloc>: `, `tcmalloc: `, `mimalloc: `: the settings' names, `TCMALLOC_...`,

@@ -23,7 +23,19 @@ impl Elf {
         bin: &B,
         wanted: impl Fn(&[u8]) -> Option<T>,
     ) -> Result<Option<(T, u64)>, Fault> {
-        self.find_symbol_in(bin, |n| wanted(n).is_some(), &wanted)
+        self.find_symbol_in(bin, |n| wanted(n).is_some(), |n, _| wanted(n))
+    }
+
+    /// [`Elf::find_symbol`], with `wanted` told whether each symbol is global (or weak)
+    /// rather than local to its object: a program that bundles a library's code for its
+    /// own use keeps that code's names local (CPython 3.13's mimalloc).
+    pub(crate) fn find_symbol_bound<B: Binary + ?Sized, T: Copy>(
+        &self,
+        bin: &B,
+        candidate: impl Fn(&[u8]) -> bool,
+        wanted: impl Fn(&[u8], bool) -> Option<T>,
+    ) -> Result<Option<(T, u64)>, Fault> {
+        self.find_symbol_in(bin, candidate, wanted)
     }
 
     /// The address of the symbol named exactly `name`, also when the linker kept its name
@@ -38,7 +50,7 @@ impl Elf {
         let found = self.find_symbol_in(
             bin,
             |n| unrenamed(n).ends_with(name),
-            |n| (unrenamed(n) == name).then_some(()),
+            |n, _| (unrenamed(n) == name).then_some(()),
         )?;
         Ok(found.map(|(_, at)| at))
     }
@@ -49,7 +61,7 @@ impl Elf {
         &self,
         bin: &B,
         candidate: impl Fn(&[u8]) -> bool,
-        wanted: impl Fn(&[u8]) -> Option<T>,
+        wanted: impl Fn(&[u8], bool) -> Option<T>,
     ) -> Result<Option<(T, u64)>, Fault> {
         let tables = self
             .sections
@@ -98,10 +110,12 @@ impl Elf {
                     .filter(|sym| u16_at(sym, 6) != 0)
                     .find_map(|sym| {
                         let at = u64::from(u32_at(sym, 0));
+                        // st_info's binding: STB_LOCAL is 0.
+                        let global = sym[4] >> 4 != 0;
                         candidates.iter().find_map(|(start, name)| {
                             let tail =
                                 name.get(usize::try_from(at.checked_sub(*start)?).ok()?..)?;
-                            Some((wanted(tail)?, u64_at(sym, 8)))
+                            Some((wanted(tail, global)?, u64_at(sym, 8)))
                         })
                     });
                 found.is_none()

@@ -9,10 +9,14 @@ fn says(allocator: Allocator, rest: &str) -> String {
     String::from_utf8(unhide(hidden)).unwrap() + rest
 }
 
-/// A symbol table (sections 2 and 3) defining `names`, as `.symtab` or `.dynsym`.
+/// A symbol table (sections 2 and 3) defining `names`, as `.symtab` or `.dynsym`, each a
+/// global function.
 fn table(names: &[&str], kind: u32) -> Vec<Part> {
     let syms: Vec<(&str, u64)> = names.iter().map(|&n| (n, 0x1000)).collect();
     let [mut t, strings] = symbols(&syms);
+    for sym in t.bytes.chunks_exact_mut(24).skip(1) {
+        sym[4] = 0x12; // STB_GLOBAL, STT_FUNC
+    }
     t.kind = kind;
     t.name = if kind == 2 { ".symtab" } else { ".dynsym" };
     t.link = 3;
@@ -21,7 +25,7 @@ fn table(names: &[&str], kind: u32) -> Vec<Part> {
 
 #[test]
 fn a_defined_allocator_symbol_names_the_allocator() {
-    let cases: [(&[&str], Option<Allocator>); 11] = [
+    let cases: [(&[&str], Option<Allocator>); 10] = [
         (&["main", "_rjem_mallctl"], Some(Allocator::Jemalloc)),
         (&["je_mallctl", "je_malloc"], Some(Allocator::Jemalloc)),
         (&["mallctlnametomib"], Some(Allocator::Jemalloc)),
@@ -33,7 +37,6 @@ fn a_defined_allocator_symbol_names_the_allocator() {
         (&["mi_malloc"], Some(Allocator::Mimalloc)),
         // A Rust program on the `mimalloc` crate (3.x): no `mi_malloc` kept.
         (&["mi_malloc_aligned", "mi_free"], Some(Allocator::Mimalloc)),
-        (&["main", "_mi_page_empty"], Some(Allocator::Mimalloc)),
         (&["main", "__init_libc"], Some(Allocator::Musl)),
         // glibc's own names, and names that only look alike.
         (
@@ -58,6 +61,20 @@ fn a_defined_allocator_symbol_names_the_allocator() {
             );
         }
     }
+}
+
+/// CPython 3.13 bundles mimalloc with its names local (`t mi_free`, `r _mi_page_empty`)
+/// and allocates with pymalloc on glibc's malloc: not mimalloc's.
+#[test]
+fn a_local_mimalloc_name_is_not_the_allocator() {
+    let mut parts = table(&["mi_free", "main"], 2);
+    parts[0].bytes[24 + 4] = 0x02; // STB_LOCAL, STT_FUNC
+    assert_eq!(linked(&elf(parts)[..]), None);
+    // Global, it is.
+    assert_eq!(
+        linked(&elf(table(&["mi_free", "main"], 2))[..]),
+        Some(Allocator::Mimalloc)
+    );
 }
 
 #[test]
