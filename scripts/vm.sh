@@ -32,11 +32,11 @@ trap 'rm -rf "$work"' EXIT
 root=$work/root
 mkdir -p "$root/bin" "$root/modules" "$root/proc" "$root/sys" "$root/dev" "$root/host"
 cp "$busybox" "$root/bin/busybox"
-# The modules 9p needs over virtio, in load order; each kernel has a subset (6.12 builds
-# virtio in, 5.10 has no netfs). Compressed ones are unpacked here: busybox's insmod
-# cannot.
+# The modules 9p needs over virtio, and overlayfs (the overlay check), in load order; each
+# kernel has a subset (6.12 builds virtio in, 5.10 has no netfs). Compressed ones are
+# unpacked here: busybox's insmod cannot.
 for m in virtio virtio_ring virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci \
-         netfs fscache 9pnet 9pnet_virtio 9p; do
+         netfs fscache 9pnet 9pnet_virtio 9p overlay; do
   f=$(find "$modules/kernel" -name "$m.ko" -o -name "$m.ko.xz" | head -1)
   [ -n "$f" ] || continue
   case $f in

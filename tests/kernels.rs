@@ -32,6 +32,7 @@ const FULL: &[&str] = &[
     "kernel_files",
     "sheet",
     "watch",
+    "overlay",
     "hoarding",
     "headroom",
     "pressure",
@@ -84,7 +85,18 @@ fn boot(kernel: &str, mode: &str, extra: &[&str]) -> Boot {
     common::tool("prometheus");
     let (trees, busybox) = kernels();
     let tree = &trees.iter().find(|(n, _)| n == kernel).unwrap().1;
-    let repros = ["heap", "burst", "regrowth", "mallocfuzz", "arenas"].map(repro::build);
+    let repros = [
+        "heap",
+        "burst",
+        "regrowth",
+        "mallocfuzz",
+        "arenas",
+        "goheap",
+        "jefree",
+    ]
+    .map(repro::build);
+    // CPython 3.13 with its symbols, run from an overlay in the guest.
+    let python = &common::python::debian_of("3.13").symbols;
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("vm-{kernel}-{mode}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -119,11 +131,12 @@ fn boot(kernel: &str, mode: &str, extra: &[&str]) -> Boot {
     std::fs::write(
         dir.join("run.sh"),
         format!(
-            "exec python3 {} --exporter {} --repro {} --out /run/vm-out --mode {mode} --seed {seed} --programs {programs} --rules {}\n",
+            "exec python3 {} --exporter {} --repro {} --out /run/vm-out --mode {mode} --seed {seed} --programs {programs} --rules {} --python {}\n",
             guest.display(),
             common::bin(),
             repros[0].parent().unwrap().display(),
             common::rules_file().display(),
+            python.display(),
         ),
     )
     .unwrap();

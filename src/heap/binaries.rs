@@ -9,14 +9,31 @@ pub(crate) type FileId = (u64, u64, u64, i64);
 
 /// Where a process loaded the binary `id`: the start of the lowest of its mappings of it
 /// (file offset 0 of a binary the kernel or the loader mapped).
+///
+/// A binary on overlayfs (a container's image) stats as the overlay's file, with the
+/// overlay's device, while from 4.19 to 6.7 the kernel maps the file of the layer below
+/// and smaps names that: another device, the same inode number where the layers share a
+/// file system (as a container runtime's do). So where no mapping has the binary's device
+/// and inode, the mappings of the one file with its inode number on another device are
+/// its; none where two such files are mapped.
 pub fn first_mapping(vmas: &[crate::parse::smaps::Vma], id: FileId) -> Option<u64> {
     let (dev, ino) = (id.0, id.1);
     // smaps writes the device as major:minor; the file's stat gives it encoded.
     let dev = (nix::sys::stat::major(dev) << 32) | nix::sys::stat::minor(dev);
-    vmas.iter()
-        .filter(|v| v.file_id == Some((dev, ino)))
-        .map(|v| v.start)
-        .min()
+    let lowest = |file: (u64, u64)| {
+        vmas.iter()
+            .filter(|v| v.file_id == Some(file))
+            .map(|v| v.start)
+            .min()
+    };
+    lowest((dev, ino)).or_else(|| {
+        let mut same_inode = vmas
+            .iter()
+            .filter_map(|v| v.file_id)
+            .filter(|&(_, i)| i == ino);
+        let file = same_inode.next()?;
+        same_inode.all(|f| f == file).then(|| lowest(file))?
+    })
 }
 
 /// Why the library a reader reads could not be opened.
@@ -112,7 +129,42 @@ impl<V> ByFile<V> {
 
 #[cfg(test)]
 mod tests {
-    use super::ByFile;
+    use super::{first_mapping, ByFile};
+    use crate::parse::smaps::Vma;
+
+    fn mapping(start: u64, file_id: (u64, u64)) -> Vma {
+        Vma {
+            start,
+            end: start + 4096,
+            file_id: Some(file_id),
+            ..Vma::default()
+        }
+    }
+
+    #[test]
+    fn a_binary_is_found_by_device_and_inode_or_on_an_overlay_by_its_inode_alone() {
+        // 8:1 inode 42, as the file's stat encodes it.
+        let id = (nix::sys::stat::makedev(8, 1), 42, 100, 0);
+        let own = (8u64 << 32 | 1, 42);
+        let vmas = [
+            mapping(0x2000, own),
+            mapping(0x1000, own),
+            mapping(0x500, (9 << 32, 7)),
+        ];
+        assert_eq!(first_mapping(&vmas, id), Some(0x1000));
+        // The overlay's file (device 0:50) mapped as the layer's (8:1), same inode.
+        let overlay = (nix::sys::stat::makedev(0, 50), 42, 100, 0);
+        assert_eq!(first_mapping(&vmas, overlay), Some(0x1000));
+        // Two files of that inode number on other devices: neither is taken.
+        let both = [mapping(0x1000, own), mapping(0x3000, (8 << 32 | 2, 42))];
+        assert_eq!(first_mapping(&both, overlay), None);
+        assert_eq!(first_mapping(&both, id), Some(0x1000));
+        // No file of that inode number: none.
+        assert_eq!(
+            first_mapping(&vmas, (nix::sys::stat::makedev(0, 50), 43, 100, 0)),
+            None
+        );
+    }
 
     #[test]
     fn each_binary_is_read_once_and_the_oldest_goes_first() {
