@@ -114,8 +114,9 @@ impl super::shape::HeapReader for Go {
     type Cache = super::binaries::ByFile<Result<Layout, Unmeasured>>;
     const NAME: &'static str = "go";
     const SHARE: super::shape::Share = super::shape::Share::Runtime { alone: true };
-    // With GODEBUG=madvdontneed=0 the scavenger frees with MADV_FREE.
-    const HOLDS_LAZY_FREE: bool = true;
+    // Its held bytes are the free pages not yet scavenged; those the scavenger gave back
+    // (with MADV_FREE under GODEBUG=madvdontneed=0) are released, not held.
+    const HOLDS_LAZY_FREE: bool = false;
 
     fn applies(p: &super::shape::Process, _: &Self::Cache) -> Result<bool, Unmeasured> {
         Ok(p.identity.runtime == super::runtime::Runtime::Go)
