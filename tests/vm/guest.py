@@ -524,7 +524,21 @@ def check_regrowth(r, e):
     series = dict(pid=str(p.pid), comm="vmregrowth")
     e.wait(60, "the trough, idle", lambda s: (one(s, "membloat_process_resident_anon_bytes", **series) or 1e18) < 64 * MIB and one(s, "membloat_process_idle", **series) == 1.0)
     khugepaged([("pages_to_scan", "65536"), ("scan_sleep_millisecs", "100")])
-    e.wait(120, "regrown bytes", lambda s: (one(s, "membloat_process_regrown_since_trough_bytes", **series) or 0) >= 0.9 * 256 * MIB)
+    try:
+        e.wait(120, "regrown bytes", lambda s: (one(s, "membloat_process_regrown_since_trough_bytes", **series) or 0) >= 0.9 * 256 * MIB)
+    except AssertionError as ex:
+        # What the kernel did and what the exporter saw, for whoever reads the failure.
+        rollup = {l.split(":")[0]: " ".join(l.split()[1:]) for l in
+                  read(f"/proc/{p.pid}/smaps_rollup").splitlines()[1:] if ":" in l}
+        s = e.samples()
+        raise AssertionError(
+            f"{ex}: the program's AnonHugePages {rollup.get('AnonHugePages')}, Rss "
+            f"{rollup.get('Rss')}; served regrown "
+            f"{one(s, 'membloat_process_regrown_since_trough_bytes', **series)}, anon huge "
+            f"{one(s, 'membloat_process_anon_huge_bytes', **series)}, idle "
+            f"{one(s, 'membloat_process_idle', **series)}; vmstat thp_collapse_alloc "
+            f"{keyed('/proc/vmstat').get('thp_collapse_alloc')}, "
+            f"thp_collapse_alloc_failed {keyed('/proc/vmstat').get('thp_collapse_alloc_failed')}") from ex
     # khugepaged goes on over the last ranges; what it has regrown a few scans later.
     s = e.scans_after(3)
     got = one(s, "membloat_process_regrown_since_trough_bytes", **series)
