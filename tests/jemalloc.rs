@@ -547,4 +547,43 @@ fn muzzy_pages_are_the_processs_lazy_free() {
     let kinds = explained_kinds(pid);
     assert!(kinds.iter().any(|k| k == "hoarding"), "{kinds:?}");
     assert!(!kinds.iter().any(|k| k == "lazy_free"), "{kinds:?}");
+
+    // The `lazy_free` remedy for jemalloc, applied as printed (`muzzy_decay_ms:0`) to the
+    // same program: its decayed pages are freed at once, none lazily, and RSS shows it.
+    let conf = [(
+        "MALLOC_CONF",
+        "background_thread:true,dirty_decay_ms:1,muzzy_decay_ms:0",
+    )];
+    let mut fixed = Repro::start("jefree", &["5", "2", "128", "10"], &conf);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while stats(&ask(&mut fixed, "stats")).1 > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "dirty pages after 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let rollup = |pid: u32| {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap();
+        (
+            field_bytes(&text, "LazyFree").unwrap(),
+            field_bytes(&text, "Rss").unwrap(),
+        )
+    };
+    let ((lazy_before, rss_before), (lazy_after, rss_after)) = (rollup(pid), rollup(fixed.pid()));
+    assert!(
+        lazy_after <= slack,
+        "LazyFree {lazy_after} with muzzy_decay_ms:0"
+    );
+    assert!(
+        rss_before - rss_after >= 0.95 * lazy_before,
+        "RSS {rss_before} kept lazily, {rss_after} with the remedy, LazyFree {lazy_before}"
+    );
+    eprintln!(
+        "muzzy_decay_ms:0: LazyFree {:.1} MiB, RSS {:.1} MiB (was {:.1} and {:.1})",
+        lazy_after / 1048576.0,
+        rss_after / 1048576.0,
+        lazy_before / 1048576.0,
+        rss_before / 1048576.0
+    );
 }
