@@ -500,6 +500,21 @@ fn the_printed_remedy_gives_back_what_an_idle_jemalloc_keeps() {
     );
 }
 
+/// jefree (128 MiB, 10 % kept) under `conf`, once jemalloc's own stats say its background
+/// threads have decayed every dirty page (to muzzy pages, or given back).
+fn decayed(conf: &[(&str, &str)]) -> Repro {
+    let mut r = Repro::start("jefree", &["5", "2", "128", "10"], conf);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while stats(&ask(&mut r, "stats")).1 > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "dirty pages after 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    r
+}
+
 /// jemalloc's muzzy pages are pages it gave back with `MADV_FREE`: with dirty pages
 /// decayed by its background threads within a millisecond and muzzy ones never
 /// (`MALLOC_CONF`), the process's `LazyFree` as the exporter serves it is jemalloc's
@@ -511,16 +526,7 @@ fn muzzy_pages_are_the_processs_lazy_free() {
         "MALLOC_CONF",
         "background_thread:true,dirty_decay_ms:1,muzzy_decay_ms:-1",
     )];
-    let mut r = Repro::start("jefree", &["5", "2", "128", "10"], &conf);
-    // Until jemalloc says its dirty pages are all muzzy.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while stats(&ask(&mut r, "stats")).1 > 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "dirty pages after 30 s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let mut r = decayed(&conf);
     let pid = r.pid();
     let t = once_every_process();
     let (_, dirty, muzzy) = stats(&ask(&mut r, "stats"));
@@ -554,15 +560,7 @@ fn muzzy_pages_are_the_processs_lazy_free() {
         "MALLOC_CONF",
         "background_thread:true,dirty_decay_ms:1,muzzy_decay_ms:0",
     )];
-    let mut fixed = Repro::start("jefree", &["5", "2", "128", "10"], &conf);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while stats(&ask(&mut fixed, "stats")).1 > 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "dirty pages after 30 s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let fixed = decayed(&conf);
     let rollup = |pid: u32| {
         let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap();
         (
