@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{own, set_path, Buffer, ReadError, Source};
 use crate::parse::mountinfo;
@@ -142,16 +142,17 @@ impl Source {
         None
     }
     /// The files process `pid` holds open that no directory names (a memfd, a deleted
-    /// file), each with its link's text (`/memfd:NAME (deleted)`, `/dev/shm/x (deleted)`)
-    /// and its attributes from the kernel's cache ([`own::cached_stat`]: nothing asks a
-    /// FUSE server). Looks at no more than `budget` descriptors, taking each it looked at
-    /// from it: a process with a million open files costs what the budget allows.
+    /// file), each with its link's text (`/memfd:NAME (deleted)`, `/dev/shm/x (deleted)`),
+    /// its attributes from the kernel's cache ([`own::cached_stat`]: nothing asks a FUSE
+    /// server) and the descriptor's path. Looks at no more than `budget` descriptors,
+    /// taking each it looked at from it: a process with a million open files costs what the
+    /// budget allows.
     /// `Ok(false)` when the budget ran out before the last descriptor.
     pub(crate) fn unlinked_files(
         &self,
         pid: u32,
         budget: &mut usize,
-        mut each: impl FnMut(&str, own::Cached),
+        mut each: impl FnMut(&str, own::Cached, &Path),
     ) -> Result<bool, ReadError> {
         let mut dir = PathBuf::new();
         set_path(&mut dir, &self.procfs, Some(pid), "fd");
@@ -169,7 +170,7 @@ impl Source {
                 continue;
             };
             if let Some(st) = own::cached_stat(&path).filter(|st| st.links == 0) {
-                each(link, st);
+                each(link, st, &path);
             }
         }
         Ok(true)

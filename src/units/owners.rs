@@ -16,7 +16,7 @@ use super::{Collect, Output, Reader, Reading, Unit};
 mod files;
 mod netns;
 mod tmpfs;
-pub use files::{HeldFile, DESCRIPTORS, PER_PROCESS};
+pub use files::{HeldFile, DESCRIPTORS, PER_PROCESS, PROCESSES};
 pub use netns::Netns;
 pub use tmpfs::Mount;
 
@@ -69,6 +69,7 @@ pub struct OwnersReading {
 #[derive(Default)]
 struct Owners {
     last: Option<(Instant, OwnersReading)>,
+    files: files::Walk,
 }
 
 impl Collect for Owners {
@@ -78,13 +79,13 @@ impl Collect for Owners {
                 return Ok(Box::new(reading.clone()));
             }
         }
-        let reading = read(r)?;
+        let reading = read(r, &mut self.files)?;
         self.last = Some((Instant::now(), reading.clone()));
         Ok(Box::new(reading))
     }
 }
 
-fn read(r: &mut Reader) -> Result<OwnersReading, Reason> {
+fn read(r: &mut Reader, walk: &mut files::Walk) -> Result<OwnersReading, Reason> {
     let page = crate::source::own::page_size();
     let mut o = OwnersReading::default();
     let mut failed = Vec::new();
@@ -101,7 +102,8 @@ fn read(r: &mut Reader) -> Result<OwnersReading, Reason> {
     let (host, mounts) = tmpfs::read(r, pids, &mut devices);
     one(r, host);
     o.mounts = largest(mounts, TOP_MOUNTS, |m| m.used_bytes);
-    o.files = largest(files::read(r, pids, &mut devices), TOP_FILES, |f| f.bytes);
+    let held = files::read(r, walk, pids, &mut devices);
+    o.files = largest(held, TOP_FILES, |f| f.bytes);
     let queued = |n: &Netns| n.send_bytes.saturating_add(n.receive_bytes);
     o.namespaces = largest(netns::read(r, pids), TOP_NAMESPACES, queued);
     one(r, listed.as_ref().map(drop).map_err(|&e| e));
