@@ -4,7 +4,7 @@
 //! idle JVM that must still be measured right. The exporter runs at its defaults, one scan
 //! a second, for `MEMBLOAT_HOSTILE_SECONDS` (100 by default), in a memory cgroup of the
 //! chart's limit: it must never be OOM-killed, never go blind (every scan reads
-//! processes), keep its cgroup's peak charge under half that limit, keep its CPU
+//! processes), keep its own peak memory under a third of that limit, keep its CPU
 //! within its budgets, and serve no measured figure larger than its process's resident
 //! memory. Needs root: the programs are started as another user (setpriv).
 
@@ -16,8 +16,38 @@ use common::*;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// The chart's memory limit (deploy/helm: resources.limits.memory).
-const CHART_LIMIT_BYTES: f64 = 64.0 * 1048576.0;
+/// The chart's memory limit, as its values give it (`resources.limits.memory`, in Mi).
+fn chart_limit_bytes() -> f64 {
+    let values = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("deploy/helm/membloat-exporter/values.yaml"),
+    )
+    .unwrap();
+    let limits = values
+        .split("\n  limits:\n")
+        .nth(1)
+        .expect("resources.limits");
+    let mi = limits
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("memory: "))
+        .and_then(|m| m.strip_suffix("Mi"))
+        .and_then(|m| m.parse::<f64>().ok())
+        .expect("resources.limits.memory in Mi");
+    mi * 1048576.0
+}
+
+/// What the exporter may hold of its own beside every hostile program at once: a third of
+/// the chart's limit (32 MiB), the margin the limit was chosen with.
+const OWN_PEAK_BYTES: f64 = 32.0 * 1048576.0;
+
+/// Tests that fill the host with processes or descriptors run one at a time: the
+/// `owners` collector looks at 2,048 processes' descriptors a read, and another test's
+/// 10,000 idle processes would leave a memfd holder for a later read.
+static CROWD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn crowd() -> std::sync::MutexGuard<'static, ()> {
+    CROWD.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A program started as a tenant, uid 64000 with no groups: any unprivileged user, one no
 /// other test runs as (the hidepid test counts the processes nobody sees).
@@ -97,7 +127,7 @@ fn dressed_as_go(kind: &str) -> PathBuf {
 /// The exporter's command line in `cg`, given the chart's memory limit: joined before it
 /// starts, so all it allocates is charged there.
 fn in_charts_cgroup(cg: &TestCgroup) -> std::process::Command {
-    cg.set_limit(CHART_LIMIT_BYTES as u64);
+    cg.set_limit(chart_limit_bytes() as u64);
     let mut cmd = std::process::Command::new("sh");
     cmd.arg("-c")
         .arg(format!("{} && exec \"$0\" \"$@\"", cg.join()))
@@ -328,18 +358,18 @@ fn a_tenants_programs_cannot_blind_crash_bloat_or_fool_the_exporter() {
     );
     // Scans went on: none waited out more than two read timeouts (5 s each).
     assert!(gap < Duration::from_secs(12), "no scan for {gap:?}");
-    // Every reader at its caps at once (the layouts' budget among them) stays under half
-    // the chart's limit: the peak RSS less the binary's own text and other file pages
+    // Every reader at its caps at once (the layouts' budget among them) stays under a
+    // third of the chart's limit: the peak RSS less the binary's own text and other file pages
     // (the cgroup's charge also holds page cache and /proc dentries, which the kernel
     // reclaims at the limit, and other tests' processes scanned at the same time).
     let own = peak - status_bytes(daemon, "RssFile");
     assert!(
-        own < CHART_LIMIT_BYTES / 2.0,
-        "{:.1} MiB of its own at the peak: over half the chart's limit",
+        own < OWN_PEAK_BYTES,
+        "{:.1} MiB of its own at the peak: over a third of the chart's limit",
         own / 1048576.0
     );
     assert!(
-        peak < CHART_LIMIT_BYTES,
+        peak < chart_limit_bytes(),
         "peak RSS {peak} over the chart's limit"
     );
     // The fast tier every second plus the deep tier's 200 ms a scan, and each hostile read
@@ -402,6 +432,7 @@ fn each_attack_ended_as_its_bound_says(t: &str) {
 #[ignore = "needs root"]
 fn ten_thousand_idle_processes_keep_the_exporter_under_the_charts_limit() {
     needs_root("a memory cgroup of the test's");
+    let _crowd = crowd();
     let idle = Repro::start("idle", &["10000"], &[]);
     for flags in [
         &[][..],
@@ -410,7 +441,7 @@ fn ten_thousand_idle_processes_keep_the_exporter_under_the_charts_limit() {
         let Some(cg) = TestCgroup::new("exporter") else {
             return;
         };
-        cg.set_limit(CHART_LIMIT_BYTES as u64);
+        cg.set_limit(chart_limit_bytes() as u64);
         // The exporter joins the cgroup before it starts: all it allocates is charged there.
         let mut cmd = std::process::Command::new("sh");
         cmd.arg("-c")
@@ -447,7 +478,7 @@ fn ten_thousand_idle_processes_keep_the_exporter_under_the_charts_limit() {
              under {} MiB: peak {:.1} MiB (kernel {:.1} MiB), limit hit {} times, OOM kills \
              {killed}, alive {alive}",
             started.elapsed(),
-            CHART_LIMIT_BYTES / 1048576.0,
+            chart_limit_bytes() / 1048576.0,
             cg.read("memory.max_usage_in_bytes") as f64 / 1048576.0,
             cg.read("memory.kmem.max_usage_in_bytes") as f64 / 1048576.0,
             cg.read("memory.failcnt"),
@@ -919,6 +950,7 @@ fn processes_holding_their_own_mmap_lock_stop_no_scan() {
 #[ignore = "needs root"]
 fn processes_with_a_quarter_million_descriptors_hide_no_one_elses_memfd() {
     needs_root("the programs run as another user");
+    let _crowd = crowd();
     let (_, hard) =
         nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
     let per = usize::try_from(hard).unwrap_or(usize::MAX).min(1 << 20) - 64;
