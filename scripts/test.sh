@@ -159,6 +159,12 @@ for tier in "${tiers[@]}"; do
       ;;
   esac
 done
+# Each failed test with where it panicked and the first lines of its message, beside the
+# summary: the part of a long log that is read first.
+awk '/^---- .* stdout ----$/ { name = $2; next }
+  name != "" && / panicked at / { sub(/.* panicked at /, ""); where = $0; left = 3; next }
+  left > 0 { if ($0 ~ /^(stack backtrace|note: )/ || $0 == "") { left = 0; next }
+             print "failed: " name " at " where " " $0; left-- }' "$log"
 skipped=$(sort -u "$MEMBLOAT_SKIP_LOG" | wc -l)
 sort -u "$MEMBLOAT_SKIP_LOG" | sed 's/^/skipped: /'
 printf '%s\n' "${results[@]}"
