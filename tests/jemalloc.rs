@@ -14,7 +14,6 @@ use membloat_exporter::heap::jemalloc::JemallocHeap;
 use membloat_exporter::heap::{self, runtime::Allocator, Unmeasured as Outcome};
 use membloat_exporter::parse::smaps;
 use membloat_exporter::source::Source;
-use std::io::{BufRead, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 
@@ -37,25 +36,14 @@ fn stats(line: &str) -> (u64, u64, u64) {
     (field("pactive"), field("pdirty"), field("pmuzzy"))
 }
 
-/// Asks the program for jemalloc's figures again (`stats`, or `purge` first).
-fn ask(r: &mut Repro, what: &str) -> String {
-    let stdin = r.child.stdin.as_mut().unwrap();
-    stdin.write_all(format!("{what}\n").as_bytes()).unwrap();
-    stdin.flush().unwrap();
-    let mut line = String::new();
-    r.out.read_line(&mut line).unwrap();
-    assert!(line.starts_with("ready"), "{line:?}");
-    line
-}
-
 /// The exporter's read of jemalloc in `r`, and jemalloc's own figures (pages) as the
 /// program printed them just before and just after it, when those agree (nothing moved
 /// in between; tried up to ten times).
 fn read_between(r: &mut Repro) -> (JemallocHeap, (u64, u64, u64)) {
     for _ in 0..10 {
-        let before = stats(&ask(r, "stats"));
+        let before = stats(&r.ask("stats"));
         let h = read(r.pid());
-        let after = stats(&ask(r, "stats"));
+        let after = stats(&r.ask("stats"));
         if before == after {
             let h = h
                 .get::<heap::jemalloc::Jemalloc>()
@@ -214,7 +202,7 @@ fn the_exporter_serves_jemallocs_kept_pages_as_measured_hoarding() {
         value(&t, &kept).is_some()
     });
     // The process is parked: what jemalloc says now is what it said at the read.
-    let (active, dirty, muzzy) = stats(&ask(&mut r, "stats"));
+    let (active, dirty, muzzy) = stats(&r.ask("stats"));
     let series = |name: &str| {
         value(
             &t,
@@ -327,7 +315,7 @@ fn a_purge_gives_back_what_was_measured() {
         let (h, _) = read_between(&mut r);
         assert!(h.dirty_resident_bytes > 16 << 20, "{h:?}");
         let before = rss(r.pid());
-        let after_purge = stats(&ask(&mut r, "purge"));
+        let after_purge = stats(&r.ask("purge"));
         let after = rss(r.pid());
         let fell = before.saturating_sub(after);
         eprintln!(
@@ -425,25 +413,11 @@ fn each_versions_layout_is_its_dwarfs() {
         ] {
             asked.push((format!("(({extent}*)0)->{field}"), at));
         }
-        let mut gdb = tool("gdb");
-        gdb.args(["-batch", "-nx", "-ex", "set language c"]);
-        for (expr, _) in &asked {
-            gdb.args(["-ex", &format!("print (unsigned long)&{expr}")]);
-        }
-        let out = gdb.arg(&built).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let got: Vec<u64> = text
-            .lines()
-            .filter_map(|l| l.split_once(" = ")?.1.trim().parse().ok())
+        let asked: Vec<(String, u64)> = asked
+            .into_iter()
+            .map(|(e, at)| (format!("&{e}"), at))
             .collect();
-        let want: Vec<u64> = asked.iter().map(|a| a.1).collect();
-        assert_eq!(
-            got,
-            want,
-            "jemalloc {version}: {:?}\n{}",
-            asked.iter().map(|a| &a.0).collect::<Vec<_>>(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::assert_dwarf(&built, &format!("jemalloc {version}"), &asked);
     }
 }
 
@@ -505,7 +479,7 @@ fn the_printed_remedy_gives_back_what_an_idle_jemalloc_keeps() {
 fn decayed(conf: &[(&str, &str)]) -> Repro {
     let mut r = Repro::start("jefree", &["5", "2", "128", "10"], conf);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while stats(&ask(&mut r, "stats")).1 > 0 {
+    while stats(&r.ask("stats")).1 > 0 {
         assert!(
             std::time::Instant::now() < deadline,
             "dirty pages after 30 s"
@@ -529,7 +503,7 @@ fn muzzy_pages_are_the_processs_lazy_free() {
     let mut r = decayed(&conf);
     let pid = r.pid();
     let t = once_every_process();
-    let (_, dirty, muzzy) = stats(&ask(&mut r, "stats"));
+    let (_, dirty, muzzy) = stats(&r.ask("stats"));
     assert!(muzzy > 4096, "jemalloc keeps {muzzy} muzzy pages");
     let labels = format!("{{pid=\"{pid}\",comm=\"jefree\"}}");
     let served = |name: &str| {

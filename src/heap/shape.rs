@@ -6,6 +6,7 @@
 
 use std::marker::PhantomData;
 
+use super::binaries::NotOpened;
 use super::memory::{self, ProcessMemory};
 use super::runtime::Identity;
 use super::words::{Gap, Said, Samples, Subject};
@@ -72,10 +73,21 @@ pub trait NoFigure: Copy + PartialEq + std::fmt::Debug + 'static {
 /// Implements [`NoFigure`] for a reader's enum of reasons from one list of its variants and
 /// their `outcome` labels, in the order they are shown. Every reader has `Unreadable`,
 /// `Budget` and `Implausible`; `transient:` names the one read again soon, `partial:` the
-/// label of a figure without its held bytes.
+/// label of a figure without its held bytes, `remote:` the one for a library on a FUSE or
+/// network mount (with `Unreadable`, the reasons a library could not be opened).
 macro_rules! reasons {
     ($ty:ty { $($variant:ident => $label:literal,)+ }
-        $(transient: $transient:ident,)? $(partial: $partial:literal,)?) => {
+        $(transient: $transient:ident,)? $(partial: $partial:literal,)?
+        $(remote: $remote:ident,)?) => {
+        $(impl From<$crate::heap::binaries::NotOpened> for $ty {
+            fn from(e: $crate::heap::binaries::NotOpened) -> Self {
+                match e {
+                    $crate::heap::binaries::NotOpened::Remote => Self::$remote,
+                    $crate::heap::binaries::NotOpened::Unreadable => Self::Unreadable,
+                }
+            }
+        })?
+
         impl $crate::heap::shape::NoFigure for $ty {
             const ALL: &'static [Self] = &[$(Self::$variant),+];
             const UNREADABLE: Self = Self::Unreadable;
@@ -141,6 +153,60 @@ impl Process<'_> {
             self.remote
                 .is_none_or(|r| !r.unreadable && r.has_device(dev))
         })
+    }
+}
+
+impl<'a> Process<'a> {
+    /// Whether the process's allocator is `allocator`, for its reader, which reads the
+    /// allocator's `library` where the process maps it: `Ok(false)` another allocator,
+    /// [`NotOpened::Remote`] where that library lies on a FUSE or network mount.
+    pub(crate) fn allocator_is(
+        &self,
+        allocator: super::runtime::Allocator,
+        library: crate::parse::smaps::Library,
+    ) -> Result<bool, NotOpened> {
+        if self.identity.allocator != allocator {
+            return Ok(false);
+        }
+        if self
+            .vmas
+            .iter()
+            .any(|v| v.library == Some(library) && self.on_remote(v))
+        {
+            return Err(NotOpened::Remote);
+        }
+        Ok(true)
+    }
+
+    /// The file an allocator's reader reads: its `library` as the process maps it, or,
+    /// where it maps none, the executable that links the allocator in.
+    pub(crate) fn library_or_exe(
+        &self,
+        library: crate::parse::smaps::Library,
+    ) -> Result<Opened<'a>, NotOpened> {
+        let opened =
+            super::binaries::open_library(self.source, self.pid, self.vmas, self.remote, library)?;
+        match (opened, self.exe) {
+            (Some(lib), _) => Ok(Opened::Library(lib)),
+            (None, Some(exe)) => Ok(Opened::Exe(exe)),
+            (None, None) => Err(NotOpened::Unreadable),
+        }
+    }
+}
+
+/// A binary a reader opened: a library's file, or the process's executable.
+pub(crate) enum Opened<'a> {
+    Library(PidFile),
+    Exe(&'a PidFile),
+}
+
+impl std::ops::Deref for Opened<'_> {
+    type Target = PidFile;
+    fn deref(&self) -> &PidFile {
+        match self {
+            Opened::Library(f) => f,
+            Opened::Exe(f) => f,
+        }
     }
 }
 

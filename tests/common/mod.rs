@@ -692,3 +692,29 @@ pub fn field_bytes(text: &str, field: &str) -> Option<f64> {
 pub fn rss_anon(pid: u32) -> f64 {
     status_bytes(pid, "RssAnon")
 }
+
+/// What `gdb` prints for each C expression of `asked` on `built` (its DWARF), as numbers,
+/// asserted equal to each one's second half: a layout's places against the build they
+/// were taken from.
+#[allow(dead_code, reason = "not every test binary asks")]
+pub fn assert_dwarf(built: &Path, what: &str, asked: &[(String, u64)]) {
+    let mut gdb = tool("gdb");
+    gdb.args(["-batch", "-nx", "-ex", "set language c"]);
+    for (expr, _) in asked {
+        gdb.args(["-ex", &format!("print (unsigned long){expr}")]);
+    }
+    let out = gdb.arg(built).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let got: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.split_once(" = ")?.1.trim().parse().ok())
+        .collect();
+    let want: Vec<u64> = asked.iter().map(|a| a.1).collect();
+    assert_eq!(
+        got,
+        want,
+        "{what}: {:?}\n{}",
+        asked.iter().map(|a| &a.0).collect::<Vec<_>>(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

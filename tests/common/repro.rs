@@ -247,6 +247,19 @@ impl Repro {
         self.until_waiting(kind);
     }
 
+    /// Sends the program a line (`stats`, `collect`, `purge`: what it answers to) and
+    /// returns the line it answers with, which starts `ready`.
+    #[allow(dead_code, reason = "not every test binary asks")]
+    pub fn ask(&mut self, what: &str) -> String {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin.write_all(format!("{what}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        assert!(line.starts_with("ready"), "pid {}: {line:?}", self.pid());
+        line
+    }
+
     pub fn series(&self, metric: &str, comm: &str) -> String {
         format!("{metric}{{pid=\"{}\",comm=\"{comm}\"}}", self.pid())
     }

@@ -41,17 +41,7 @@ impl super::shape::HeapReader for Jemalloc {
 
     fn applies(p: &super::shape::Process, _: &Self::Cache) -> Result<bool, Unmeasured> {
         use crate::parse::smaps::Library;
-        if p.identity.allocator != super::runtime::Allocator::Jemalloc {
-            return Ok(false);
-        }
-        let remote = p
-            .vmas
-            .iter()
-            .any(|v| v.library == Some(Library::Jemalloc) && p.on_remote(v));
-        if remote {
-            return Err(Unmeasured::RemoteFile);
-        }
-        Ok(true)
+        Ok(p.allocator_is(super::runtime::Allocator::Jemalloc, Library::Jemalloc)?)
     }
 
     fn read(
@@ -60,9 +50,8 @@ impl super::shape::HeapReader for Jemalloc {
         layouts: &Self::Cache,
         _: &mut super::shape::Ceiling,
     ) -> Result<Box<JemallocHeap>, Unmeasured> {
-        let library = library(p.source, p.pid, p.vmas, p.remote)?;
-        let binary = library.as_ref().or(p.exe).ok_or(Unmeasured::Unreadable)?;
-        read_process(memory, binary, p.vmas, layouts).map(Box::new)
+        let binary = p.library_or_exe(crate::parse::smaps::Library::Jemalloc)?;
+        read_process(memory, &binary, p.vmas, layouts).map(Box::new)
     }
 }
 
@@ -80,29 +69,6 @@ pub(crate) fn read_process<T: Target>(
     let layout = layout.as_ref().as_ref().map_err(|&e| e)?;
     let base = super::binaries::first_mapping(vmas, id).ok_or(Unmeasured::Unreadable)?;
     read(target, layout, layout.bias(base))
-}
-
-/// The library mapped for jemalloc (`libjemalloc.so*`), opened as the process maps it,
-/// never on a FUSE or network mount; `None` when there is none: then the executable links
-/// it in.
-pub fn library(
-    source: &crate::source::Source,
-    pid: u32,
-    vmas: &[Vma],
-    remote: Option<&crate::parse::mountinfo::Remote>,
-) -> Result<Option<crate::source::PidFile>, Unmeasured> {
-    use super::binaries::{open_library, NotOpened};
-    open_library(
-        source,
-        pid,
-        vmas,
-        remote,
-        crate::parse::smaps::Library::Jemalloc,
-    )
-    .map_err(|e| match e {
-        NotOpened::Remote => Unmeasured::RemoteFile,
-        NotOpened::Unreadable => Unmeasured::Unreadable,
-    })
 }
 
 #[cfg(test)]
