@@ -16,6 +16,9 @@ use glibc::glibc_hoarding;
 pub(crate) const JEMALLOC_CONF: &str =
     "MALLOC_CONF=background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0";
 
+/// mimalloc's setting that purges what it frees at once, idle or not.
+pub(crate) const MIMALLOC_CONF: &str = "MIMALLOC_PURGE_DELAY=0";
+
 /// The exact remedy for hoarding by allocator and runtime; for glibc, by where the freed
 /// memory lies (`heap`: the walk's measure, `None` when it was only suspected), with a
 /// live command where `live` proved one harmless on this host.
@@ -33,10 +36,15 @@ pub fn hoarding(
             ..Remedy::from((format!("{JEMALLOC_CONF} (a background thread gives dirty pages back within a second, idle or not: without one they decay only while the program allocates; tikv-jemallocator reads _RJEM_MALLOC_CONF); at once, from inside: mallctl(\"arena.4096.purge\", NULL, NULL, NULL, 0)"), Some(COST)))
         };
     }
+    if allocator == Some(Allocator::Mimalloc) {
+        return Remedy {
+            next_start: Some(MIMALLOC_CONF.into()),
+            ..Remedy::from((format!("{MIMALLOC_CONF} (mimalloc purges a freed span or segment at once, instead of after its delay and only when the owning thread next allocates, which an idle thread never does; the last empty page a thread keeps of a size goes back when it next allocates); at once, from inside: mi_collect(true) in each thread"), Some(COST)))
+        };
+    }
     let advice: Advice = match allocator {
         Some(Allocator::Jemalloc) => ("MALLOC_CONF=background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0 (a background thread gives dirty pages back within a second, idle or not: without one they decay only while the program allocates; tikv-jemallocator reads _RJEM_MALLOC_CONF); at once, from inside: mallctl(\"arena.4096.purge\", NULL, NULL, NULL, 0)".into(), Some(COST)),
         Some(Allocator::Tcmalloc) => ("TCMALLOC_RELEASE_RATE=10, or MallocExtension::ReleaseFreeMemory() after bursts".into(), Some(COST)),
-        Some(Allocator::Mimalloc) => ("MIMALLOC_PURGE_DELAY=0 (mimalloc purges freed pages at once)".into(), Some(COST)),
         Some(Allocator::Glibc) | None => return glibc_hoarding(runtime, heap, pid, live),
         Some(_) => ("the allocator's own setting for giving freed memory back".into(), None),
     };

@@ -1,9 +1,10 @@
 //! The heap readers: what a process's allocator and runtime hold free, measured from
 //! outside through `/proc/PID/mem` and `/proc/PID/pagemap` for deep-tier candidates:
 //! glibc's heaps (`glibc/`), jemalloc's arenas (`jemalloc/`), a JVM's heap (`jvm/`), a
-//! Go runtime's (`golang/`) and CPython's arenas (`python/`), each in the shape `shape.rs`
-//! gives, read through the `Target` of `target.rs`, and listed below, one line each
-//! (`registry.rs` makes `list` from the line).
+//! Go runtime's (`golang/`), CPython's arenas (`python/`) and mimalloc's segments
+//! (`mimalloc/`), each in the shape `shape.rs` gives, read through the `Target` of
+//! `target.rs`, and listed below, one line each (`registry.rs` makes `list` from the
+//! line).
 //!
 //! Each reader is pure over a `Target`; this module tells the process's allocator and
 //! runtime and runs the readers that apply, through [`Source`]. The target never notices:
@@ -47,6 +48,7 @@ registry::readers! {
     golang::Go,
     jemalloc::Jemalloc,
     python::Python,
+    mimalloc::Mimalloc,
 }
 
 /// What is learnt once per binary, owned by the scanner that reads the processes (its

@@ -1,0 +1,130 @@
+//! The reader on crafted memory: mimalloc 2.3.2's arena and segment, and what a process
+//! can write into its own to fool or hold the reader.
+
+use super::image::{image, symbols, Span, ARENA, COOKIE, COUNT, START, VERSION};
+use super::layout::{version_of, SEGMENT, SLICE, VERSIONS};
+use super::{read, Unmeasured};
+use crate::heap::image::PAGE;
+
+const LIVE: Span = Span {
+    slices: 2,
+    block_size: 64,
+    used: 3,
+};
+const EMPTY: Span = Span {
+    slices: 1,
+    block_size: 64,
+    used: 0,
+};
+
+#[test]
+fn pages_in_use_and_the_header_are_kept_an_empty_page_is_held() {
+    let mut m = image(&[LIVE, EMPTY, LIVE]);
+    // Two pages of the second live span are not resident, nor one of the free span.
+    m.absent = vec![(START + 4 * SLICE) / PAGE, (START + 4 * SLICE) / PAGE + 1];
+    m.absent.push((START + 10 * SLICE) / PAGE);
+    let h = read(&mut m, &symbols(), 0).unwrap();
+    assert_eq!((h.version, h.arenas, h.segments), ("2.3.2", 1, 1));
+    assert_eq!(h.reserved_bytes, 2 * SEGMENT);
+    assert_eq!(h.resident_bytes, 2 * SEGMENT - 3 * PAGE);
+    // The header (one slice) and the two live spans (two slices each).
+    assert_eq!(h.in_use_bytes, 5 * SLICE - 2 * PAGE);
+    // The empty page between them; the free rest was never scheduled for purging, nor
+    // is the arena's second block: stranded, not held.
+    assert_eq!(h.held(), SLICE);
+    assert_eq!(h.stranded_bytes(), 2 * SEGMENT - 6 * SLICE - PAGE);
+}
+
+#[test]
+fn an_empty_page_purges_the_free_spans_it_joins_and_a_schedule_what_it_names() {
+    let o = VERSIONS[2].2;
+    // The empty page beside the free rest: the whole rest is purged with it.
+    let mut m = image(&[LIVE, EMPTY]);
+    let h = read(&mut m, &symbols(), 0).unwrap();
+    assert_eq!(h.held(), SEGMENT - 3 * SLICE);
+    // No empty page: only the slices its segment scheduled (slices 3 and 4, bits of the
+    // purge mask) once a purge is due.
+    let mut m = image(&[LIVE]);
+    m.put(START + o.purge_mask, 0b11000);
+    assert_eq!(read(&mut m, &symbols(), 0).unwrap().held(), 0);
+    m.put(START + o.purge_expire, 1);
+    assert_eq!(read(&mut m, &symbols(), 0).unwrap().held(), 2 * SLICE);
+    // The arena's free block, scheduled for purging.
+    let mut m = image(&[LIVE]);
+    m.map(0x30_0000, 8);
+    m.put(0x30_0000, 0b10);
+    m.put(ARENA + o.arena_purge, 0x30_0000);
+    assert_eq!(read(&mut m, &symbols(), 0).unwrap().held(), SEGMENT);
+    // A segment with no page in use is given back whole, its header too.
+    let mut m = image(&[EMPTY]);
+    assert_eq!(read(&mut m, &symbols(), 0).unwrap().held(), SEGMENT);
+}
+
+#[test]
+fn the_version_is_read_from_mi_versions_code() {
+    let code = |b: &[u8]| {
+        let mut c = [0u8; 10];
+        c[..b.len()].copy_from_slice(b);
+        c
+    };
+    assert_eq!(version_of(&code(&[0xb8, 0xd9, 0, 0, 0, 0xc3])), Some(217));
+    let endbr = [0xf3, 0x0f, 0x1e, 0xfa, 0xb8, 0x4e, 0x4f, 0, 0, 0xc3];
+    assert_eq!(version_of(&code(&endbr)), Some(20302));
+    // Anything else is no version: a call, a load from memory.
+    assert_eq!(version_of(&code(&[0xe8, 0, 0, 0, 0, 0xc3])), None);
+    assert_eq!(version_of(&code(&[0xb8, 1, 0, 0, 0, 0x90])), None);
+    // mimalloc 3 (30302) or 2.0 (209): no layout.
+    for v in [30302u32, 209] {
+        let mut m = image(&[]);
+        let b = v.to_le_bytes();
+        m.regions[0].1[..6].copy_from_slice(&[0xb8, b[0], b[1], b[2], b[3], 0xc3]);
+        assert_eq!(read(&mut m, &symbols(), 0), Err(Unmeasured::UnknownVersion));
+    }
+    let _ = VERSION;
+}
+
+#[test]
+fn crafted_segments_are_not_believed() {
+    let o = VERSIONS[2].2;
+    // A header whose cookie is not its address's.
+    let mut m = image(&[LIVE]);
+    m.put(START + o.cookie, START ^ COOKIE ^ 1);
+    assert_eq!(read(&mut m, &symbols(), 0), Err(Unmeasured::Moving));
+    // Spans that do not tile the segment: a span of no slices.
+    let mut m = image(&[LIVE]);
+    m.put(START + o.slices + o.page_bytes, 0);
+    assert_eq!(read(&mut m, &symbols(), 0), Err(Unmeasured::Moving));
+    // Sizes that disagree, or more entries than slices.
+    for (off, v) in [(o.segment_size, SEGMENT + SLICE), (o.slice_entries, 513), (o.info_slices, 0)] {
+        let mut m = image(&[LIVE]);
+        m.put(START + off, v);
+        assert_eq!(read(&mut m, &symbols(), 0), Err(Unmeasured::UnknownLayout), "{off}");
+    }
+    // A segment larger than the arena's blocks in use.
+    let mut m = image(&[LIVE]);
+    m.put(START + o.segment_size, 2 * SEGMENT);
+    m.put(START + o.segment_slices, 2 * SEGMENT / SLICE);
+    assert_eq!(read(&mut m, &symbols(), 0), Err(Unmeasured::Moving));
+    // An arena whose bitmap is not of its blocks, or more arenas than mimalloc has.
+    let mut m = image(&[LIVE]);
+    m.put(ARENA + o.arena_start + 16, 5);
+    assert_eq!(read(&mut m, &symbols(), 0), Err(Unmeasured::UnknownLayout));
+    let mut m = image(&[LIVE]);
+    m.put(COUNT, 133);
+    assert_eq!(read(&mut m, &symbols(), 0), Err(Unmeasured::UnknownLayout));
+    // An arena in a shared mapping: not the process's own memory.
+    let mut m = image(&[LIVE]);
+    m.shared = vec![(START, START + PAGE)];
+    assert_eq!(read(&mut m, &symbols(), 0), Err(Unmeasured::Implausible));
+}
+
+#[test]
+fn an_arena_listed_twice_is_counted_once_or_not_believed() {
+    let mut m = image(&[LIVE]);
+    let super::image::ARENAS = super::image::ARENAS else {
+        unreachable!()
+    };
+    m.put(COUNT, 2);
+    m.put(super::image::ARENAS + 8, ARENA);
+    assert_eq!(read(&mut m, &symbols(), 0), Err(Unmeasured::Moving));
+}
