@@ -171,6 +171,15 @@ fn seeds_of(root: &Path, name: &str, patterns: &[&str]) -> Vec<Vec<u8>> {
             p.extend((3u64 * 4096).to_le_bytes());
             v.push(p);
         }
+        // A patch that writes the segment's cookie again: the process as built.
+        "mimalloc_read" => {
+            use membloat_exporter::heap::mimalloc::{image, layout};
+            let cookie = layout::VERSIONS[2].2.cookie;
+            let mut p = vec![6u8];
+            p.extend(u16::try_from(cookie / 8).unwrap().to_le_bytes());
+            p.extend((image::START ^ image::COOKIE).to_le_bytes());
+            v.push(p);
+        }
         // A patch that writes the first arena's address again: the process as built.
         "python_read" => {
             let mut p = vec![1u8];

@@ -14,7 +14,9 @@ use membloat_exporter::config::{self, Config};
 use membloat_exporter::daemon::Pipeline;
 use membloat_exporter::heap::glibc::Layout;
 use membloat_exporter::heap::walk::HeapKind;
-use membloat_exporter::heap::{self as heap, golang, image, jemalloc, linked, python, runtime};
+use membloat_exporter::heap::{
+    self as heap, golang, image, jemalloc, linked, mimalloc, python, runtime,
+};
 use membloat_exporter::parse::{
     cgroup, hsperfdata, kmsg, loadavg,
     meminfo::{self, Meminfo},
@@ -83,6 +85,7 @@ targets! {
     "allocator_linked" => allocator_linked, 64 << 10, true, [];
     "jemalloc_read" => jemalloc_read, 16 << 10, true, [];
     "python_read" => python_read, 16 << 10, true, [];
+    "mimalloc_read" => mimalloc_read, 16 << 10, true, [];
     "hsperfdata" => hsperfdata, 64 << 10, true, ["tests/fixtures/hsperfdata/*"];
     "pipeline" => pipeline, 256 << 10, false, [];
 }
@@ -514,6 +517,7 @@ fn go_heap(data: &[u8]) {
 /// reason (tables read in pieces within their caps), never a panic.
 fn allocator_linked(data: &[u8]) {
     let _ = linked::linked(data);
+    let _ = mimalloc::layout::of(data);
     let _ = jemalloc::layout::of(data);
     let _ = python::layout::of(data);
 }
@@ -547,6 +551,33 @@ fn jemalloc_read(data: &[u8]) {
         assert!(h.dirty_resident_bytes <= h.dirty_bytes, "{h:?}");
         assert!(h.muzzy_resident_bytes <= h.muzzy_bytes, "{h:?}");
         for b in [h.active_bytes, h.dirty_bytes, h.muzzy_bytes] {
+            assert_eq!(b % 4096, 0, "{h:?}");
+        }
+    }
+}
+
+/// The input patches the miniature mimalloc 2.3.2 process (`mimalloc::image::image`: one
+/// arena of two blocks, a segment of a header, live pages, an empty one and a free span),
+/// read with its symbols: what it reports in use and held is never more than resident,
+/// resident never more than reserved, and every figure is whole pages.
+fn mimalloc_read(data: &[u8]) {
+    use mimalloc::image::Span;
+    let live = Span {
+        slices: 2,
+        block_size: 64,
+        used: 3,
+    };
+    let empty = Span {
+        slices: 1,
+        block_size: 64,
+        used: 0,
+    };
+    let mut m = mimalloc::image::image(&[live, empty, live]);
+    patch(&mut m, data);
+    if let Ok(h) = mimalloc::read(&mut m, &mimalloc::image::symbols(), 0) {
+        assert!(h.in_use_bytes + h.held() <= h.resident_bytes, "{h:?}");
+        assert!(h.resident_bytes <= h.reserved_bytes, "{h:?}");
+        for b in [h.reserved_bytes, h.resident_bytes, h.in_use_bytes, h.held()] {
             assert_eq!(b % 4096, 0, "{h:?}");
         }
     }

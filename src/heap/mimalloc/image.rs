@@ -11,8 +11,8 @@ pub(crate) const ARENAS: u64 = 0x10_2000;
 pub(crate) const COUNT: u64 = 0x10_3000;
 pub(crate) const MAP: u64 = 0x10_4000;
 pub(crate) const ARENA: u64 = 0x20_0000;
-pub(crate) const START: u64 = 0x4000_0000;
-pub(crate) const COOKIE: u64 = 0x5eed_c0de;
+pub const START: u64 = 0x4000_0000;
+pub const COOKIE: u64 = 0x5eed_c0de;
 
 /// The symbols of [`image`].
 pub fn symbols() -> Symbols {
