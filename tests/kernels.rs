@@ -95,8 +95,10 @@ fn boot(kernel: &str, mode: &str, extra: &[&str]) -> Boot {
         "jefree",
     ]
     .map(repro::build);
-    // CPython 3.13 with its symbols, run from an overlay in the guest.
+    // CPython 3.13 with its symbols and a Rust program on mimalloc 2.3.2, run from an
+    // overlay in the guest.
     let python = &common::python::debian_of("3.13").symbols;
+    let mimalloc = common::mimalloc::program("2.3.2", false);
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("vm-{kernel}-{mode}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -131,12 +133,13 @@ fn boot(kernel: &str, mode: &str, extra: &[&str]) -> Boot {
     std::fs::write(
         dir.join("run.sh"),
         format!(
-            "exec python3 {} --exporter {} --repro {} --out /run/vm-out --mode {mode} --seed {seed} --programs {programs} --rules {} --python {}\n",
+            "exec python3 {} --exporter {} --repro {} --out /run/vm-out --mode {mode} --seed {seed} --programs {programs} --rules {} --python {} --mimalloc {}\n",
             guest.display(),
             common::bin(),
             repros[0].parent().unwrap().display(),
             common::rules_file().display(),
             python.display(),
+            mimalloc.display(),
         ),
     )
     .unwrap();

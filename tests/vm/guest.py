@@ -447,8 +447,8 @@ def maps_and_exe(pid):
 
 def check_overlay(r, e):
     """Programs run from an overlayfs root, as a container's image is: a Go program, a
-    C program that links jemalloc in and CPython with its symbols are each measured by
-    their reader, as from any other file system. /proc/PID/maps names the executable by
+    C program that links jemalloc in, CPython with its symbols and a Rust program on
+    mimalloc 2.3.2 are each measured by their reader, as from any other file system. /proc/PID/maps names the executable by
     the file overlayfs maps (before 6.8 its lower layer's device, not the overlay's)."""
     base = os.path.join(SCRATCH, "ovl")
     lower, upper, work, root = (os.path.join(base, d) for d in ("lower", "upper", "work", "root"))
@@ -456,6 +456,7 @@ def check_overlay(r, e):
         os.makedirs(d, exist_ok=True)
     shutil.copy(r.repro("goheap"), os.path.join(lower, "vmgo"))
     shutil.copy(r.repro("jefree"), os.path.join(lower, "vmje"))
+    shutil.copy(r.a.mimalloc, os.path.join(lower, "vmmi"))
     # CPython as a file named python3 beside a lib/ that is its tree's, so that it finds
     # its standard library from where it lies (scripts/pythons.sh).
     os.makedirs(os.path.join(lower, "usr/bin"), exist_ok=True)
@@ -474,10 +475,12 @@ def check_overlay(r, e):
              "membloat_process_jemalloc_active_bytes", "membloat_process_jemalloc_unmeasured"),
             ("python", [os.path.join(root, "usr/bin/python3"), "-c", script],
              "membloat_process_python_arenas", "membloat_process_python_unmeasured"),
+            ("mimalloc", [os.path.join(root, "vmmi"), "1", "2", "64", "10"],
+             "membloat_process_mimalloc_held_bytes", "membloat_process_mimalloc_unmeasured"),
         ]
         said, wrong = [], []
         for name, argv, measured, unmeasured in programs:
-            # jefree ends at the end of its input: kept open.
+            # jefree and vmmi end at the end of their input: kept open.
             p = r.spawn(argv, stdin=True)
             assert p.ready.startswith("ready"), f"{name}: {p.ready!r}"
             maps, exe = maps_and_exe(p.pid)
@@ -844,6 +847,7 @@ def main():
     ap.add_argument("--programs", type=int, default=12)
     ap.add_argument("--rules", required=True)
     ap.add_argument("--python", required=True)
+    ap.add_argument("--mimalloc", required=True)
     a = ap.parse_args()
     global OUT
     OUT = a.out
