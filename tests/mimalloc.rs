@@ -32,8 +32,7 @@ fn stripped(built: &Path) -> std::path::PathBuf {
 /// Each version, with its symbols and stripped: mimalloc, not glibc. The builds keep only
 /// the mimalloc functions the program calls (the linker drops `mi_malloc` itself from
 /// 3.x's), which is how a 3.x Rust service was once taken for glibc and given glibc's
-/// measured figure of 0. With its symbols a 2.x is measured and a 3.x is
-/// `unknown_version`; stripped, each is `stripped`.
+/// measured figure of 0. With its symbols each is measured; stripped, each is `stripped`.
 #[test]
 fn statically_linked_mimalloc_is_mimalloc_on_every_version_stripped_or_not() {
     for (version, _, _) in VERSIONS {
@@ -61,10 +60,7 @@ fn statically_linked_mimalloc_is_mimalloc_on_every_version_stripped_or_not() {
             let mine = settled(r.pid(), h.get::<Mimalloc>().cloned());
             let plain = exe == built;
             match mine {
-                Some(Ok(m)) if plain && version.starts_with("2.") => {
-                    assert_eq!(m.version, version)
-                }
-                Some(Err(Unmeasured::UnknownVersion)) if plain && version.starts_with("3.") => {}
+                Some(Ok(m)) if plain => assert_eq!(m.version, version),
                 Some(Err(Unmeasured::Stripped)) if !plain => {}
                 other => panic!("mimalloc {version}, {name}: {other:?}"),
             }
@@ -169,7 +165,7 @@ fn rss(pid: u32) -> u64 {
 }
 
 /// Random programs (block sizes over mimalloc's small, medium, large and huge classes, 1
-/// and 8 long-lived threads, a random share kept) on every mimalloc 2 version, plain and
+/// and 8 long-lived threads, a random share kept) on every mimalloc version, plain and
 /// with DWARF: the held memory read from outside is what `mi_collect(true)`, run by every
 /// thread on its own heap, then gives back (RSS before less RSS after), within 5 % or
 /// 2 MiB, whichever is larger; and what stays is the in-use figure, as closely. The
@@ -182,10 +178,7 @@ fn held_memory_is_what_mi_collect_gives_back_on_every_version() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(8);
     let mut wrong = Vec::new();
-    let builds = VERSIONS
-        .iter()
-        .filter(|v| v.0.starts_with("2."))
-        .flat_map(|v| [(v.0, false), (v.0, true)]);
+    let builds = VERSIONS.iter().flat_map(|v| [(v.0, false), (v.0, true)]);
     for (version, debug) in builds {
         let built = program(version, debug);
         for seed in 1..=programs {
@@ -248,7 +241,8 @@ fn read_still(r: &Repro, name: &str) -> (MimallocHeap, u64) {
 #[test]
 fn each_versions_layout_is_its_dwarfs() {
     use membloat_exporter::heap::mimalloc::layout::{
-        Map, HEAP_COOKIE, SLICES_PER_SEGMENT, VERSIONS as LAYOUTS,
+        Map, HEAP_COOKIE, MEM_ARENA, SLICES_PER_SEGMENT, V3_VERSIONS as V3_LAYOUTS,
+        VERSIONS as LAYOUTS,
     };
     for (version, _, o) in LAYOUTS {
         let built = program(version, true);
@@ -297,17 +291,52 @@ fn each_versions_layout_is_its_dwarfs() {
         }
         common::assert_dwarf(&built, &format!("mimalloc {version}"), &asked);
     }
+    for (version, _, o) in V3_LAYOUTS {
+        let built = program(version, true);
+        let arena = |f: &str| format!("&((mi_arena_t*)0)->{f}");
+        let page = |f: &str| format!("&((mi_page_t*)0)->{f}");
+        let asked = [
+            ("&((mi_subproc_t*)0)->arena_count".into(), o.arena_count),
+            ("&((mi_subproc_t*)0)->arenas".into(), o.arenas),
+            (
+                "sizeof(((mi_subproc_t*)0)->arenas)".into(),
+                o.max_arenas * 8,
+            ),
+            (arena("slice_count"), o.slice_count),
+            (arena("info_slices"), o.info_slices),
+            (arena("slices_purge"), o.slices_purge),
+            (arena("pages_meta"), o.pages_meta),
+            (arena("pages_main.pages"), o.pages),
+            (page("used"), o.page_used),
+            (page("block_size"), o.page_block_size),
+            (page("memid.mem.arena.arena"), o.page_memid),
+            (page("memid.mem.arena.slice_index"), o.page_memid + 8),
+            (page("memid.mem.arena.slice_count"), o.page_memid + 12),
+            (page("memid.memkind"), o.page_memid + 16),
+            ("sizeof(mi_page_t)".into(), o.page_bytes),
+            ("&((mi_bitmap_t*)0)->chunks".into(), o.bitmap_chunks),
+            ("sizeof(mi_bchunk_t)".into(), 64),
+            ("MI_MEM_ARENA".into(), u64::from(MEM_ARENA)),
+            // The symbol the reader starts from is the sub-process.
+            ("(sizeof(subproc_main) == sizeof(mi_subproc_t))".into(), 1),
+        ];
+        common::assert_dwarf(&built, &format!("mimalloc {version}"), &asked);
+    }
 }
 
 /// The remedy `explain` prints for an idle mimalloc, applied as printed (its environment
 /// given to the same program at its next start): the memory the plain run holds is given
-/// back as it is freed, and RSS is lower by at least 80 % of what was measured held. The
-/// truth is the same reader's figure (exact against `mi_collect(true)`, as the test above
-/// shows) and RSS, both taken once the program is idle.
+/// back as it is freed, and RSS is lower by at least 80 % of what was measured held on
+/// mimalloc 2, 60 % on 3.3.2, whose threads each keep an empty page of every size they
+/// used until they allocate again (seen: 182.1 MiB held, 58.8 with it, RSS 123.9 MiB
+/// lower; in another run 187.1, 59.4 and 183.7), as the remedy says. The truth is the same reader's figure (exact against
+/// `mi_collect(true)`, as the test above shows) and RSS, both taken once the program is
+/// idle.
 #[test]
 fn the_printed_remedy_gives_back_what_an_idle_mimalloc_holds() {
     let args = ["11", "4", "192", "10"];
-    for (version, _, _) in VERSIONS.iter().filter(|v| v.0.starts_with("2.")) {
+    for (version, _, _) in VERSIONS {
+        let share = if version.starts_with("2.") { 0.8 } else { 0.6 };
         let built = program(version, false);
         let plain = Repro::run_env(&built, &args, &[]);
         let (held, _) = read_still(&plain, version);
@@ -331,7 +360,7 @@ fn the_printed_remedy_gives_back_what_an_idle_mimalloc_holds() {
             gave as f64 / 1048576.0
         );
         assert!(
-            gave as f64 >= 0.8 * held.held() as f64,
+            gave as f64 >= share * held.held() as f64,
             "{version}: RSS {gave} lower, {} promised",
             held.held()
         );

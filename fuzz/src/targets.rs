@@ -557,8 +557,9 @@ fn jemalloc_read(data: &[u8]) {
 }
 
 /// The input patches the miniature mimalloc 2.3.2 process (`mimalloc::image::image`: one
-/// arena of two blocks, a segment of a header, live pages, an empty one and a free span),
-/// read with its symbols: what it reports in use and held is never more than resident,
+/// arena of two blocks, a segment of a header, live pages, an empty one and a free span)
+/// and the 3.3.2 one (`image_v3`: an arena of metadata, live and empty pages and free
+/// slices, one scheduled for purging), each read with its symbols: what it reports in use and held is never more than resident,
 /// resident never more than reserved, and every figure is whole pages.
 fn mimalloc_read(data: &[u8]) {
     use mimalloc::image::Span;
@@ -572,13 +573,24 @@ fn mimalloc_read(data: &[u8]) {
         block_size: 64,
         used: 0,
     };
-    let mut m = mimalloc::image::image(&[live, empty, live]);
-    patch(&mut m, data);
-    if let Ok(h) = mimalloc::read(&mut m, &mimalloc::image::symbols(), 0) {
-        assert!(h.in_use_bytes + h.held() <= h.resident_bytes, "{h:?}");
-        assert!(h.resident_bytes <= h.reserved_bytes, "{h:?}");
-        for b in [h.reserved_bytes, h.resident_bytes, h.in_use_bytes, h.held()] {
-            assert_eq!(b % 4096, 0, "{h:?}");
+    let free = Span {
+        slices: 3,
+        block_size: 0,
+        used: 0,
+    };
+    let two = mimalloc::image::image(&[live, empty, live]);
+    let three = mimalloc::image::image_v3(&[live, empty, free, live], &[5]);
+    for (mut m, symbols) in [
+        (two, mimalloc::image::symbols()),
+        (three, mimalloc::image::symbols_v3()),
+    ] {
+        patch(&mut m, data);
+        if let Ok(h) = mimalloc::read(&mut m, &symbols, 0) {
+            assert!(h.in_use_bytes + h.held() <= h.resident_bytes, "{h:?}");
+            assert!(h.resident_bytes <= h.reserved_bytes, "{h:?}");
+            for b in [h.reserved_bytes, h.resident_bytes, h.in_use_bytes, h.held()] {
+                assert_eq!(b % 4096, 0, "{h:?}");
+            }
         }
     }
 }

@@ -7,8 +7,7 @@ pub enum Unmeasured {
     /// No symbol table: the arenas cannot be found (Debian's `libmimalloc2.0`, a binary
     /// built with `strip`).
     Stripped,
-    /// A mimalloc whose version has no layout here (2.1.7, 2.2.5 and 2.3.2 have; mimalloc
-    /// 3 keeps its heap in another shape, not read yet).
+    /// A mimalloc whose version has no layout here (2.1.7, 2.2.5, 2.3.2 and 3.3.2 have).
     UnknownVersion,
     /// The structures read do not fit the version's layout (another build configuration,
     /// or a crafted heap).
@@ -73,9 +72,9 @@ impl MimallocHeap {
         self.held_bytes
     }
 
-    /// Resident free memory no purge gives back: pages of free spans faulted in with a
-    /// transparent huge page a live page beside them touched, never used, so never
-    /// scheduled for purging.
+    /// Resident free memory no purge gives back: free pages faulted in with a transparent
+    /// huge page a live page beside them touched, never used, so never scheduled for
+    /// purging; in mimalloc 3 also the arena slices its own metadata takes.
     pub fn stranded_bytes(&self) -> u64 {
         self.resident_bytes
             .saturating_sub(self.in_use_bytes)

@@ -81,3 +81,58 @@ pub fn image(spans: &[Span]) -> Image {
     }
     m
 }
+
+pub(crate) const SUBPROC: u64 = 0x10_5000;
+pub const V3_ARENA: u64 = 0x5000_0000;
+pub(crate) const PAGES: u64 = 0x10_6000;
+pub(crate) const PURGE: u64 = 0x10_7000;
+pub(crate) const META: u64 = 0x11_0000;
+/// The slices of [`image_v3`]'s arena (4 MiB), the first its metadata.
+pub const V3_SLICES: u64 = 64;
+
+/// The symbols of [`image_v3`].
+pub fn symbols_v3() -> Symbols {
+    Symbols::v3_at(VERSION, SUBPROC)
+}
+
+/// mimalloc 3.3.2 with one arena of [`V3_SLICES`] slices at [`V3_ARENA`], its first slice
+/// its metadata, then `spans` laid one after the other (a span with a block size is a page
+/// of that many blocks in use, one without is free slices), `purge` the slices scheduled
+/// for purging.
+pub fn image_v3(spans: &[Span], purge: &[u64]) -> Image {
+    let o = super::layout::V3_VERSIONS[0].2;
+    let mut m = Image::default();
+    m.map(VERSION, 16);
+    m.regions[0].1[..6].copy_from_slice(&[0xb8, 0x5e, 0x76, 0, 0, 0xc3]);
+    m.map(SUBPROC, 0x1000);
+    m.put(SUBPROC + o.arena_count, 1);
+    m.put(SUBPROC + o.arenas, V3_ARENA);
+    m.map(V3_ARENA, 0x1000);
+    m.put(V3_ARENA + o.slice_count, V3_SLICES);
+    m.put(V3_ARENA + o.info_slices, 1);
+    m.put(V3_ARENA + o.pages, PAGES);
+    m.put(V3_ARENA + o.slices_purge, PURGE);
+    m.put(V3_ARENA + o.pages_meta, META);
+    for map in [PAGES, PURGE] {
+        m.map(map, o.bitmap_chunks + 64);
+        m.put(map, 1);
+    }
+    m.map(META, V3_SLICES * o.page_bytes);
+    let mut starts = 0u64;
+    let mut s = 1u64;
+    for span in spans {
+        if span.block_size != 0 {
+            starts |= 1 << s;
+            let page = META + s * o.page_bytes;
+            m.put(page + o.page_used, u64::from(span.used));
+            m.put(page + o.page_block_size, span.block_size);
+            m.put(page + o.page_memid, V3_ARENA);
+            m.put(page + o.page_memid + 8, s | u64::from(span.slices) << 32);
+            m.put(page + o.page_memid + 16, u64::from(super::layout::MEM_ARENA));
+        }
+        s += u64::from(span.slices);
+    }
+    m.put(PAGES + o.bitmap_chunks, starts);
+    m.put(PURGE + o.bitmap_chunks, purge.iter().fold(0, |b, &p| b | 1 << p));
+    m
+}

@@ -118,6 +118,9 @@ pub struct Symbols {
     pub arena_count: u64,
     pub segment_map: u64,
     pub heap_main: u64,
+    /// mimalloc 3's `subproc_main` (0 in mimalloc 2, which has none; the four above are 0
+    /// in mimalloc 3).
+    pub subproc: u64,
     load: crate::heap::elf::Load,
 }
 
@@ -132,7 +135,17 @@ impl Symbols {
             arena_count,
             segment_map,
             heap_main,
+            subproc: 0,
             load: crate::heap::elf::Load::default(),
+        }
+    }
+
+    /// mimalloc 3's symbols at these addresses, loaded where linked (tests, the fuzzer).
+    #[doc(hidden)]
+    pub fn v3_at(version: u64, subproc: u64) -> Self {
+        Symbols {
+            subproc,
+            ..Symbols::at(version, 0, 0, 0, 0)
         }
     }
 
@@ -155,28 +168,85 @@ pub fn of<B: Binary + ?Sized>(bin: &B) -> Result<Symbols, Unmeasured> {
     if !elf.has_symtab() {
         return Err(Unmeasured::Stripped);
     }
-    let mut at = [0u64; 5];
-    let names: [&[u8]; 5] = [
+    // mimalloc 2's statics, or mimalloc 3's one: each looked for, absent as 0.
+    let names: [&[u8]; 6] = [
         b"mi_version",
         b"mi_arenas",
         b"mi_arena_count",
         b"mi_segment_map",
         b"_mi_heap_main",
+        b"subproc_main",
     ];
+    let mut at = [0u64; 6];
     for (slot, name) in at.iter_mut().zip(names) {
         let found = elf.find_symbol(bin, |n| (n == name).then_some(())).map_err(fault)?;
-        *slot = found.ok_or(Unmeasured::UnknownVersion)?.1;
+        *slot = found.map_or(0, |f| f.1);
     }
-    let [version, arenas, arena_count, segment_map, heap_main] = at;
+    let [version, arenas, arena_count, segment_map, heap_main, subproc] = at;
+    let v2 = arenas != 0 && arena_count != 0 && segment_map != 0 && heap_main != 0;
+    if version == 0 || (!v2 && subproc == 0) {
+        return Err(Unmeasured::UnknownVersion);
+    }
     Ok(Symbols {
         version,
         arenas,
         arena_count,
         segment_map,
         heap_main,
+        subproc,
         load: elf.load(),
     })
 }
+
+/// mimalloc 3's places, in bytes from the start of each structure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V3 {
+    /// `mi_subproc_t`: `arena_count` and the array `arenas` (of `max_arenas` pointers).
+    pub arena_count: u64,
+    pub arenas: u64,
+    pub max_arenas: u64,
+    /// `mi_arena_t` (whose memory it heads): `slice_count`, `info_slices`, the pointers to
+    /// its bitmap of slices to purge, to its pages' metadata (`pages_meta`, one `mi_page_t`
+    /// a slice; null where a page's lies at its start) and to its bitmap of page starts
+    /// (`pages_main.pages`).
+    pub slice_count: u64,
+    pub info_slices: u64,
+    pub slices_purge: u64,
+    pub pages_meta: u64,
+    pub pages: u64,
+    /// `mi_page_t`: `used`, `block_size`, and its `memid` (the arena, the slice index and
+    /// count as two `uint32_t`, then `memkind`); its size.
+    pub page_used: u64,
+    pub page_block_size: u64,
+    pub page_memid: u64,
+    pub page_bytes: u64,
+    /// `mi_bitmap_t`: its `chunk_count`, and its chunks of 512 bits.
+    pub bitmap_chunks: u64,
+}
+
+/// The mimalloc 3 versions read, as [`VERSIONS`] (3.3.2 gives 30302).
+pub const V3_VERSIONS: [(&str, u32, V3); 1] = [(
+    "3.3.2",
+    30302,
+    V3 {
+        arena_count: 24,
+        arenas: 32,
+        max_arenas: 160,
+        slice_count: 40,
+        info_slices: 48,
+        slices_purge: 128,
+        pages_meta: 136,
+        pages: 144,
+        page_used: 16,
+        page_block_size: 40,
+        page_memid: 96,
+        page_bytes: 120,
+        bitmap_chunks: 128,
+    },
+)];
+
+/// `MI_MEM_ARENA`: a page's memory is an arena's.
+pub const MEM_ARENA: u32 = 7;
 
 /// The version `mi_version()` returns, read from its code: `mov eax, imm32; ret`, after
 /// an `endbr64` where the build has one.

@@ -12,14 +12,17 @@
 //! agree, its spans must tile it, it must lie in its arena's blocks in use, and no two
 //! arenas or segments may overlap: a layout that does not fit, or a process that crafted
 //! its segments, gives no figure (`unknown_layout`), and one that moved under two reads
-//! `moving`. mimalloc 3 keeps its heap in another shape and is not read yet
-//! (`unknown_version`).
+//! `moving`. mimalloc 3 keeps its heap in another shape, read by `v3.rs`: its arenas
+//! from `subproc_main`, each page from the arena's metadata, checked to name its arena
+//! and its place.
 
 #[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod image;
 pub mod layout;
 mod read;
+mod resident;
+mod v3;
 
 use super::target::Target;
 use crate::parse::smaps::Vma;

@@ -13,6 +13,7 @@
 //! live page beside them touched, never purged because never used (stranded).
 
 use super::layout::{self, Map, Offsets, Symbols, HEAP_COOKIE, SEGMENT, SLICE, SLICES_PER_SEGMENT};
+use super::resident::{add_run, flush, word};
 use super::{MimallocHeap, Unmeasured};
 use crate::heap::target::{u16_at, u32_at, u64_at, Fault, Target};
 
@@ -23,12 +24,6 @@ const MAX_ARENA_BLOCKS: u64 = 1 << 20;
 /// Segments read at most, every arena and the map together (512 GiB of them); each
 /// header read is 49 KiB.
 pub(crate) const MAX_SEGMENTS: u64 = 1 << 14;
-
-fn word(t: &mut impl Target, addr: u64) -> Result<u64, Fault> {
-    let mut b = [0u8; 8];
-    t.read(addr, &mut b)?;
-    Ok(u64::from_le_bytes(b))
-}
 
 fn fault(f: Fault) -> Unmeasured {
     match f {
@@ -48,14 +43,31 @@ pub fn read<T: Target>(t: &mut T, s: &Symbols, bias: u64) -> Result<MimallocHeap
     let mut code = [0u8; 10];
     t.read(s.version.wrapping_add(bias), &mut code)
         .map_err(fault)?;
-    let (version, o) = layout::version_of(&code)
-        .and_then(layout::offsets)
-        .ok_or(Unmeasured::UnknownVersion)?;
+    let number = layout::version_of(&code).ok_or(Unmeasured::UnknownVersion)?;
+    if let Some(&(version, _, o)) = layout::V3_VERSIONS.iter().find(|v| v.1 == number) {
+        if s.subproc == 0 {
+            return Err(Unmeasured::UnknownLayout);
+        }
+        let subproc = s.subproc.wrapping_add(bias);
+        return twice(|| super::v3::pass(t, &o, subproc).map_err(fault))
+            .map(|h| MimallocHeap { version, ..h });
+    }
+    let (version, o) = layout::offsets(number).ok_or(Unmeasured::UnknownVersion)?;
+    if s.arenas == 0 {
+        return Err(Unmeasured::UnknownLayout);
+    }
+    twice(|| pass(t, s, bias, &o).map_err(fault)).map(|h| MimallocHeap { version, ..h })
+}
+
+/// A read taken twice around nothing else: the process runs, so a read that differs from
+/// a second read is taken again, once, then given up as [`Unmeasured::Moving`].
+fn twice(
+    mut once: impl FnMut() -> Result<MimallocHeap, Unmeasured>,
+) -> Result<MimallocHeap, Unmeasured> {
     for _ in 0..2 {
-        let first = pass(t, s, bias, &o).map_err(fault)?;
-        let second = pass(t, s, bias, &o).map_err(fault)?;
-        if first == second {
-            return Ok(MimallocHeap { version, ..first });
+        let first = once()?;
+        if once()? == first {
+            return Ok(first);
         }
     }
     Err(Unmeasured::Moving)
@@ -114,34 +126,6 @@ fn pass<T: Target>(t: &mut T, s: &Symbols, bias: u64, o: &Offsets) -> Result<Mim
         return Err(Fault::Inconsistent);
     }
     Ok(h)
-}
-
-/// Adds the resident bytes of `[lo, hi)` to `sum`, ranges that touch asked as one: `run`
-/// is the range not yet asked.
-fn add_run<T: Target>(
-    t: &mut T,
-    run: &mut Option<(u64, u64)>,
-    lo: u64,
-    hi: u64,
-    sum: &mut u64,
-) -> Result<(), Fault> {
-    *run = match *run {
-        Some((a, b)) if b == lo => Some((a, hi)),
-        Some((a, b)) => {
-            *sum = sum.saturating_add(t.resident_bytes(a, b)?);
-            Some((lo, hi))
-        }
-        None => Some((lo, hi)),
-    };
-    Ok(())
-}
-
-/// Adds what is left in `run` to `sum`.
-fn flush<T: Target>(t: &mut T, run: &mut Option<(u64, u64)>, sum: &mut u64) -> Result<(), Fault> {
-    if let Some((a, b)) = run.take() {
-        *sum = sum.saturating_add(t.resident_bytes(a, b)?);
-    }
-    Ok(())
 }
 
 /// One arena: its range, and each segment its bitmap of blocks in use starts.

@@ -1,7 +1,10 @@
 //! The reader on crafted memory: mimalloc 2.3.2's arena and segment, and what a process
 //! can write into its own to fool or hold the reader.
 
-use super::image::{image, symbols, Span, ARENA, COOKIE, COUNT, START, VERSION};
+use super::image::{
+    image, image_v3, symbols, symbols_v3, Span, ARENA, COOKIE, COUNT, META, START, V3_ARENA,
+    V3_SLICES, VERSION,
+};
 use super::layout::{version_of, SEGMENT, SLICE, VERSIONS};
 use super::{read, Unmeasured};
 use crate::heap::image::PAGE;
@@ -73,12 +76,17 @@ fn the_version_is_read_from_mi_versions_code() {
     // Anything else is no version: a call, a load from memory.
     assert_eq!(version_of(&code(&[0xe8, 0, 0, 0, 0, 0xc3])), None);
     assert_eq!(version_of(&code(&[0xb8, 1, 0, 0, 0, 0x90])), None);
-    // mimalloc 3 (30302) or 2.0 (209): no layout.
-    for v in [30302u32, 209] {
+    // mimalloc 3.1.5 (30105) or 2.0.9 (209): no layout; 3.3.2 (30302) in a binary
+    // without mimalloc 3's symbol: not its layout.
+    for (v, why) in [
+        (30105u32, Unmeasured::UnknownVersion),
+        (209, Unmeasured::UnknownVersion),
+        (30302, Unmeasured::UnknownLayout),
+    ] {
         let mut m = image(&[]);
         let b = v.to_le_bytes();
         m.regions[0].1[..6].copy_from_slice(&[0xb8, b[0], b[1], b[2], b[3], 0xc3]);
-        assert_eq!(read(&mut m, &symbols(), 0), Err(Unmeasured::UnknownVersion));
+        assert_eq!(read(&mut m, &symbols(), 0), Err(why), "{v}");
     }
     let _ = VERSION;
 }
@@ -127,4 +135,56 @@ fn an_arena_listed_twice_is_counted_once_or_not_believed() {
     m.put(COUNT, 2);
     m.put(super::image::ARENAS + 8, ARENA);
     assert_eq!(read(&mut m, &symbols(), 0), Err(Unmeasured::Moving));
+}
+
+const FREE: Span = Span {
+    slices: 3,
+    block_size: 0,
+    used: 0,
+};
+
+#[test]
+fn mimalloc_3_keeps_its_metadata_and_live_pages_and_gives_back_empty_pages_and_purges() {
+    // Metadata (slice 0), a live page (1-2), an empty one (3), free slices 4-6 of which 5
+    // is scheduled for purging, a live page (7-8); the rest free, never scheduled.
+    let mut m = image_v3(&[LIVE, EMPTY, FREE, LIVE], &[5]);
+    m.absent = vec![(V3_ARENA + 7 * SLICE) / PAGE];
+    let h = read(&mut m, &symbols_v3(), 0).unwrap();
+    assert_eq!((h.version, h.arenas), ("3.3.2", 1));
+    assert_eq!(h.reserved_bytes, V3_SLICES * SLICE);
+    assert_eq!(h.resident_bytes, V3_SLICES * SLICE - PAGE);
+    assert_eq!(h.in_use_bytes, 5 * SLICE - PAGE);
+    assert_eq!(h.held(), 2 * SLICE);
+    assert_eq!(h.stranded_bytes(), (V3_SLICES - 7) * SLICE);
+}
+
+#[test]
+fn mimalloc_3s_crafted_pages_and_arenas_are_not_believed() {
+    let o = super::layout::V3_VERSIONS[0].2;
+    // A page whose metadata names another arena, or another place, or runs past the end.
+    for (off, v) in [
+        (o.page_memid, V3_ARENA + SLICE),
+        (o.page_memid + 8, 2 | 2 << 32),
+        (o.page_memid + 8, 1 | (V3_SLICES << 32)),
+        (o.page_block_size, 0),
+    ] {
+        let mut m = image_v3(&[LIVE], &[]);
+        m.put(META + o.page_bytes + off, v);
+        assert_eq!(read(&mut m, &symbols_v3(), 0), Err(Unmeasured::Moving), "{off}");
+    }
+    // An arena of no slices, metadata as large as it, or a bitmap too short for it.
+    for (at, v) in [
+        (V3_ARENA + o.slice_count, 0),
+        (V3_ARENA + o.info_slices, V3_SLICES),
+        (super::image::PAGES, 0),
+    ] {
+        let mut m = image_v3(&[LIVE], &[]);
+        m.put(at, v);
+        assert_eq!(read(&mut m, &symbols_v3(), 0), Err(Unmeasured::UnknownLayout));
+    }
+    // No sub-process symbol: mimalloc 3's code in a binary read as 2's.
+    let mut m = image_v3(&[LIVE], &[]);
+    let mut no_subproc = symbols_v3();
+    no_subproc.subproc = 0;
+    assert_eq!(read(&mut m, &no_subproc, 0), Err(Unmeasured::UnknownLayout));
 }
