@@ -1,6 +1,6 @@
 //! The metric catalogue against this host: every row the fixture trees cannot show (the
-//! heap readers' series, a JVM's, a Go program's, jemalloc's, CPython's) is served by a
-//! `--once` of this machine with a process of each kind running.
+//! heap readers' series, a JVM's, a Go program's, jemalloc's, CPython's, mimalloc's) is
+//! served by a `--once` of this machine with a process of each kind running.
 
 use crate::common;
 

@@ -123,6 +123,12 @@ pub fn check(live: bool) {
             &["2", "1", "0"],
             &[("LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")],
         );
+        // mimalloc linked in with its symbols (measured), and stripped (unmeasured).
+        let mimalloc = super::mimalloc::program("3.3.2", false);
+        let _mimalloc = super::repro::Repro::run_env(&mimalloc, &["4", "2", "64", "10"], &[]);
+        let stripped_mimalloc = super::stripped(&mimalloc, "mimalloc-stripped");
+        let _stripped_mimalloc =
+            super::repro::Repro::run_env(&stripped_mimalloc, &["4", "1", "16", "10"], &[]);
         // Debian's CPython 3.13 as shipped (measured through what it exports), and its
         // 3.11 as shipped (stripped: unmeasured).
         let stats = tempfile::tempdir().unwrap();
