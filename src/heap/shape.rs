@@ -74,11 +74,27 @@ pub trait NoFigure: Copy + PartialEq + std::fmt::Debug + 'static {
 /// their `outcome` labels, in the order they are shown. Every reader has `Unreadable`,
 /// `Budget` and `Implausible`; `transient:` names the one read again soon, `partial:` the
 /// label of a figure without its held bytes, `remote:` the one for a library on a FUSE or
-/// network mount (with `Unreadable`, the reasons a library could not be opened).
+/// network mount (with `Unreadable`, the reasons a library could not be opened), `faults:`
+/// the reasons a read's [`Fault`](super::target::Fault) becomes: moved under the read, a
+/// layout that does not fit, a remote file.
 macro_rules! reasons {
     ($ty:ty { $($variant:ident => $label:literal,)+ }
         $(transient: $transient:ident,)? $(partial: $partial:literal,)?
-        $(remote: $remote:ident,)?) => {
+        $(remote: $remote:ident,)?
+        $(faults: ($moving:ident, $layout:ident, $far:ident),)?) => {
+        $(impl From<$crate::heap::target::Fault> for $ty {
+            fn from(f: $crate::heap::target::Fault) -> Self {
+                use $crate::heap::target::Fault;
+                match f {
+                    Fault::Unreadable => Self::Unreadable,
+                    Fault::Budget => Self::Budget,
+                    Fault::Inconsistent => Self::$moving,
+                    Fault::NotFound => Self::$layout,
+                    Fault::Outside => Self::Implausible,
+                    Fault::Remote => Self::$far,
+                }
+            }
+        })?
         $(impl From<$crate::heap::binaries::NotOpened> for $ty {
             fn from(e: $crate::heap::binaries::NotOpened) -> Self {
                 match e {

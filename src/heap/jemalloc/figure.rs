@@ -39,6 +39,7 @@ super::super::shape::reasons! {
     // Its lists moved under the read: a later one can succeed.
     transient: Moving,
     remote: RemoteFile,
+    faults: (Moving, UnknownLayout, RemoteFile),
 }
 
 /// What jemalloc keeps, every arena together (`stats.arenas.<all>.*`), in bytes.

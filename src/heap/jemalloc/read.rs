@@ -28,14 +28,7 @@ pub fn read<T: Target>(
     layout: &Layout,
     bias: u64,
 ) -> Result<JemallocHeap, Unmeasured> {
-    let fault = |f: Fault| match f {
-        Fault::Unreadable => Unmeasured::Unreadable,
-        Fault::Budget => Unmeasured::Budget,
-        Fault::Inconsistent => Unmeasured::Moving,
-        Fault::NotFound => Unmeasured::UnknownLayout,
-        Fault::Outside => Unmeasured::Implausible,
-        Fault::Remote => Unmeasured::RemoteFile,
-    };
+    let fault = Unmeasured::from;
     for _ in 0..2 {
         let first = arenas(target, layout, bias).map_err(fault)?;
         let second = arenas(target, layout, bias).map_err(fault)?;

@@ -41,6 +41,7 @@ super::super::shape::reasons! {
     // Its segments moved under the read: a later one can succeed.
     transient: Moving,
     remote: RemoteFile,
+    faults: (Moving, UnknownLayout, RemoteFile),
 }
 
 /// What mimalloc holds, every thread's heap, abandoned segment and arena together, in

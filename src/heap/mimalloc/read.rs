@@ -25,38 +25,27 @@ const MAX_ARENA_BLOCKS: u64 = 1 << 20;
 /// header read is 49 KiB.
 pub(crate) const MAX_SEGMENTS: u64 = 1 << 14;
 
-fn fault(f: Fault) -> Unmeasured {
-    match f {
-        Fault::Unreadable => Unmeasured::Unreadable,
-        Fault::Budget => Unmeasured::Budget,
-        Fault::Inconsistent => Unmeasured::Moving,
-        Fault::NotFound => Unmeasured::UnknownLayout,
-        Fault::Outside => Unmeasured::Implausible,
-        Fault::Remote => Unmeasured::RemoteFile,
-    }
-}
-
 /// The figures of every arena and segment, read twice around nothing else: the process
 /// runs, so a read that differs from a second read is taken again, once, then given up
 /// as [`Unmeasured::Moving`].
 pub fn read<T: Target>(t: &mut T, s: &Symbols, bias: u64) -> Result<MimallocHeap, Unmeasured> {
     let mut code = [0u8; 10];
     t.read(s.version.wrapping_add(bias), &mut code)
-        .map_err(fault)?;
+        .map_err(Unmeasured::from)?;
     let number = layout::version_of(&code).ok_or(Unmeasured::UnknownVersion)?;
     if let Some(&(version, _, o)) = layout::V3_VERSIONS.iter().find(|v| v.1 == number) {
         if s.subproc == 0 {
             return Err(Unmeasured::UnknownLayout);
         }
         let subproc = s.subproc.wrapping_add(bias);
-        return twice(|| super::v3::pass(t, &o, subproc).map_err(fault))
+        return twice(|| super::v3::pass(t, &o, subproc).map_err(Unmeasured::from))
             .map(|h| MimallocHeap { version, ..h });
     }
     let (version, o) = layout::offsets(number).ok_or(Unmeasured::UnknownVersion)?;
     if s.arenas == 0 {
         return Err(Unmeasured::UnknownLayout);
     }
-    twice(|| pass(t, s, bias, &o).map_err(fault)).map(|h| MimallocHeap { version, ..h })
+    twice(|| pass(t, s, bias, &o).map_err(Unmeasured::from)).map(|h| MimallocHeap { version, ..h })
 }
 
 /// A read taken twice around nothing else: the process runs, so a read that differs from

@@ -40,6 +40,7 @@ super::super::shape::reasons! {
     }
     // Its arenas moved under the read: a later one can succeed.
     transient: Moving,
+    faults: (Moving, UnknownLayout, RemoteFile),
 }
 
 /// What pymalloc keeps, in bytes.

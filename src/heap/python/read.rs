@@ -165,14 +165,7 @@ fn large_or_not(radix: bool) -> Sizes {
 /// or [`Unmeasured::UnknownLayout`] when the table itself held still.
 pub fn read<T: Target>(t: &mut T, layout: &Layout, bias: u64) -> Result<PythonHeap, Unmeasured> {
     let place = place(t, layout, bias)?;
-    let fault = |f: Fault| match f {
-        Fault::Unreadable => Unmeasured::Unreadable,
-        Fault::Budget => Unmeasured::Budget,
-        Fault::Inconsistent => Unmeasured::Moving,
-        Fault::NotFound => Unmeasured::UnknownLayout,
-        Fault::Outside => Unmeasured::Implausible,
-        Fault::Remote => Unmeasured::RemoteFile,
-    };
+    let fault = Unmeasured::from;
     let mut last = None;
     for _ in 0..2 {
         let before = table(t, &place).map_err(fault)?;
