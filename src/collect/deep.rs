@@ -298,37 +298,52 @@ fn read_smaps(
     pid: u32,
     walk: bool,
 ) -> DeepRead {
-    let mut parser = smaps::Parser::default();
-    let read = match source.read_smaps(pid, buf, |line| parser.line(line)) {
-        // A process with more mappings than MAX_SMAPS_BYTES holds: a partial summary
-        // would understate it.
-        Ok(false) => DeepRead::Done(Err(Reason::Malformed), 0),
-        Ok(true) => match parser.finish() {
-            Err(e) => {
-                crate::log!(
-                    Debug,
-                    "malformed file",
-                    pid = pid,
-                    file = "smaps",
-                    error = e
-                );
-                DeepRead::Done(Err(Reason::Malformed), 0)
+    let read = match parse_smaps(source, buf, pid) {
+        Ok(mut smaps) => {
+            let cpu = thread_cpu();
+            let mut heap = heap::read_with(source, pid, &smaps.vmas, walk, binaries);
+            // A figure that did not fit the mappings read just before it, where the
+            // mappings have grown since: the process was growing between the two reads
+            // (its first scan, as it starts), not lying. Read once more, from the new ones.
+            if heap.readings.iter().any(heap::Measurement::is_implausible) {
+                if let Ok(now) = parse_smaps(source, buf, pid) {
+                    if heap::grew(&smaps.vmas, &now.vmas) {
+                        heap = heap::read_with(source, pid, &now.vmas, walk, binaries);
+                        smaps = now;
+                    }
+                }
             }
-            Ok(smaps) => {
-                let summary = smaps.summary();
-                let cpu = thread_cpu();
-                let heap = heap::read_with(source, pid, &smaps.vmas, walk, binaries);
-                let walk_cpu = thread_cpu().saturating_sub(cpu);
-                DeepRead::Done(
-                    Ok(Box::new((summary, heap, walk_cpu))),
-                    smaps.rejected as u64,
-                )
-            }
-        },
-        Err(e) => DeepRead::Done(Err(e.process_reason()), 0),
+            let walk_cpu = thread_cpu().saturating_sub(cpu);
+            DeepRead::Done(
+                Ok(Box::new((smaps.summary(), heap, walk_cpu))),
+                smaps.rejected as u64,
+            )
+        }
+        Err(e) => DeepRead::Done(Err(e), 0),
     };
     buf.shrink();
     read
+}
+
+/// A process's `smaps`, parsed as it is read.
+fn parse_smaps(source: &Source, buf: &mut Buffer, pid: u32) -> Result<smaps::Smaps, Reason> {
+    let mut parser = smaps::Parser::default();
+    match source.read_smaps(pid, buf, |line| parser.line(line)) {
+        // A process with more mappings than MAX_SMAPS_BYTES holds: a partial summary
+        // would understate it.
+        Ok(false) => Err(Reason::Malformed),
+        Ok(true) => parser.finish().map_err(|e| {
+            crate::log!(
+                Debug,
+                "malformed file",
+                pid = pid,
+                file = "smaps",
+                error = e
+            );
+            Reason::Malformed
+        }),
+        Err(e) => Err(e.process_reason()),
+    }
 }
 
 #[cfg(test)]

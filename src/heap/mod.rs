@@ -158,5 +158,16 @@ pub fn read_with(
     }
 }
 
+/// Whether a process's mappings read again (`now`) grew from those its readers read it by
+/// (`before`): other ranges, or more resident memory under the ceiling. A figure that
+/// did not fit `before` may fit `now`; one that does not fit mappings that stayed is
+/// implausible.
+pub fn grew(before: &[Vma], now: &[Vma]) -> bool {
+    let ranges = |v: &[Vma]| -> Vec<(u64, u64, [u8; 4])> {
+        v.iter().map(|m| (m.start, m.end, m.perms)).collect()
+    };
+    ranges(before) != ranges(now) || resident_ceiling(now) > resident_ceiling(before)
+}
+
 #[cfg(test)]
 mod tests;

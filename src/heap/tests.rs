@@ -371,3 +371,22 @@ fn fuzzed_structures_never_panic_and_never_loop() {
 }
 
 mod trust;
+
+#[test]
+fn mappings_that_grew_are_told_from_mappings_that_stayed() {
+    let text = |rss: u64, end: &str| {
+        format!(
+            "7f0000000000-{end} rw-p 00000000 00:00 0 \nSize: 4096 kB\nRss: {rss} kB\n\
+             Anonymous: {rss} kB\n"
+        )
+    };
+    let vmas = |rss, end| crate::parse::smaps::parse(&text(rss, end)).unwrap().vmas;
+    let before = vmas(1024, "7f0000400000");
+    assert!(
+        !grew(&before, &vmas(1024, "7f0000400000")),
+        "the same mappings"
+    );
+    assert!(!grew(&before, &vmas(512, "7f0000400000")), "less resident");
+    assert!(grew(&before, &vmas(2048, "7f0000400000")), "more resident");
+    assert!(grew(&before, &vmas(1024, "7f0000800000")), "another range");
+}
