@@ -448,11 +448,12 @@ fn cgroup_v2_reports_leaf_cgroups_only_so_nothing_is_counted_twice() {
 }
 
 /// cgroup v2's own figures of a container, as its files say: peak, the high and max
-/// events, and its memory pressure in seconds. A kernel without memory.peak (5.10) or
+/// events, its memory pressure in seconds, its bounds, protections and swap, and its
+/// pod's charge of removed containers. A kernel without memory.peak (5.10) or
 /// without PSI (psi=0) has no such series and no error; an unparseable memory.pressure is
 /// counted as malformed and the container's other series stay.
 #[test]
-fn cgroup_v2_peak_events_and_pressure_are_the_files_values() {
+fn cgroup_v2_peak_events_pressure_and_bounds_are_the_files_values() {
     let dir = tempfile::tempdir().unwrap();
     let root = v2_fixture(dir.path());
     let series = |m: &str| format!("{m}{{cgroup=\"/{V2_CONTAINER}\"}}");
@@ -476,6 +477,45 @@ fn cgroup_v2_peak_events_and_pressure_are_the_files_values() {
     ] {
         assert_eq!(value(&text, &series(metric)), Some(want), "{metric}");
     }
+    // Its bounds as their files say (max: absent), and its pod's charge of removed
+    // containers: its usage less its live child's.
+    for (metric, want) in [
+        ("membloat_cgroup_memory_high_bytes", Some(125829120.0)),
+        ("membloat_cgroup_memory_min_bytes", Some(0.0)),
+        ("membloat_cgroup_memory_low_bytes", Some(16777216.0)),
+        ("membloat_cgroup_swap_bytes", Some(4096.0)),
+        ("membloat_cgroup_swap_limit_bytes", Some(268435456.0)),
+        ("membloat_cgroup_zswap_bytes", Some(0.0)),
+        ("membloat_cgroup_zswap_limit_bytes", Some(67108864.0)),
+        ("membloat_cgroup_dying_descendants", Some(0.0)),
+    ] {
+        assert_eq!(value(&text, &series(metric)), want, "{metric}");
+    }
+    let pod = V2_CONTAINER.rsplit_once('/').unwrap().0;
+    let of_pod = |m: &str| value(&text, &format!("{m}{{cgroup=\"/{pod}\"}}"));
+    assert_eq!(
+        of_pod("membloat_cgroup_removed_descendants_bytes"),
+        Some(8388608.0)
+    );
+    assert_eq!(of_pod("membloat_cgroup_dying_descendants"), Some(3.0));
+    assert_eq!(
+        of_pod("membloat_cgroup_memory_usage_bytes"),
+        None,
+        "not a container"
+    );
+    // The container's sheet sums to its usage: no kernel parts named, so kernel_other is
+    // all of v2's kernel.
+    let row = |r: &str| {
+        value(
+            &text,
+            &format!("membloat_cgroup_memory_bytes{{cgroup=\"/{V2_CONTAINER}\",row=\"{r}\"}}"),
+        )
+    };
+    assert_eq!(row("kernel_other"), Some(1048576.0));
+    assert_eq!(
+        row("unexplained"),
+        Some(115343360.0 - 104857600.0 - 8388608.0 - 1048576.0)
+    );
     promtool_check(&text);
     let malformed = "membloat_scan_errors_total{collector=\"cgroup\",reason=\"malformed\"}";
     assert_eq!(value(&text, malformed).unwrap_or(0.0), 0.0);

@@ -85,6 +85,8 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
     let mut host_held_bytes: BTreeMap<&'static str, crate::model::sheet::Held> = BTreeMap::new();
     let mut host_lazy_free = crate::model::sheet::LazyFree::default();
     let mut cgroup_lazy_free_bytes = BTreeMap::new();
+    let mut cgroup_held: BTreeMap<String, BTreeMap<&'static str, crate::model::sheet::Held>> =
+        BTreeMap::new();
     for p in &sample.processes {
         let prev_state = states.get(&p.key());
         let fresh = prev_state
@@ -120,12 +122,10 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         let runtime = sig.runtime_held_by.zip(sig.runtime_held_bytes);
         let lazy = p.rollup.and_then(|r| r.lazy_free_bytes).unwrap_or(0);
         host_lazy_free.add(lazy, runtime);
-        if let (true, Some(cgroup)) = (
-            lazy > 0,
-            state.heap().and_then(|h| h.memory_cgroup.as_ref()),
-        ) {
-            let sum = cgroup_lazy_free_bytes.entry(cgroup.clone()).or_insert(0u64);
-            *sum = u64::saturating_add(*sum, lazy);
+        let cgroup = state.heap().and_then(|h| h.memory_cgroup.as_ref());
+        if let (true, Some(cgroup)) = (lazy > 0, cgroup) {
+            let sum = cgroup_lazy_free_bytes.entry(cgroup.clone()).or_default();
+            crate::model::sheet::LazyFree::add(sum, lazy, runtime);
         }
         let mut anon_left = p.status.rss_anon_bytes.unwrap_or(0);
         for (reader, bytes) in glibc.map(|b| (Glibc::NAME, b)).into_iter().chain(runtime) {
@@ -135,6 +135,10 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
                 .entry(reader)
                 .or_default()
                 .add(anon, bytes - anon);
+            if let Some(cgroup) = cgroup {
+                let by_reader = cgroup_held.entry(cgroup.clone()).or_default();
+                by_reader.entry(reader).or_default().add(anon, bytes - anon);
+            }
         }
         states.insert(p.key(), state);
         sigs.push(sig);
@@ -217,6 +221,7 @@ pub fn derive(state: State, sample: Sample, opts: DeriveOptions) -> (State, Snap
         cgroup_hoarded_bytes,
         cgroup_runtime_held_bytes,
         cgroup_lazy_free_bytes,
+        cgroup_held,
         sheet: host.get::<Meminfo>().and_then(|m| {
             let page = crate::source::own::page_size();
             crate::model::sheet::host(m, &host_held_bytes, host_lazy_free, page)

@@ -88,7 +88,10 @@ pub struct Snapshot {
     /// 16 MiB or more a process).
     pub cgroup_runtime_held_bytes: BTreeMap<(String, &'static str), u64>,
     /// `LazyFree` summed by memory cgroup, over the processes the deep tier read.
-    pub cgroup_lazy_free_bytes: BTreeMap<String, u64>,
+    pub cgroup_lazy_free_bytes: BTreeMap<String, crate::model::sheet::LazyFree>,
+    /// What each reader measured as held in each memory cgroup's processes, for its
+    /// balance sheet (as the host's).
+    pub cgroup_held: BTreeMap<String, BTreeMap<&'static str, crate::model::sheet::Held>>,
     /// The host's memory as a balance sheet (`None` without meminfo).
     pub sheet: Option<crate::model::sheet::Sheet>,
     /// OOM kills from the kernel log since start, and the latest few with their victims;

@@ -40,7 +40,81 @@ pub struct MemoryStat {
     pub oom_group_kills: Option<u64>,
     /// Its own memory stall time: v2 `memory.pressure` (kernel 4.20+ with PSI on).
     pub pressure: Option<Pressure>,
+    /// The balance sheet's counters ([`SHEET_FIELDS`], by v2's names; v1's hierarchical
+    /// `total_` fields under them), where the kernel has them.
+    pub sheet: [Option<u64>; SHEET_FIELDS.len()],
+    /// The files beside `memory.stat` that bound or protect it ([`Bounds`]).
+    pub bounds: Bounds,
 }
+
+/// What else the kernel keeps of a cgroup beside its usage and limit, each where it has
+/// it: v2's throttling limit and protections, its swap and zswap and their limits, and
+/// its count of removed descendants still holding memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bounds {
+    /// `memory.high` (`None` when `max`).
+    pub high: Option<u64>,
+    /// `memory.min`, `memory.low`.
+    pub min: Option<u64>,
+    pub low: Option<u64>,
+    /// `memory.swap.current` on v2, `memory.stat` `total_swap` on v1; `memory.swap.max`.
+    pub swap: Option<u64>,
+    pub swap_max: Option<u64>,
+    /// `memory.zswap.current`, `memory.zswap.max` (5.19+).
+    pub zswap: Option<u64>,
+    pub zswap_max: Option<u64>,
+    /// `cgroup.stat` `nr_dying_descendants`: removed cgroups below it the kernel still
+    /// keeps, for the memory charged to them.
+    pub dying: Option<u64>,
+    /// What is charged to it that no live child and no own process holds: the memory of
+    /// removed descendants (computed by the walk: see `units::cgroup`).
+    pub removed: Option<u64>,
+}
+
+/// The counters of `memory.stat` the balance sheet reads, by v2's names.
+pub(crate) const SHEET_FIELDS: [&str; 18] = [
+    "anon",
+    "file",
+    "shmem",
+    "active_file",
+    "inactive_file",
+    "swapcached",
+    "kernel",
+    "kernel_stack",
+    "pagetables",
+    "sec_pagetables",
+    "percpu",
+    "sock",
+    "vmalloc",
+    "slab_reclaimable",
+    "slab_unreclaimable",
+    "zswap",
+    // v1 only: its own (not hierarchical) anonymous and page cache pages.
+    "own_rss",
+    "own_cache",
+];
+
+/// v1's names of the sheet's counters, in [`SHEET_FIELDS`]'s order (`""`: none).
+const V1_FIELDS: [&str; 18] = [
+    "total_rss",
+    "total_cache",
+    "total_shmem",
+    "total_active_file",
+    "total_inactive_file",
+    "total_swapcached",
+    "",
+    "",
+    "",
+    "",
+    "",
+    "",
+    "",
+    "",
+    "",
+    "",
+    "rss",
+    "cache",
+];
 
 /// At or above this, a v1 limit is the kernel's "unlimited" (PAGE_COUNTER_MAX pages,
 /// 9223372036854771712 with 4 KiB pages).
@@ -51,10 +125,22 @@ impl MemoryStat {
     pub fn parse(text: &str) -> Result<Self, ParseError> {
         let (mut anon, mut huge, mut rss, mut rss_huge) = (None, None, None, None);
         let (mut inactive_v2, mut inactive_v1) = (None, None);
+        let (mut v1, mut v2) = ([None; SHEET_FIELDS.len()], [None; SHEET_FIELDS.len()]);
+        let mut swap = None;
         for line in text.lines() {
             let Some((key, value)) = line.split_once(' ') else {
                 continue;
             };
+            // The sheet's counters: one that is not a number is left out.
+            if let Some(i) = SHEET_FIELDS.iter().position(|&k| k == key) {
+                v2[i] = value.trim().parse().ok();
+            }
+            if let Some(i) = V1_FIELDS.iter().position(|&k| k == key) {
+                v1[i] = value.trim().parse().ok();
+            }
+            if key == "total_swap" {
+                swap = value.trim().parse().ok();
+            }
             let slot = match key {
                 "anon" => &mut anon,
                 "anon_thp" => &mut huge,
@@ -71,17 +157,36 @@ impl MemoryStat {
                     .map_err(|_| ParseError::Malformed("memory.stat value"))?,
             );
         }
-        let (anon_bytes, huge, inactive) = match (anon, rss) {
-            (Some(a), _) => (a, huge, inactive_v2),
-            (None, Some(r)) => (r, rss_huge, inactive_v1),
+        let (anon_bytes, huge, inactive, sheet, swap) = match (anon, rss) {
+            (Some(a), _) => (a, huge, inactive_v2, v2, None),
+            (None, Some(r)) => (r, rss_huge, inactive_v1, v1, swap),
             _ => return Err(ParseError::Missing("anon or rss")),
         };
         Ok(MemoryStat {
             anon_bytes,
             anon_huge_bytes: huge.unwrap_or(0),
             inactive_file_bytes: inactive,
+            sheet,
+            bounds: Bounds {
+                swap,
+                ..Bounds::default()
+            },
             ..MemoryStat::default()
         })
+    }
+
+    /// A counter of [`SHEET_FIELDS`] (`None`: the kernel has none, or it was no number).
+    pub fn field(&self, key: &str) -> Option<u64> {
+        let i = SHEET_FIELDS.iter().position(|&k| k == key)?;
+        self.sheet[i]
+    }
+
+    /// Sets a counter of [`SHEET_FIELDS`] read from a file of its own (v1's kernel memory,
+    /// `memory.kmem.usage_in_bytes`, as `kernel`).
+    pub(crate) fn set_field(&mut self, key: &str, text: &str) {
+        if let Some(i) = SHEET_FIELDS.iter().position(|&k| k == key) {
+            self.sheet[i] = text.trim().parse().ok();
+        }
     }
 
     /// Adds the usage, from `memory.current` or `memory.usage_in_bytes`.
@@ -100,6 +205,31 @@ impl MemoryStat {
     pub(crate) fn working_set_bytes(&self) -> Option<u64> {
         let usage = self.usage_bytes?;
         Some(usage.saturating_sub(self.inactive_file_bytes.unwrap_or(0)))
+    }
+
+    /// Adds one of v2's bounds from its file (`memory.high`, `memory.min`, `memory.low`,
+    /// `memory.swap.current`, `memory.swap.max`, `memory.zswap.current`, `memory.zswap.max`;
+    /// `max` and what is not a number: none), or `cgroup.stat`'s `nr_dying_descendants`.
+    pub(crate) fn add_bound(&mut self, file: &str, text: &str) {
+        let b = &mut self.bounds;
+        let slot = match file {
+            "memory.high" => &mut b.high,
+            "memory.min" => &mut b.min,
+            "memory.low" => &mut b.low,
+            "memory.swap.current" => &mut b.swap,
+            "memory.swap.max" => &mut b.swap_max,
+            "memory.zswap.current" => &mut b.zswap,
+            "memory.zswap.max" => &mut b.zswap_max,
+            "cgroup.stat" => {
+                b.dying = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("nr_dying_descendants "))
+                    .and_then(|v| v.trim().parse().ok());
+                return;
+            }
+            _ => return,
+        };
+        *slot = text.trim().parse().ok();
     }
 
     /// Adds the peak, from `memory.peak`; not a number leaves it out.
@@ -141,24 +271,52 @@ mod tests {
     #[test]
     fn v1_and_v2() {
         // cgroup v1 (this build machine, kernel 6.18) and v2 shapes, trimmed.
-        let v1 = "cache 4096\nrss 69206016\nrss_huge 67108864\nshmem 0\ntotal_rss 69206016\n";
+        let v1 = "cache 4096\nrss 69206016\nrss_huge 67108864\nshmem 0\ntotal_rss 69206016\n\
+                  total_cache 8192\ntotal_shmem 4096\ntotal_swap 12288\ntotal_active_file x\n";
+        let m = MemoryStat::parse(v1).unwrap();
+        assert_eq!((m.anon_bytes, m.anon_huge_bytes), (69206016, 67108864));
+        // The sheet reads v1's hierarchical totals under v2's names, its own pages apart.
         assert_eq!(
-            MemoryStat::parse(v1),
-            Ok(MemoryStat {
-                anon_bytes: 69206016,
-                anon_huge_bytes: 67108864,
-                ..MemoryStat::default()
-            })
+            (m.field("anon"), m.field("file")),
+            (Some(69206016), Some(8192))
         );
-        let v2 = "anon 1048576\nfile 4096\nanon_thp 0\nfile_thp 0\n";
         assert_eq!(
-            MemoryStat::parse(v2),
-            Ok(MemoryStat {
-                anon_bytes: 1048576,
-                anon_huge_bytes: 0,
-                ..MemoryStat::default()
-            })
+            (m.field("shmem"), m.field("own_cache")),
+            (Some(4096), Some(4096))
         );
+        assert_eq!(
+            (m.field("own_rss"), m.bounds.swap),
+            (Some(69206016), Some(12288))
+        );
+        assert_eq!(m.field("active_file"), None, "not a number: left out");
+        assert_eq!(m.field("kernel"), None);
+        let v2 = "anon 1048576\nfile 4096\nanon_thp 0\nfile_thp 0\nkernel 8192\nsock 0\n\
+                  rss 5\ncache 6\n";
+        let mut m = MemoryStat::parse(v2).unwrap();
+        assert_eq!((m.anon_bytes, m.anon_huge_bytes), (1048576, 0));
+        assert_eq!(
+            (m.field("file"), m.field("kernel")),
+            (Some(4096), Some(8192))
+        );
+        assert_eq!((m.field("sock"), m.field("vmalloc")), (Some(0), None));
+        assert_eq!(
+            (m.field("own_rss"), m.bounds.swap),
+            (None, None),
+            "v1's only"
+        );
+        m.add_bound("memory.high", "max\n");
+        m.add_bound("memory.min", "1048576\n");
+        m.add_bound("memory.swap.max", "2097152\n");
+        m.add_bound(
+            "cgroup.stat",
+            "nr_descendants 2\nnr_dying_descendants 300\n",
+        );
+        let b = m.bounds;
+        assert_eq!(
+            (b.high, b.min, b.swap_max),
+            (None, Some(1 << 20), Some(2 << 20))
+        );
+        assert_eq!((b.dying, b.low), (Some(300), None));
         let mut m = MemoryStat::default();
         m.add_events("low 0\nhigh 4\nmax 7\noom 2\noom_kill 3\noom_group_kill 1\n");
         assert_eq!((m.limit_ooms, m.oom_kills), (Some(2), Some(3)));

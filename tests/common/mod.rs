@@ -96,6 +96,27 @@ pub fn v2_fixture(dir: &Path) -> PathBuf {
         "memory.pressure",
         "some avg10=1.50 avg60=0.40 avg300=0.10 total=2750000\nfull avg10=0.50 avg60=0.10 avg300=0.02 total=1250000\n",
     );
+    // Its bounds and protections, swap and zswap; and its pod, which holds 8 MiB more
+    // than its one live container: the charge of 3 removed ones.
+    for (file, text) in [
+        ("memory.high", "125829120\n"),
+        ("memory.min", "0\n"),
+        ("memory.low", "16777216\n"),
+        ("memory.swap.current", "4096\n"),
+        ("memory.swap.max", "268435456\n"),
+        ("memory.zswap.current", "0\n"),
+        ("memory.zswap.max", "67108864\n"),
+        ("cgroup.stat", "nr_descendants 0\nnr_dying_descendants 0\n"),
+    ] {
+        write(&ctr, file, text);
+    }
+    let pod = ctr.parent().unwrap();
+    write(pod, "memory.current", "123731968\n");
+    write(
+        pod,
+        "cgroup.stat",
+        "nr_descendants 1\nnr_dying_descendants 3\n",
+    );
     root
 }
 

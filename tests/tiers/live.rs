@@ -3,6 +3,8 @@
 //! attack, the deployment files, the chart, the package and the image). Its tests marked
 //! `needs root` run in the root tier (`cargo test --test live -- --ignored`, as root).
 
+#[path = "../cgroup_sheet.rs"]
+mod cgroup_sheet;
 #[path = "../common/mod.rs"]
 mod common;
 #[path = "../compare.rs"]

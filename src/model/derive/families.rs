@@ -95,11 +95,33 @@ pub(super) fn derived(s: &Snapshot) -> Vec<(&'static str, Family)> {
                     held.push(labels, Num::U((*bytes).min(most)));
                 }
             }
-            if let Some(bytes) = s.cgroup_lazy_free_bytes.get(path) {
-                lazy.push(vec![("cgroup", path.clone())], Num::U((*bytes).min(most)));
+            if let Some(l) = s.cgroup_lazy_free_bytes.get(path) {
+                lazy.push(vec![("cgroup", path.clone())], Num::U(l.all.min(most)));
             }
         }
-        out.extend([("cgroup", hoarded), ("cgroup", held), ("cgroup", lazy)]);
+        // Each container's usage as a balance sheet, with what its processes hold.
+        let mut sheets = Family::new(&cgroup::CGROUP_MEMORY_BYTES);
+        let none = std::collections::BTreeMap::new();
+        for (path, stat) in &cgroups.0 {
+            let held = s.cgroup_held.get(path).unwrap_or(&none);
+            let lazy = s
+                .cgroup_lazy_free_bytes
+                .get(path)
+                .copied()
+                .unwrap_or_default();
+            for (row, bytes) in crate::model::sheet::cgroup(stat, held, lazy)
+                .map(|sheet| sheet.rows)
+                .unwrap_or_default()
+            {
+                sheets.push(vec![("cgroup", path.clone()), ("row", row)], Num::I(bytes));
+            }
+        }
+        out.extend([
+            ("cgroup", hoarded),
+            ("cgroup", held),
+            ("cgroup", lazy),
+            ("cgroup", sheets),
+        ]);
     }
     out.extend(kills(s).into_iter().map(|f| ("kmsg", f)));
     out
