@@ -163,11 +163,7 @@ pub(crate) fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
             .filter(|k| opts.pids.is_empty() || opts.pids.contains(&k.pid))
             .collect(),
         memory: s.sheet.as_ref().map(sheet::rows).unwrap_or_default(),
-        owners: s
-            .host
-            .get::<crate::units::owners::OwnersReading>()
-            .map(sheet::owners)
-            .unwrap_or_default(),
+        owners: owners(s),
         processes: if opts.pids.is_empty() {
             Vec::new()
         } else {
@@ -178,6 +174,21 @@ pub(crate) fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
                 .collect()
         },
     }
+}
+
+/// Who holds memory outside the processes' heaps: the `owners` collector's latest read
+/// and the cgroups holding removed ones' memory, the largest first.
+fn owners(s: &Snapshot) -> Vec<sheet::Owner> {
+    let mut owners = s
+        .host
+        .get::<crate::units::owners::OwnersReading>()
+        .map(sheet::owners)
+        .unwrap_or_default();
+    if let Some(c) = s.host.get::<crate::units::cgroup::Cgroups>() {
+        owners.extend(sheet::removed_cgroups(c, c.2));
+        sheet::rank(&mut owners);
+    }
+    owners
 }
 
 /// The runtime heaps of `processes` that could not be measured, grouped by runtime and

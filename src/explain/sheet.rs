@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use crate::model::sheet::{Sheet, UNEXPLAINED};
+use crate::units::cgroup::Cgroups;
 use crate::units::owners::OwnersReading;
 
 /// A row is told in the text when it holds at least this share of the total (every row is
@@ -84,10 +85,12 @@ pub(crate) const OWNERS_TOLD: usize = 8;
 /// One holder of memory outside the processes' heaps.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Owner {
-    /// `tmpfs`, `memfd`, `deleted`, `sysv`, `slab`, `vmalloc` or `sockets`.
+    /// `tmpfs`, `memfd`, `deleted`, `sysv`, `slab`, `vmalloc`, `sockets` or
+    /// `removed_cgroups`.
     pub kind: &'static str,
     /// The mount point, the memfd's or removed file's name, the segment id, the cache, the
-    /// kernel function (another process's choice for files: shown escaped in the text).
+    /// kernel function, the cgroup (another process's choice for files: shown escaped in
+    /// the text).
     pub name: String,
     /// The process holding it (a memfd or removed file), its creator (a SysV segment).
     pub pid: Option<u32>,
@@ -182,13 +185,50 @@ pub fn owners(o: &OwnersReading) -> Vec<Owner> {
             remedy: format!("bytes in the namespace's TCP and UDP queues: `nsenter -t {} -n ss -tm` names the sockets, a receive queue that stays full is a program that does not read", n.pid),
         });
     }
-    out.sort_by(|a, b| {
+    rank(&mut out);
+    out
+}
+
+/// Removed cgroups' memory at `MIN_REMOVED` or more, by the parent that holds it: each a
+/// holder ranked with the others ([`owners`]).
+pub(crate) fn removed_cgroups(c: &Cgroups, v2: bool) -> Vec<Owner> {
+    let parents = c.1.iter().map(|(p, b)| (p, &b.bounds));
+    let containers = c.0.iter().map(|(p, m)| (p, &m.bounds));
+    let reclaim = if v2 {
+        "`echo 1G > memory.reclaim` in it (5.19+) reclaims it now"
+    } else {
+        "`echo 0 > memory.force_empty` in it (no process of its own) reclaims it now"
+    };
+    containers
+        .chain(parents)
+        .filter_map(|(path, b)| {
+            let bytes = b.removed.filter(|&r| r >= MIN_REMOVED)?;
+            let dying = b
+                .dying
+                .map_or(String::new(), |d| format!(" ({d} dying cgroups below it)"));
+            Some(Owner {
+                kind: "removed_cgroups",
+                name: path.clone(),
+                pid: None,
+                bytes,
+                remedy: format!("charged to cgroups removed below it{dying}, no live child or process holds it (mostly page cache): it counts in this cgroup's usage and the kubelet's working set until reclaim takes it, under pressure or at its limit; {reclaim}"),
+            })
+        })
+        .collect()
+}
+
+/// The least removed cgroups' memory named as a holder: less is the kernel's charge
+/// batching and pages in flight.
+const MIN_REMOVED: u64 = 8 << 20;
+
+/// Owners, the largest first.
+pub fn rank(owners: &mut [Owner]) {
+    owners.sort_by(|a, b| {
         b.bytes
             .cmp(&a.bytes)
             .then(a.kind.cmp(b.kind))
             .then(a.name.cmp(&b.name))
     });
-    out
 }
 
 #[cfg(test)]

@@ -359,6 +359,97 @@ def check_sheet(r, e):
             f"tmpfs 64 MiB: shmem +{grew / 2**20:.1f} MiB, unexplained {drift / 2**20:+.1f} MiB (bound {bound / 2**20:.1f})")
 
 
+def check_cgroup_sheet(r, e):
+    """A container's balance sheet on cgroup v2: its rows sum to memory.current; its
+    process's anonymous memory is its RssAnon, 16 MiB written to tmpfs and 32 MiB of a
+    file read from inside land in shmem and the page cache rows, and unexplained stays
+    within the per-CPU bound (docs/balance-sheet.md). Then 300 child cgroups each read 1 MiB
+    of a file and are removed: the parent holds ~300 MiB and 300 dying descendants, no live
+    child or process holding them; after the parent's reclaim it falls."""
+    cpus = os.cpu_count()
+    release = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
+    bound = (2 * cpus * 64 if release >= (5, 13) else 18 * cpus * 32) * 4096
+    c = Container("membloat-sheet/ctr")
+    p = c.run([r.repro("burst"), "65536"])
+    r.children.append(p)
+    lab = c.label()
+
+    def rows(s):
+        got = {l["row"]: v for n, l, v in s if n == "membloat_cgroup_memory_bytes" and l.get("cgroup") == lab}
+        usage = one(s, "membloat_cgroup_memory_usage_bytes", cgroup=lab)
+        assert not got or sum(got.values()) == usage, f"rows sum {sum(got.values())} != usage {usage}: {got}"
+        return got
+
+    def part(rows, prefix):
+        return sum(v for k, v in rows.items() if k.startswith(prefix))
+
+    e.wait(60, "the container's sheet", lambda s: rows(s))
+    before = rows(e.scans_after(2))
+    rss_anon = next(int(l.split()[1]) * 1024 for l in read(f"/proc/{p.pid}/status").splitlines()
+                    if l.startswith("RssAnon:"))
+    assert abs(part(before, "anon_") - rss_anon) <= bound, f"anon rows {part(before, 'anon_')} vs RssAnon {rss_anon}: {before}"
+    cached = os.path.join(r.a.cache_dir, "cache-32m")
+    subprocess.run(["/bin/sh", "-c", f"echo $$ > {c.dir}/cgroup.procs && "
+                    "dd if=/dev/zero of=/dev/shm/membloat-sheet bs=1M count=16 status=none && "
+                    f"cat {cached} > /dev/null"], check=True)
+    after = rows(e.scans_after(2))
+    os.unlink("/dev/shm/membloat-sheet")
+    shmem = after["shmem"] - before["shmem"]
+    cache = part(after, "page_cache_") - part(before, "page_cache_")
+    assert abs(shmem - (16 << 20)) <= bound, f"shmem +{shmem}: {after}"
+    # Readahead past the file's end reads nothing: the 32 MiB and no more.
+    assert abs(cache - (32 << 20)) <= bound, f"page cache +{cache}: {after}"
+    assert abs(after["unexplained"]) <= bound, f"unexplained: {after}"
+    p.kill()
+    p.wait()
+    said = (f"container: anon {part(after, 'anon_') / MIB:.1f} MiB (RssAnon {rss_anon / MIB:.1f}), "
+            f"shmem +{shmem / MIB:.2f}, page cache +{cache / MIB:.2f}, unexplained "
+            f"{after['unexplained'] / MIB:+.2f} MiB (bound {bound / MIB:.2f})")
+
+    parent = Container("membloat-removed")
+    write(os.path.join(parent.dir, "cgroup.subtree_control"), "+memory")
+    # This process reads each child's MiB from inside it (a process per child is slow
+    # under QEMU's TCG), then goes back to the root so that the child can be removed.
+    big = os.open(os.path.join(r.a.cache_dir, "cache-300m"), os.O_RDONLY)
+    pid = str(os.getpid())
+    try:
+        for i in range(300):
+            child = os.path.join(parent.dir, f"c{i}")
+            os.mkdir(child)
+            write(os.path.join(child, "cgroup.procs"), pid)
+            os.pread(big, 1 << 20, i << 20)
+            write(os.path.join(CG, "cgroup.procs"), pid)
+            os.rmdir(child)
+    finally:
+        write(os.path.join(CG, "cgroup.procs"), pid)
+        os.close(big)
+    lab = parent.label()
+    s = e.scans_after(2)
+    removed = one(s, "membloat_cgroup_removed_descendants_bytes", cgroup=lab)
+    dying = one(s, "membloat_cgroup_dying_descendants", cgroup=lab)
+    current = int(parent.file("memory.current"))
+    assert abs(removed - (300 << 20)) <= 0.05 * (300 << 20) + bound, f"removed {removed} (memory.current {current})"
+    assert dying == 300, f"dying {dying}"
+    # The parent's reclaim: memory.high lowered (which reclaims at once, on every kernel
+    # here), then raised again.
+    write(os.path.join(parent.dir, "memory.high"), "0")
+    write(os.path.join(parent.dir, "memory.high"), "max")
+    s = e.scans_after(2)
+    after_removed = one(s, "membloat_cgroup_removed_descendants_bytes", cgroup=lab)
+    after_dying = one(s, "membloat_cgroup_dying_descendants", cgroup=lab)
+    after_current = int(parent.file("memory.current"))
+    # Once the kernel freed every dying child, the parent is an empty leaf like any other,
+    # and not served: then its memory.current says it holds next to nothing.
+    if after_removed is None:
+        assert after_dying is None and after_current <= 0.1 * removed, f"after reclaim: no series, memory.current {after_current}"
+    else:
+        assert after_removed <= 0.1 * removed, f"after reclaim {after_removed} of {removed}"
+    os.rmdir(parent.dir)
+    return (f"{said}; 300 removed children: {removed / MIB:.1f} MiB at the parent "
+            f"(memory.current {current / MIB:.1f}), {dying:.0f} dying; after its reclaim "
+            f"{after_removed} served, {after_dying} dying, memory.current {after_current / MIB:.1f} MiB")
+
+
 def check_collectors(r, e, mode):
     s = e.scans_after(2)
     ok = {l["collector"]: v for n, l, v in s if n == "membloat_scrape_collector_success"}
@@ -837,6 +928,10 @@ def check_pressure(r, e):
     return said
 
 
+# The checks every run makes, even one told to make only some (--only).
+FIRST = ("kernel", "cgroup_v2_only", "collectors", "absent_not_error")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exporter", required=True)
@@ -848,10 +943,16 @@ def main():
     ap.add_argument("--rules", required=True)
     ap.add_argument("--python", required=True)
     ap.add_argument("--mimalloc", required=True)
+    ap.add_argument("--cache-dir", required=True)
+    ap.add_argument("--only", default="", help="CHECK,...: only those of the full mode")
     a = ap.parse_args()
     global OUT
     OUT = a.out
     r = Run(a)
+    if a.only:
+        only = set(a.only.split(","))
+        check = r.check
+        r.check = lambda name, fn: check(name, fn) if name in only or name in FIRST else None
     start = time.time()
     r.check("kernel", lambda: kernel_facts(r) or r.facts)
     r.check("cgroup_v2_only", lambda: (not r.facts["cgroup_v1_mounted"] and os.path.exists(CG + "/cgroup.controllers")) or (_ for _ in ()).throw(AssertionError("a v1 hierarchy is mounted")))
@@ -865,6 +966,7 @@ def main():
         if a.mode == "full":
             r.check("kernel_files", lambda: check_host_files(r, e))
             r.check("sheet", lambda: check_sheet(r, e))
+            r.check("cgroup_sheet", lambda: check_cgroup_sheet(r, e))
             r.check("watch", lambda: check_watch(r, e))
             r.check("overlay", lambda: check_overlay(r, e))
             r.check("hoarding", lambda: check_hoarding(r, e, a.seed, a.programs))

@@ -1,6 +1,7 @@
 //! `cgroup`: every memory cgroup's (container's) anonymous and huge page memory, its usage
-//! against its limit and its OOM counters, from `memory.stat` and the files beside it; and
-//! what the model sums into each from its processes (hoarded bytes, held runtime heap).
+//! against its limits and its OOM counters, from `memory.stat` and the files beside it,
+//! and every parent's charge of removed descendants; and what the model sums into each
+//! from its processes (hoarded bytes, held runtime heap, its balance sheet).
 
 use crate::family::{Family, Metric, Value};
 use crate::parse::memory_stat::{Bounds, MemoryStat};
@@ -15,7 +16,7 @@ pub(crate) use metrics::*;
 
 pub const UNIT: Unit = Unit {
     name: "cgroup",
-    what: "memory, limit, peak, events and memory pressure per memory cgroup (container)",
+    what: "usage as a balance sheet, limits, events and pressure per memory cgroup, removed cgroups' memory",
     rows: &[
         CGROUP_INFO,
         CGROUP_ANON_BYTES,

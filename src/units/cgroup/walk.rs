@@ -10,9 +10,14 @@ use super::super::Reader;
 
 /// Memory cgroups with anonymous memory (or OOM kills), by path under the hierarchy root,
 /// in path order; then the other cgroups with children or with charge of removed
-/// descendants, with what the walk found of those.
+/// descendants, with what the walk found of those; and whether it is v2's.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Cgroups(pub Vec<(String, MemoryStat)>, pub Vec<(String, Parent)>);
+pub(crate) struct Cgroups(
+    pub Vec<(String, MemoryStat)>,
+    pub Vec<(String, Parent)>,
+    /// The hierarchy is v2's.
+    pub bool,
+);
 
 /// A cgroup that is not reported as a container, but holds others or the memory of
 /// removed ones: its usage and its charge of removed descendants (`Bounds::removed` and
@@ -138,7 +143,7 @@ pub(super) fn walk(r: &mut Reader, base: &Path, v2: bool) -> Cgroups {
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     parents.sort_by(|a, b| a.0.cmp(&b.0));
-    Cgroups(out, parents)
+    Cgroups(out, parents, v2)
 }
 
 /// Each cgroup's charge that no live child and no own process holds: the memory of its
