@@ -199,10 +199,15 @@ fn removed_childrens_charge_is_named_at_the_parent_until_reclaimed() {
     let remedy = owner["remedy"].as_str().unwrap();
     assert!(remedy.contains("`echo 0 > memory.force_empty`"), "{remedy}");
     std::fs::write(parent.dir.join("memory.force_empty"), "0").unwrap();
-    let after = removed(&once_every_process()) as i64;
-    eprintln!(
-        "after force_empty, as explain says: {:.2} MiB",
-        after as f64 / MIB as f64
+    // Emptied to the page, a cgroup with no children and nothing removed below it is like
+    // any other: not served. The kernel's own usage then says it holds next to nothing.
+    let text = once_every_process();
+    let usage = parent.read("memory.usage_in_bytes") as i64;
+    let after = value(&text, &series).map(|v| v as i64);
+    eprintln!("after force_empty, as explain says: {after:?} served, usage {usage}");
+    assert!(
+        after.unwrap_or(usage) <= 2 * MIB,
+        "{after:?} left after the reclaim"
     );
-    assert!(after <= 2 * MIB, "{after} left after the reclaim");
+    assert!(usage <= 2 * MIB, "usage {usage} after the reclaim");
 }
