@@ -36,7 +36,7 @@ if [ ! -e "$tree/.complete" ]; then
 PYTHONHOME=$tree/usr exec $tree/usr/lib64/ld-linux-x86-64.so.2 --library-path $tree/usr/lib/x86_64-linux-gnu $tree/usr/bin/gdb --data-directory=$tree/usr/share/gdb "\$@"
 EOF
   chmod +x "$tree/gdb"
-  "$tree/gdb" --version | head -n 1 | grep -q 'GNU gdb' || { echo "gdb-tree: the tree's gdb does not run" >&2; exit 1; }
+  case $("$tree/gdb" --version) in "GNU gdb"*) ;; *) false ;; esac || { echo "gdb-tree: the tree's gdb does not run" >&2; exit 1; }
   touch "$tree/.complete"
 fi
 echo "$tree/gdb"

@@ -10,6 +10,8 @@
 # A program runs on a tree when linked with the tree's loader and libraries
 # (tests/differential.rs shows the gcc line). Trees already in DIR are reused.
 set -euo pipefail
+# A step that fails says which, even one that prints nothing of its own.
+trap 'echo "$(basename "$0"): line $LINENO: $BASH_COMMAND failed" >&2' ERR
 . "$(dirname "$0")/debian-archive.sh"
 dir=${1:?usage: glibc-trees.sh DIR}
 mkdir -p "$dir"

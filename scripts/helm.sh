@@ -6,12 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=v3.16.4
-if command -v helm >/dev/null && helm version --short 2>/dev/null | grep -q '^v3\.'; then
+if command -v helm >/dev/null && helm version --short 2>/dev/null | grep '^v3\.' >/dev/null; then
   command -v helm
   exit 0
 fi
 bin="$PWD/target/tools/bin/helm"
-if ! [ -x "$bin" ] || ! "$bin" version --short 2>/dev/null | grep -q "^$version"; then
+if ! [ -x "$bin" ] || ! "$bin" version --short 2>/dev/null | grep "^$version" >/dev/null; then
   echo "building helm $version from its Go module into target/tools/bin" >&2
   mkdir -p target/tools/bin
   # The version and the Kubernetes version `helm template` assumes, as Helm's Makefile sets them.

@@ -8,6 +8,8 @@
 #
 # JDKs already in DIR are reused.
 set -euo pipefail
+# A step that fails says which, even one that prints nothing of its own.
+trap 'echo "$(basename "$0"): line $LINENO: $BASH_COMMAND failed" >&2' ERR
 dir=${1:?usage: jdks.sh DIR}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)

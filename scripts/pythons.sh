@@ -13,6 +13,8 @@
 # STRIPPED and SYMBOLS are each a `python3` to run (its comm is python3). Trees already in
 # DIR are reused.
 set -euo pipefail
+# A step that fails says which, even one that prints nothing of its own.
+trap 'echo "$(basename "$0"): line $LINENO: $BASH_COMMAND failed" >&2' ERR
 . "$(dirname "$0")/debian-archive.sh"
 dir=${1:?usage: pythons.sh DIR}
 mkdir -p "$dir"
@@ -68,7 +70,9 @@ if [ ${#want[@]} -gt 0 ]; then
     # interpreter that asks for a newer glibc than this machine's gets Debian 13's.
     rpath=$tree/usr/lib/x86_64-linux-gnu
     need=$(objdump -T "$bin" | grep -o 'GLIBC_2\.[0-9]*' | sort -t. -k2 -n | tail -n 1 | cut -d. -f2)
-    have=$(ldd --version | head -n 1 | grep -o '2\.[0-9]*$' | cut -d. -f2)
+    # (getconf, not `ldd --version | head`: under pipefail ldd's later writes to the
+    # closed pipe kill it with SIGPIPE about every other run, and the script stops silently.)
+    have=$(getconf GNU_LIBC_VERSION | cut -d. -f2)
     for b in "$tree/usr/bin/python3" "$tree/symbols/usr/bin/python3"; do
       if [ "$need" -gt "$have" ]; then
         glibc=$("$(dirname "$0")/glibc-trees.sh" "$(dirname "$dir")/glibc-trees" | awk '$1 == "2.41" {print $2}')

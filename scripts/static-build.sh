@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 target=x86_64-unknown-linux-musl
-rustup target list --installed | grep -qx "$target" || rustup target add "$target"
+rustup target list --installed | grep -x "$target" >/dev/null || rustup target add "$target"
 if ! command -v musl-gcc >/dev/null; then
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends musl-tools >/dev/null
@@ -17,7 +17,7 @@ CC_x86_64_unknown_linux_musl=musl-gcc cargo build --release --locked --target "$
 bin="target/$target/release/membloat_exporter"
 out="target/$target/membloat_exporter.stripped"
 strip -o "$out" "$bin"
-if ldd "$out" 2>&1 | grep -qE 'statically linked|not a dynamic executable'; then :; else
+if ldd "$out" 2>&1 | grep -E 'statically linked|not a dynamic executable' >/dev/null; then :; else
   echo "not static:" >&2; ldd "$out" >&2; exit 1
 fi
 "$out" --version

@@ -11,6 +11,8 @@
 #
 # Trees already complete in DIR are reused, so CI downloads each kernel once per cache.
 set -euo pipefail
+# A step that fails says which, even one that prints nothing of its own.
+trap 'echo "$(basename "$0"): line $LINENO: $BASH_COMMAND failed" >&2' ERR
 . "$(dirname "$0")/debian-archive.sh"
 dir=${1:?usage: vm-kernels.sh DIR}
 mkdir -p "$dir"

@@ -37,7 +37,7 @@ cp "$busybox" "$root/bin/busybox"
 # unpacked here: busybox's insmod cannot.
 for m in virtio virtio_ring virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci \
          netfs fscache 9pnet 9pnet_virtio 9p overlay; do
-  f=$(find "$modules/kernel" -name "$m.ko" -o -name "$m.ko.xz" | head -1)
+  f=$(find "$modules/kernel" \( -name "$m.ko" -o -name "$m.ko.xz" \) -print -quit)
   [ -n "$f" ] || continue
   case $f in
     *.xz) xz -dc "$f" > "$root/modules/$m.ko" ;;
