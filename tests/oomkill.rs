@@ -22,14 +22,14 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// The kernel's kill line for `pid`, read from the test's own cursor.
-fn kernel_kill(log: &mut std::fs::File, pid: u32) -> Option<kmsg::Kill> {
-    common::kmsg::records(log).into_iter().find_map(|text| {
-        match kmsg::oom_line(kmsg::record(&text).ok()?.message)? {
+/// The kernel's kill line for `pid` among `records` (read from the test's own cursor).
+fn kernel_kill(records: &[String], pid: u32) -> Option<kmsg::Kill> {
+    records.iter().find_map(
+        |text| match kmsg::oom_line(kmsg::record(text).ok()?.message)? {
             OomLine::Kill(k) if k.pid == pid => Some(k),
             _ => None,
-        }
-    })
+        },
+    )
 }
 
 #[test]
@@ -107,22 +107,40 @@ fn a_real_kill_is_named_with_what_was_measured_of_its_victim() {
     BufReader::new(pusher.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    assert!(pusher.wait().unwrap().success());
-    assert_eq!(line.trim(), "done", "the other process was killed");
-    let mut hoard = hoard;
-    let status = hoard.child.wait().unwrap();
-    assert!(!status.success(), "the hoarder outlived its cgroup's limit");
+    let pushed = pusher.wait().unwrap();
 
-    // The kernel's account, read by the test.
+    // The kernel's account, read by the test: every record from its cursor, so that a
+    // failure below says what the kernel did (which process it killed, and how many).
+    let mut seen = Vec::new();
     let mut kernel = None;
     for _ in 0..50 {
-        kernel = kernel_kill(&mut log, pid);
+        seen.extend(common::kmsg::records(&mut log));
+        kernel = kernel_kill(&seen, pid);
         if kernel.is_some() {
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let kernel = kernel.expect("no kill line for the hoarder in /dev/kmsg");
+    let told = || {
+        seen.iter()
+            .filter(|t| t.contains("Killed process") || t.contains("oom-kill:"))
+            .cloned()
+            .collect::<String>()
+    };
+    assert!(
+        pushed.success() && line.trim() == "done",
+        "the other process did not finish ({pushed}, said {line:?}); the kernel's kills:\n{}",
+        told()
+    );
+    let kernel = kernel.unwrap_or_else(|| {
+        panic!(
+            "no kill line for the hoarder in /dev/kmsg; the kernel's kills:\n{}",
+            told()
+        )
+    });
+    let mut hoard = hoard;
+    let status = hoard.child.wait().unwrap();
+    assert!(!status.success(), "the hoarder outlived its cgroup's limit");
 
     // The exporter's.
     let info = format!("membloat_oom_last_victim_info{{pid=\"{pid}\",comm=\"hoard\",constraint=\"memory_cgroup\",group=\"hoard\",memory_cgroup=\"{}\",allocator=\"glibc\",runtime=\"native\"}}", cg.label());
