@@ -594,7 +594,9 @@ def check_overlay(r, e):
                 time.sleep(0.5)
             said.append(f"{name} {got} (maps {maps}, exe {exe})")
             if got != "measured":
-                wrong.append(f"{name}: {got}")
+                # Its mappings as the reader was left with them, to tell why.
+                with open(f"/proc/{p.pid}/maps") as fh:
+                    wrong.append(f"{name}: {got}; its maps:\n{fh.read()}")
             p.kill()
             p.wait()
         assert not wrong, "; ".join(wrong) + " | " + "; ".join(said)

@@ -203,6 +203,8 @@ pub(crate) fn read_process<T: Target>(
     // Each binary's symbols and DWARF are read once, whatever number of processes run it.
     let layout = layouts.get_or(id, || layout(exe.file()));
     let layout = layout.as_ref().as_ref().map_err(|&e| e)?;
-    let base = super::binaries::first_mapping(vmas, id).ok_or(Unmeasured::Unreadable)?;
+    // Mappings that do not map the binary just opened are older than it: the process
+    // exec'd between the smaps read and this one. Read again soon, as a heap that moved.
+    let base = super::binaries::first_mapping(vmas, id).ok_or(Unmeasured::Moving)?;
     read(target, layout, layout.bias(base))
 }

@@ -90,7 +90,9 @@ pub(crate) fn read_process<T: Target>(
     let id = binary.identity().map_err(|_| Unmeasured::Unreadable)?;
     let layout = layouts.get_or(id, || layout::of(binary.file()));
     let layout = layout.as_ref().as_ref().map_err(|&e| e)?;
-    let base = super::binaries::first_mapping(vmas, id).ok_or(Unmeasured::Unreadable)?;
+    // Mappings that do not map the binary just opened are older than it: the process
+    // exec'd between the smaps read and this one. Read again soon, as a heap that moved.
+    let base = super::binaries::first_mapping(vmas, id).ok_or(Unmeasured::Moving)?;
     read::read(target, layout, layout.bias(base))
 }
 
