@@ -172,6 +172,39 @@
               runbook_url: '%s#membloatcontainernearlimitstalling' % c.runbookURLBase,
             },
           },
+          // The kubelet's own signal against its own threshold (docs/eviction.md): warned
+          // while there is room, before the kubelet sets MemoryPressure.
+          {
+            alert: 'MembloatKubeletEvictionHeadroomLow',
+            expr: |||
+              membloat_kubelet_eviction_headroom_bytes >= 0
+              and on (job, instance, signal)
+              (membloat_kubelet_eviction_headroom_bytes < on (job, instance, signal) group_left %(evictionHeadroomRatio).2f * membloat_kubelet_memory_capacity_bytes)
+            ||| % c,
+            'for': '1m',
+            labels: {
+              severity: 'warning',
+            },
+            annotations: {
+              summary: 'The kubelet on {{ $labels.instance }} is {{ $value | humanize1024 }}B from its {{ $labels.kind }} eviction threshold for {{ $labels.signal }}.',
+              description: "The kubelet's {{ $labels.signal }}, as the kubelet computes it, is {{ $value | humanize1024 }}B above its {{ $labels.kind }} threshold: less than %(evictionHeadroomPercent)d %% of its capacity. Below it the kubelet sets MemoryPressure and evicts pods. membloat_kubelet_working_set_bytes{part=\"active_file\"} is page cache the kernel would drop first; what is left is the pods' and the system's memory." % (c { evictionHeadroomPercent: c.evictionHeadroomRatio * 100 }),
+              runbook_url: '%s#membloatkubeletevictionheadroomlow' % c.runbookURLBase,
+            },
+          },
+          {
+            alert: 'MembloatKubeletEvictionThresholdMet',
+            expr: |||
+              membloat_kubelet_eviction_headroom_bytes < 0
+            |||,
+            labels: {
+              severity: 'critical',
+            },
+            annotations: {
+              summary: 'The kubelet on {{ $labels.instance }} has met its {{ $labels.kind }} eviction threshold for {{ $labels.signal }}.',
+              description: "The kubelet's {{ $labels.signal }} less its {{ $labels.kind }} threshold is {{ $value | humanize1024 }}B: the kubelet sets MemoryPressure and evicts pods (for a soft threshold, after its grace period).",
+              runbook_url: '%s#membloatkubeletevictionthresholdmet' % c.runbookURLBase,
+            },
+          },
           // The memory part of oom_score, without oom_score_adj: oom_score is
           // (1000 + 1000 x share of RAM and swap + oom_score_adj) x 2/3. A Kubernetes
           // BestEffort pod (adj 1000) scores high with no memory: killing it frees little, so

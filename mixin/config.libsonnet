@@ -24,6 +24,7 @@
     regrowthMiB: 256,  // MembloatKhugepagedRegrowth
     hoardedMiB: 512,  // MembloatAllocatorHoarding, MembloatAllocatorHoardingSuspected, MembloatJavaHeapHeld
     containerNearLimitRatio: 0.9,  // MembloatContainerNearLimitHoarding, MembloatContainerNearLimitStalling: working set / limit
+    evictionHeadroomRatio: 0.05,  // MembloatKubeletEvictionHeadroomLow: headroom to a kubelet threshold, share of the signal's capacity
     containerStallRatio: 0.10,  // MembloatContainerNearLimitStalling: share of time a task stalled (cgroup PSI some)
     hiddenTHPRatio: 0.05,  // MembloatHiddenTHPMemoryLarge: share of RAM
     unexplainedRatio: 0.10,  // MembloatUnexplainedMemoryGrowing: the sheet's unexplained row, share of RAM

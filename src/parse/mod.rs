@@ -9,6 +9,7 @@ pub mod buddyinfo;
 pub mod cgroup;
 pub mod hsperfdata;
 pub mod kmsg;
+pub mod kubelet;
 pub mod limits;
 pub mod loadavg;
 pub mod meminfo;

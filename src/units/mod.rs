@@ -34,7 +34,7 @@ macro_rules! register {
 // The registration line: each unit's file name, and the processes collector's place among
 // them, in the order of `--help`, the self metrics, the catalogue and the exposition. The
 // cgroup collector follows the processes: its families hold sums of a cgroup's processes.
-register!(meminfo, sysctl, thp, vmstat, pressure, kmsg, buddyinfo, owners; processes; cgroup);
+register!(meminfo, sysctl, thp, vmstat, pressure, kmsg, buddyinfo, owners; processes; cgroup, kubelet);
 
 /// A system collector.
 pub struct Unit {
