@@ -781,3 +781,86 @@ fn a_kill_in_the_kernel_log_is_told_with_its_victim() {
     assert!(section.contains("anon_rss 70.7 MiB"), "{section}");
     assert!(section.contains("raise the memory limit"), "{section}");
 }
+
+/// The fixture's kubelet (flag thresholds, a v1 node): `explain` tells its signals as the
+/// kubelet computes them from the fixture's own files, in the schema and in the text.
+#[test]
+fn the_kubelets_headroom_is_told_from_the_files_it_is_computed_from() {
+    let root = fixture();
+    let procfs = format!("--path.procfs={}", root.join("proc").display());
+    let sysfs = format!("--path.sysfs={}", root.join("sys").display());
+    let out = explain(&["--format", "json", &procfs, &sysfs]);
+    valid_against_the_schema(&out.stdout, "fixture");
+    let parsed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let file = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    let stat = |p: &str, key: &str| -> i64 {
+        file(p)
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} ")))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let mem_total: i64 = file("proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches(" kB")
+        .parse::<i64>()
+        .unwrap()
+        * 1024;
+    let cg = "sys/fs/cgroup/memory";
+    let usage: i64 = file(&format!("{cg}/memory.usage_in_bytes"))
+        .trim()
+        .parse()
+        .unwrap();
+    let ws = usage - stat(&format!("{cg}/memory.stat"), "total_inactive_file");
+    let node = &parsed["eviction"][0];
+    assert_eq!(node["signal"], "memory.available");
+    assert_eq!(node["available_bytes"], mem_total - ws);
+    assert_eq!(node["working_set_bytes"], ws);
+    assert_eq!(
+        node["active_file_bytes"],
+        stat(&format!("{cg}/memory.stat"), "total_active_file")
+    );
+    // --eviction-hard memory.available<500Mi, --eviction-soft memory.available<10%.
+    let hard = &node["thresholds"][0];
+    assert_eq!(
+        (hard["kind"].as_str(), hard["bytes"].as_i64()),
+        (Some("hard"), Some(500 << 20))
+    );
+    assert_eq!(hard["headroom_bytes"], mem_total - ws - (500 << 20));
+    let soft = &node["thresholds"][1];
+    assert_eq!(
+        soft["bytes"],
+        (mem_total as f64 * f64::from(10f32 / 100.0)) as i64
+    );
+    let pods = &parsed["eviction"][1];
+    assert_eq!(pods["signal"], "allocatableMemory.available");
+    let limit: i64 = file(&format!("{cg}/kubepods/memory.limit_in_bytes"))
+        .trim()
+        .parse()
+        .unwrap();
+    let pods_usage: i64 = file(&format!("{cg}/kubepods/memory.usage_in_bytes"))
+        .trim()
+        .parse()
+        .unwrap();
+    let pods_ws = pods_usage - stat(&format!("{cg}/kubepods/memory.stat"), "total_inactive_file");
+    assert_eq!(pods["available_bytes"], limit - pods_ws);
+    assert_eq!(
+        pods["thresholds"].as_array().unwrap().len(),
+        1,
+        "only the hard one is copied"
+    );
+    let text = String::from_utf8(explain(&[&procfs, &sysfs]).stdout).unwrap();
+    let section = text
+        .split("KUBELET EVICTION")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no eviction section:\n{text}"));
+    assert!(section.contains("hard 500.0 MiB"), "{section}");
+    assert!(
+        section.contains("is active page cache the kernel"),
+        "{section}"
+    );
+}

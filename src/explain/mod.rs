@@ -6,6 +6,7 @@
 //! `membloat.explain/v1`, documented in docs/explain.md).
 
 pub mod detail;
+pub mod eviction;
 mod findings;
 pub mod kills;
 pub mod remedy;
@@ -66,6 +67,9 @@ pub struct Diagnosis {
     /// Who holds the memory outside the processes' heaps (the `owners` collector's latest
     /// read), the largest first (empty without it).
     pub owners: Vec<sheet::Owner>,
+    /// The kubelet's memory eviction signals, thresholds and headroom (empty where no
+    /// kubelet runs).
+    pub eviction: Vec<eviction::Signal>,
 }
 
 impl Diagnosis {
@@ -164,6 +168,7 @@ pub(crate) fn diagnose(s: &Snapshot, opts: &Options) -> Diagnosis {
             .collect(),
         memory: s.sheet.as_ref().map(sheet::rows).unwrap_or_default(),
         owners: owners(s),
+        eviction: eviction::of(s),
         processes: if opts.pids.is_empty() {
             Vec::new()
         } else {

@@ -162,6 +162,7 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
     }
     out.push('\n');
     memory(&mut out, d, &st);
+    eviction(&mut out, d, &st);
     for p in &d.processes {
         process::section(&mut out, &st, p);
     }
@@ -301,6 +302,60 @@ fn owners(out: &mut String, d: &Diagnosis, st: &Style) {
         let pid = o.pid.map_or(String::new(), |p| format!(" (pid {p})"));
         wrapped(out, &head, &format!("{}{pid}: {}", o.name, o.remedy));
     }
+}
+
+/// The kubelet's signals: how far each is from its thresholds, and how much of the
+/// working set it evicts on is page cache the kernel would drop first.
+fn eviction(out: &mut String, d: &Diagnosis, st: &Style) {
+    if d.eviction.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        st.paint(
+            "1",
+            "KUBELET EVICTION, as the kubelet computes it (docs/eviction.md)"
+        )
+    );
+    let signed = |b: i64| {
+        if b < 0 {
+            format!("-{}", size(b.unsigned_abs()))
+        } else {
+            size(b.unsigned_abs())
+        }
+    };
+    for s in &d.eviction {
+        let thresholds: Vec<String> = s
+            .thresholds
+            .iter()
+            .map(|t| {
+                let met = if t.headroom_bytes < 0 { ": met" } else { "" };
+                format!(
+                    "{} {} ({} of headroom{met})",
+                    t.kind,
+                    size(t.bytes),
+                    signed(t.headroom_bytes)
+                )
+            })
+            .collect();
+        let head = format!("  {:<28} {:>11}  ", s.signal, signed(s.available_bytes));
+        let limits = if thresholds.is_empty() {
+            "no threshold".to_string()
+        } else {
+            thresholds.join(", ")
+        };
+        wrapped(
+            out,
+            &head,
+            &format!(
+                "{limits}; of its working set of {}, {} is active page cache the kernel would drop before the kubelet evicts",
+                size(s.working_set_bytes),
+                size(s.active_file_bytes)
+            ),
+        );
+    }
+    out.push('\n');
 }
 
 /// Kills the text tells at most; the JSON has them all.
