@@ -711,6 +711,13 @@ function(config)
          thresholds=[[config.pressureStalledRatio, 'red']],
          hostLink=true),
 
+      ts('Nodes nearest eviction: kubelet headroom',
+         "The 10 nodes whose kubelet is closest to an eviction threshold: its memory.available or allocatableMemory.available, as the kubelet computes it, less the threshold (docs/eviction.md). Below 0 the kubelet sets MemoryPressure and evicts; within %d %% of the signal's capacity MembloatKubeletEvictionHeadroomLow warns." % (config.evictionHeadroomRatio * 100),
+         'bytes',
+         [['bottomk(10, min by %s (membloat_kubelet_eviction_headroom_bytes{SELN}))' % nodeKey, '{{instance}}']],
+         thresholds=[[0, 'red']],
+         hostLink=true),
+
       row('Containers nearest their limits'),
       table('Containers nearest their limits',
             "The 20 containers whose working set is the largest share of their memory limit (A, recording rule instance_cgroup:membloat_working_set_limit:ratio), the share of their usage their processes hold free (B: headroom a trim would buy back), and the limit (C). Above %d %% with hoarding fires MembloatContainerNearLimitHoarding." % (config.containerNearLimitRatio * 100),
