@@ -221,10 +221,7 @@ impl MemoryStat {
             "memory.zswap.current" => &mut b.zswap,
             "memory.zswap.max" => &mut b.zswap_max,
             "cgroup.stat" => {
-                b.dying = text
-                    .lines()
-                    .find_map(|l| l.strip_prefix("nr_dying_descendants "))
-                    .and_then(|v| v.trim().parse().ok());
+                b.dying = dying_descendants(text);
                 return;
             }
             _ => return,
@@ -262,6 +259,13 @@ impl MemoryStat {
             *slot = value.trim().parse().ok();
         }
     }
+}
+
+/// `cgroup.stat`'s `nr_dying_descendants` (cgroup v2).
+pub(crate) fn dying_descendants(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("nr_dying_descendants "))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 #[cfg(test)]

@@ -90,9 +90,7 @@ pub(super) fn walk(r: &mut Reader, base: &Path, v2: bool) -> Cgroups {
                 node.charge = read_number(r, &dir.join("memory.current"));
             }
             if let Ok(text) = r.source.read_path(&dir.join("cgroup.stat"), r.buf) {
-                let mut stat = MemoryStat::default();
-                stat.add_bound("cgroup.stat", text);
-                node.dying = stat.bounds.dying;
+                node.dying = crate::parse::memory_stat::dying_descendants(text);
             }
             if !node.children && node.dying.unwrap_or(0) > 0 {
                 node.empty = r
