@@ -21,6 +21,7 @@ const CHECKS: &[&str] = &[
     "go_pod",
     "prometheus",
     "oom_kill",
+    "eviction",
 ];
 
 /// The prometheus-operator release whose CRDs (ServiceMonitor, PrometheusRule) the

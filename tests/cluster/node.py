@@ -265,7 +265,7 @@ state = "{self.path('state')}"
                          "ipam": {"type": "host-local", "dataDir": self.path("ipam"),
                                   "ranges": [[{"subnet": "10.244.7.0/24"}]],
                                   "routes": [{"dst": "0.0.0.0/0"}]}}]}))
-        self.write("kubelet.yaml", json.dumps({
+        self.kubelet_config = {
             "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
             "cgroupDriver": "cgroupfs", "failSwapOn": False, "failCgroupV1": False,
             "containerRuntimeEndpoint": f"unix://{self.sock}",
@@ -279,9 +279,13 @@ state = "{self.path('state')}"
             "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
             "serializeImagePulls": False, "resolvConf": "", "cgroupsPerQOS": True,
             "enforceNodeAllocatable": ["pods"], "podPidsLimit": -1,
-            "localStorageCapacityIsolation": False, "protectKernelDefaults": False,
+            # True: cAdvisor then reads the file systems' usage, without which the
+            # kubelet's eviction manager cannot start a round (it asks whether the image
+            # file system is the node's) and never sets MemoryPressure.
+            "localStorageCapacityIsolation": True, "protectKernelDefaults": False,
             "makeIPTablesUtilChains": False, "maxPods": 40,
-            "nodeStatusReportFrequency": "5s", "nodeStatusUpdateFrequency": "5s"}))
+            "nodeStatusReportFrequency": "5s", "nodeStatusUpdateFrequency": "5s"}
+        self.write("kubelet.yaml", json.dumps(self.kubelet_config))
 
     def images(self):
         a = self.a
@@ -355,11 +359,38 @@ state = "{self.path('state')}"
             f"--service-account-private-key-file={self.path('sa.key')}",
             "--use-service-account-credentials=false", "--controllers=*,-nodeipam,-cloud-node-lifecycle"])
         self.start("scheduler", [kn, "scheduler", f"--kubeconfig={self.admin}", "--leader-elect=false"])
-        self.start("kubelet", [
-            kn, "kubelet", f"--config={self.path('kubelet.yaml')}",
+        # Run as a file named kubelet (its process name, as on any node; the exporter
+        # finds the kubelet by it).
+        os.makedirs(self.path("bin"), exist_ok=True)
+        if not os.path.lexists(self.path("bin", "kubelet")):
+            os.symlink(kn, self.path("bin", "kubelet"))
+        self.kubelet_argv = [
+            self.path("bin", "kubelet"), "kubelet", f"--config={self.path('kubelet.yaml')}",
             f"--kubeconfig={self.path('node.kubeconfig')}", f"--root-dir={self.path('kubelet')}",
-            f"--hostname-override={NODE}", f"--node-ip={self.ip}"])
+            f"--hostname-override={NODE}", f"--node-ip={self.ip}"]
+        self.start("kubelet", self.kubelet_argv)
+        self.wait_ready()
+        self.facts["up_seconds"] = round(time.monotonic() - t0, 1)
+        # The default service account, which pods are admitted with.
+        self.kubectl("create", "namespace", NS)
+        wait_for(60, "the default service account", lambda: self.kubectl(
+            "get", "serviceaccount", "default", "-n", NS, check=False))
 
+    def restart_kubelet(self, config):
+        """The kubelet stopped by its PID and started again with `config` (pods keep
+        running)."""
+        for i, (name, p) in enumerate(self.procs):
+            if name == "kubelet" and p.poll() is None:
+                p.terminate()
+                p.wait(timeout=120)
+                del self.procs[i]
+                break
+        self.kubelet_config = config
+        self.write("kubelet.yaml", json.dumps(config))
+        self.start("kubelet", self.kubelet_argv)
+        self.wait_ready()
+
+    def wait_ready(self):
         def node_ready():
             self.alive()
             try:
@@ -370,11 +401,6 @@ state = "{self.path('state')}"
         n = wait_for(180, "the node Ready", node_ready, every=1)
         self.facts["kubelet"] = n["status"]["nodeInfo"]["kubeletVersion"]
         self.facts["runtime"] = n["status"]["nodeInfo"]["containerRuntimeVersion"]
-        self.facts["up_seconds"] = round(time.monotonic() - t0, 1)
-        # The default service account, which pods are admitted with.
-        self.kubectl("create", "namespace", NS)
-        wait_for(60, "the default service account", lambda: self.kubectl(
-            "get", "serviceaccount", "default", "-n", NS, check=False))
 
     def down(self):
         """Deletes what the test made, then stops every part by its PID: the pods first
@@ -891,6 +917,106 @@ def check_oom_kill(n, a, prom):
             f"MembloatContainerOOMKill firing for it")
 
 
+def summary_memory(n):
+    """The kubelet's own eviction signals, from its /stats/summary: the node's
+    availableBytes and the pods' system container's (allocatableMemory.available)."""
+    st = json.loads(n.kubectl("get", "--raw", f"/api/v1/nodes/{NODE}/proxy/stats/summary?only_cpu_and_memory=true"))
+    pods = [c for c in st["node"].get("systemContainers", []) if c["name"] == "pods"]
+    return {"memory.available": st["node"]["memory"]["availableBytes"],
+            "allocatableMemory.available": pods[0]["memory"]["availableBytes"] if pods else None}
+
+
+def node_condition(n, kind):
+    c = [c for c in n.get("node", NODE)["status"]["conditions"] if c["type"] == kind][0]
+    return c["status"], c.get("lastTransitionTime")
+
+
+def check_eviction(n, a, prom):
+    """The kubelet's eviction signals as the exporter computes them equal the kubelet's
+    own (/stats/summary, read before and after one scan) within 1 % or 8 MiB, and the
+    thresholds are the kubelet's configuration. Then the kubelet is restarted with a soft
+    memory.available threshold 700 MiB under the current value (grace period 1 h: nothing
+    is evicted): the exporter reads it, and its warning fires while the kubelet's
+    MemoryPressure is false; 1.5 GiB allocated on the host then takes the exporter's
+    headroom below 0, and the kubelet sets MemoryPressure."""
+    said = []
+    # A file kept hot in the page cache beside the pods' memory: read twice, it is active.
+    hot = n.path("hot-file")
+    with open(hot, "wb") as f:
+        f.write(os.urandom(1 << 20) * 256)
+    for _ in range(2):
+        with open(hot, "rb") as f:
+            while f.read(1 << 20):
+                pass
+    for signal in ("memory.available", "allocatableMemory.available"):
+        for attempt in range(5):
+            before = summary_memory(n)[signal]
+            s = n.after_scans(1)
+            after = summary_memory(n)[signal]
+            ours = one(s, "membloat_kubelet_memory_available_bytes", signal=signal)
+            off = min(abs(ours - before), abs(ours - after))
+            if off <= max(0.01 * max(before, after), 8 * MIB):
+                break
+        else:
+            raise AssertionError(f"{signal}: exporter {ours}, kubelet {before} then {after}")
+        said.append(f"{signal} {ours / MIB:.0f} MiB, kubelet's {before / MIB:.0f}/{after / MIB:.0f} (off {off / MIB:.1f})")
+    info = pick(s, "membloat_kubelet_info")
+    assert len(info) == 1 and info[0][0]["thresholds_from"] == "config" and info[0][0]["pods_cgroup"] == "/kubepods", info
+    hard = one(s, "membloat_kubelet_eviction_threshold_bytes", signal="memory.available", kind="hard")
+    assert hard == 100 * MIB, f"hard threshold {hard}: the configuration says 100Mi"
+    assert one(s, "membloat_kubelet_eviction_threshold_bytes", signal="allocatableMemory.available", kind="hard") == hard
+    active = one(s, "membloat_kubelet_working_set_bytes", signal="memory.available", part="active_file")
+    assert active >= 200 * MIB, f"the hot file is not in the node's active page cache: {active}"
+
+    # A soft threshold 700 MiB under memory.available, as the kubelet computes it.
+    available = summary_memory(n)["memory.available"]
+    threshold = available - 700 * MIB
+    config = dict(n.kubelet_config, evictionSoft={"memory.available": str(threshold)},
+                  evictionSoftGracePeriod={"memory.available": "1h"})
+    old_pid = info[0][0]["pid"]
+    n.restart_kubelet(config)
+    def read_again():
+        s = n.after_scans(1)
+        got = pick(s, "membloat_kubelet_eviction_threshold_bytes", signal="memory.available", kind="soft")
+        return got and pick(s, "membloat_kubelet_info")[0][0]["pid"] != old_pid and s
+    s = wait_for(120, "the exporter reading the restarted kubelet", read_again, every=1)
+    soft = one(s, "membloat_kubelet_eviction_threshold_bytes", signal="memory.available", kind="soft")
+    assert soft == threshold, f"soft threshold {soft}, configured {threshold}"
+    def warned():
+        got = prom.query('ALERTS{alertname="MembloatKubeletEvictionHeadroomLow",alertstate="firing",signal="memory.available",kind="soft"}')
+        return got and got
+    wait_for(300, "MembloatKubeletEvictionHeadroomLow firing", warned, every=2)
+    pressure, _ = node_condition(n, "MemoryPressure")
+    assert pressure == "False", f"MemoryPressure {pressure} before the exporter warned"
+    headroom = one(n.after_scans(1), "membloat_kubelet_eviction_headroom_bytes", signal="memory.available", kind="soft")
+    said.append(f"soft threshold {threshold / MIB:.0f} MiB read; warned at headroom {headroom / MIB:.0f} MiB, MemoryPressure False")
+
+    # 1.5 GiB more on the host: below the threshold.
+    eater = subprocess.Popen([sys.executable, "-c",
+                              "import sys, time\nb = bytearray(1536 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
+                              "print('ready', flush=True)\nsys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert eater.stdout.readline().strip() == "ready"
+        def met():
+            h = one(n.after_scans(1), "membloat_kubelet_eviction_headroom_bytes", signal="memory.available", kind="soft")
+            return h < 0 and h
+        headroom = wait_for(120, "the exporter's headroom below 0", met, every=1)
+        def pressed():
+            status, at = node_condition(n, "MemoryPressure")
+            return status == "True" and at
+        at = wait_for(120, "the kubelet's MemoryPressure", pressed, every=1)
+        kubelet = summary_memory(n)["memory.available"]
+        assert kubelet < threshold, f"the kubelet's memory.available {kubelet} is not under {threshold}"
+        said.append(f"1.5 GiB allocated: headroom {headroom / MIB:.0f} MiB, kubelet's memory.available "
+                    f"{(kubelet - threshold) / MIB:.0f} MiB from the threshold, MemoryPressure True at {at}")
+    finally:
+        eater.kill()
+        eater.wait()
+        os.unlink(hot)
+    return "; ".join(said)
+
+
 # The kubelet sets these at its start, as its defaults for a node (--protect-kernel-defaults
 # off); the host gets its own back when the node goes.
 KUBELET_SYSCTLS = ["vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
@@ -937,6 +1063,7 @@ def main():
             prom = Prometheus(n, a)
             r.check("prometheus", lambda: check_prometheus(n, prom, state))
             r.check("oom_kill", lambda: check_oom_kill(n, a, prom))
+            r.check("eviction", lambda: check_eviction(n, a, prom))
         hold = os.environ.get("MEMBLOAT_CLUSTER_HOLD")
         if hold:
             # For a person looking into a failure: the node stays until this file goes.
