@@ -98,6 +98,7 @@ fn every_dashboard_query_and_recording_rule_returns_data_from_a_real_prometheus(
             if dashboards::NEEDS_AN_OOM_KILL.contains(&title)
                 || dashboards::NEEDS_A_LIMITED_CGROUP.contains(&title)
                 || dashboards::NEEDS_CGROUP_V2.contains(&title)
+                || dashboards::NEEDS_A_KUBELET.contains(&title)
             {
                 continue;
             }

@@ -982,6 +982,16 @@ def check_eviction(n, a, prom):
     s = wait_for(120, "the exporter reading the restarted kubelet", read_again, every=1)
     soft = one(s, "membloat_kubelet_eviction_threshold_bytes", signal="memory.available", kind="soft")
     assert soft == threshold, f"soft threshold {soft}, configured {threshold}"
+    # The fleet dashboard's panel of the nodes nearest eviction draws this node
+    # (tests/common/dashboards.rs NEEDS_A_KUBELET), once Prometheus has the new threshold.
+    grafana = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "grafana", "membloat-fleet.json")
+    with open(grafana) as f:
+        panel = [p for p in json.load(f)["panels"] if p.get("title") == "Nodes nearest eviction: kubelet headroom"]
+    assert len(panel) == 1, "the fleet dashboard's eviction panel"
+    for t in panel[0]["targets"]:
+        q = t["expr"].replace("$cluster", ".*").replace("$job", "membloat").replace("$node", NODE)
+        drawn = wait_for(120, f"the panel's query {q}", lambda: prom.query(q), every=2)
+        assert [r["metric"].get("instance") for r in drawn] == [NODE], drawn
     def warned():
         got = prom.query('ALERTS{alertname="MembloatKubeletEvictionHeadroomLow",alertstate="firing",signal="memory.available",kind="soft"}')
         return got and got

@@ -33,6 +33,10 @@ pub const NEEDS_A_LIMITED_CGROUP: [&str; 3] = [
 /// queries are asked of a real Prometheus inside Debian's kernels by tests/kernels.rs.
 pub const NEEDS_CGROUP_V2: [&str; 1] = ["Memory stalls by container"];
 
+/// Panels with nothing to draw on a host without a kubelet: their queries are asked of a
+/// real Prometheus by the cluster tier (tests/cluster/node.py, check `eviction`).
+pub const NEEDS_A_KUBELET: [&str; 1] = ["Nodes nearest eviction: kubelet headroom"];
+
 /// Panels with a query that only root's exporter answers (`/proc/slabinfo` and
 /// `vmallocinfo` are root's): asked of a real Prometheus by tests/prometheus.rs as root.
 pub const NEEDS_ROOT: [&str; 1] = ["Who holds it outside the heaps"];
