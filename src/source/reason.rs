@@ -69,10 +69,15 @@ pub enum ReadError {
 impl ReadError {
     pub(super) fn new(path: &Path, err: io::Error) -> Self {
         const ESRCH: i32 = 3;
+        // What a sysfs or cgroup file that was removed after it was opened answers (kernfs
+        // deactivates its node): a cgroup removed between the walk's listing and its read.
+        const ENODEV: i32 = 19;
         match err.kind() {
             io::ErrorKind::NotFound => ReadError::Gone(path.to_path_buf()),
             io::ErrorKind::PermissionDenied => ReadError::Denied(path.to_path_buf()),
-            _ if err.raw_os_error() == Some(ESRCH) => ReadError::Gone(path.to_path_buf()),
+            _ if matches!(err.raw_os_error(), Some(ESRCH | ENODEV)) => {
+                ReadError::Gone(path.to_path_buf())
+            }
             _ => ReadError::Io {
                 path: path.to_path_buf(),
                 source: err,

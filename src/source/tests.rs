@@ -254,3 +254,35 @@ fn a_path_in_a_process_root_follows_no_link_and_stays_inside() {
         std::os::unix::fs::MetadataExt::ino(&a)
     );
 }
+
+/// A cgroup removed after its file was opened answers ENODEV: gone, like a missing one,
+/// never an I/O error. Checked on a real cgroup where the test may make one (root), and
+/// on the error the kernel gives everywhere.
+#[test]
+fn a_cgroup_file_removed_after_it_was_opened_is_gone() {
+    let enodev = ReadError::new(
+        Path::new("/sys/fs/cgroup/x/memory.stat"),
+        std::io::Error::from_raw_os_error(19),
+    );
+    assert!(matches!(enodev, ReadError::Gone(_)));
+    assert_eq!(enodev.system_reason(), Reason::Unsupported);
+    let base = ["/sys/fs/cgroup/memory", "/sys/fs/cgroup"]
+        .into_iter()
+        .map(Path::new)
+        .find(|b| b.join("memory.stat").exists() || b.join("cgroup.controllers").exists());
+    let dir = base.map(|b| b.join(format!("membloat-enodev-{}", std::process::id())));
+    let Some(dir) = dir.filter(|d| std::fs::create_dir(d).is_ok()) else {
+        eprintln!("skipped the real cgroup: no memory cgroup this test may create (needs root)");
+        return;
+    };
+    let file = ["memory.stat", "cgroup.procs"]
+        .into_iter()
+        .find_map(|f| std::fs::File::open(dir.join(f)).ok());
+    std::fs::remove_dir(&dir).unwrap();
+    let mut file = file.expect("a file of the new cgroup");
+    let err = std::io::Read::read_to_end(&mut file, &mut Vec::new()).unwrap_err();
+    assert!(
+        matches!(ReadError::new(&dir, err), ReadError::Gone(_)),
+        "a removed cgroup's file read as other than gone"
+    );
+}
