@@ -121,9 +121,13 @@ pub(super) fn read(
                 let memory = deep_memory(&p.status);
                 let heap = p.heap.as_deref();
                 let transient = heap.is_some_and(is_transient);
+                let unreadable = heap.is_some_and(is_unreadable);
                 let over_budget = heap.is_some_and(is_over_budget);
                 if let Some(k) = procs.known_mut(p) {
-                    settle(k, now, memory, transient);
+                    // A newcomer whose memory could not be read may have been read as it
+                    // started (or exec'd): read again soon, twice at most.
+                    let starting = k.newcomer && unreadable && k.unsettled < UNREADABLE_RETRIES;
+                    settle(k, now, memory, transient || starting);
                     k.over_budget = if over_budget {
                         k.over_budget.saturating_add(1)
                     } else {
@@ -224,6 +228,16 @@ fn reader(
 fn is_transient(h: &HeapReading) -> bool {
     h.readings.iter().any(heap::Measurement::is_transient)
 }
+
+/// Whether any of a process's readers could not read its memory.
+fn is_unreadable(h: &HeapReading) -> bool {
+    h.readings.iter().any(heap::Measurement::is_unreadable)
+}
+
+/// Reads again, on the retry schedule, of a newcomer whose memory could not be read: a
+/// process read as it starts or exec's can be read a moment later, one without ptrace
+/// access never is, and costs no more than this.
+const UNREADABLE_RETRIES: u8 = 2;
 
 /// Whether any of a process's readers stopped at its budget.
 fn is_over_budget(h: &HeapReading) -> bool {

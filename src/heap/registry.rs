@@ -129,6 +129,15 @@ macro_rules! list {
                 }
             }
 
+            /// Whether the process's memory could not be read.
+            pub(crate) fn is_unreadable(&self) -> bool {
+                match self {
+                    $(Measurement::$variant(r) => r.as_ref().is_err_and(|e| {
+                        *e == <$reader as HeapReader>::Reason::UNREADABLE
+                    }),)*
+                }
+            }
+
             /// Whether the figure did not fit the process's memory: not believed.
             pub fn is_implausible(&self) -> bool {
                 match self {

@@ -577,8 +577,10 @@ def check_overlay(r, e):
             maps, exe = maps_and_exe(p.pid)
 
             # What the reader made of it: measured, or its reason; read again while the
-            # reason is one that passes (moving, budget), up to 60 s.
-            deadline, got = time.time() + 60, None
+            # reason is one that passes (moving, budget), up to 60 s. Any other reason is
+            # the answer once it held for 5 s: a newcomer read as it started is read again
+            # (the deep tier's retry of an unreadable newcomer), and that read decides.
+            deadline, got, since, history = time.time() + 60, None, None, []
             while time.time() < deadline:
                 s = e.samples()
                 if one(s, measured, pid=str(p.pid)) is not None:
@@ -588,11 +590,16 @@ def check_overlay(r, e):
                            if n == unmeasured and l.get("pid") == str(p.pid) and v == 1]
                 info = [l.get("allocator", "") + "/" + l.get("runtime", "") for n, l, v in s
                         if n == "membloat_process_allocator_info" and l.get("pid") == str(p.pid)]
-                got = f"{'|'.join(reasons) or 'no reading'} as {'|'.join(info) or 'unnamed'}"
-                if reasons and reasons[0] not in ("moving", "budget"):
+                now = f"{'|'.join(reasons) or 'no reading'} as {'|'.join(info) or 'unnamed'}"
+                if now != got:
+                    got, since = now, time.time()
+                    history.append(now)
+                if reasons and reasons[0] not in ("moving", "budget") and time.time() - since >= 5:
                     break
                 time.sleep(0.5)
-            said.append(f"{name} {got} (maps {maps}, exe {exe})")
+            # What it said before, if anything but waiting: a reading that changed.
+            before = [h for h in history if h != got and not h.startswith("no reading")]
+            said.append(f"{name} {got}{' after ' + ', '.join(before) if before else ''} (maps {maps}, exe {exe})")
             if got != "measured":
                 # Its mappings as the reader was left with them, to tell why.
                 with open(f"/proc/{p.pid}/maps") as fh:
