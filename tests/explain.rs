@@ -753,16 +753,23 @@ fn valid_against_the_schema(json: &[u8], name: &str) {
     );
 }
 
-/// The fixture's kernel log holds a memory cgroup kill of its python3 (18266): `explain`
-/// tells it with the kernel's figures and the scan's, in the schema, and in the text.
-#[test]
-fn a_kill_in_the_kernel_log_is_told_with_its_victim() {
+/// `explain --format json` of the fixture tree, checked against the schema: the tree, its
+/// two path flags (for the text), and the parsed document.
+fn explain_fixture() -> (std::path::PathBuf, [String; 2], Value) {
     let root = fixture();
     let procfs = format!("--path.procfs={}", root.join("proc").display());
     let sysfs = format!("--path.sysfs={}", root.join("sys").display());
     let out = explain(&["--format", "json", &procfs, &sysfs]);
     valid_against_the_schema(&out.stdout, "fixture");
     let parsed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    (root, [procfs, sysfs], parsed)
+}
+
+/// The fixture's kernel log holds a memory cgroup kill of its python3 (18266): `explain`
+/// tells it with the kernel's figures and the scan's, in the schema, and in the text.
+#[test]
+fn a_kill_in_the_kernel_log_is_told_with_its_victim() {
+    let (_, [procfs, sysfs], parsed) = explain_fixture();
     let kill = &parsed["oom_kills"][0];
     assert_eq!(kill["pid"], 18266);
     assert_eq!(kill["constraint"], "memory_cgroup");
@@ -786,12 +793,7 @@ fn a_kill_in_the_kernel_log_is_told_with_its_victim() {
 /// kubelet computes them from the fixture's own files, in the schema and in the text.
 #[test]
 fn the_kubelets_headroom_is_told_from_the_files_it_is_computed_from() {
-    let root = fixture();
-    let procfs = format!("--path.procfs={}", root.join("proc").display());
-    let sysfs = format!("--path.sysfs={}", root.join("sys").display());
-    let out = explain(&["--format", "json", &procfs, &sysfs]);
-    valid_against_the_schema(&out.stdout, "fixture");
-    let parsed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (root, [procfs, sysfs], parsed) = explain_fixture();
     let file = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
     let stat = |p: &str, key: &str| -> i64 {
         file(p)

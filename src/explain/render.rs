@@ -272,12 +272,12 @@ fn memory(out: &mut String, d: &Diagnosis, st: &Style) {
         )
     );
     for r in d.memory.iter().filter(|r| super::sheet::told(r)) {
-        let bytes = if r.bytes < 0 {
-            format!("-{}", size(r.bytes.unsigned_abs()))
-        } else {
-            size(r.bytes.unsigned_abs())
-        };
-        let head = format!("  {:<20} {:>11} {:>5.1} %  ", r.row, bytes, r.share * 100.0);
+        let head = format!(
+            "  {:<20} {:>11} {:>5.1} %  ",
+            r.row,
+            signed_size(r.bytes),
+            r.share * 100.0
+        );
         wrapped(out, &head, r.note);
     }
     owners(out, d, st);
@@ -318,13 +318,6 @@ fn eviction(out: &mut String, d: &Diagnosis, st: &Style) {
             "KUBELET EVICTION, as the kubelet computes it (docs/eviction.md)"
         )
     );
-    let signed = |b: i64| {
-        if b < 0 {
-            format!("-{}", size(b.unsigned_abs()))
-        } else {
-            size(b.unsigned_abs())
-        }
-    };
     for s in &d.eviction {
         let thresholds: Vec<String> = s
             .thresholds
@@ -335,11 +328,15 @@ fn eviction(out: &mut String, d: &Diagnosis, st: &Style) {
                     "{} {} ({} of headroom{met})",
                     t.kind,
                     size(t.bytes),
-                    signed(t.headroom_bytes)
+                    signed_size(t.headroom_bytes)
                 )
             })
             .collect();
-        let head = format!("  {:<28} {:>11}  ", s.signal, signed(s.available_bytes));
+        let head = format!(
+            "  {:<28} {:>11}  ",
+            s.signal,
+            signed_size(s.available_bytes)
+        );
         let limits = if thresholds.is_empty() {
             "no threshold".to_string()
         } else {
@@ -356,6 +353,16 @@ fn eviction(out: &mut String, d: &Diagnosis, st: &Style) {
         );
     }
     out.push('\n');
+}
+
+/// `size` of a signed figure, with its sign.
+fn signed_size(b: i64) -> String {
+    let abs = size(b.unsigned_abs());
+    if b < 0 {
+        format!("-{abs}")
+    } else {
+        abs
+    }
 }
 
 /// Kills the text tells at most; the JSON has them all.
