@@ -1,7 +1,7 @@
 //! `kubelet`: the kubelet's memory eviction signals as the kubelet computes them, its
 //! thresholds from its own command line and configuration, and the headroom between them
 //! (docs/eviction.md). On a host without a kubelet it reads nothing but, once a minute,
-//! the names of the processes.
+//! the names of the processes, and serves nothing: not an error.
 
 use std::time::{Duration, Instant};
 
@@ -78,8 +78,9 @@ impl Collect for Watch {
                 });
             }
         }
+        // No kubelet: nothing to serve, and nothing wrong (most hosts run none).
         let Some(f) = &self.found else {
-            return Err(Reason::Unsupported);
+            return Ok(Box::new(Kubelet::default()));
         };
         if let Err(reason) = f.plan {
             r.count(reason, 1);
@@ -224,6 +225,9 @@ impl super::UnitReading for Kubelet {
 
 impl Reading for Kubelet {
     fn families(&self) -> Vec<Family> {
+        if self.pid == 0 {
+            return Vec::new();
+        }
         let mut info = Family::new(&KUBELET_INFO);
         info.push(
             vec![

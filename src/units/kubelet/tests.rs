@@ -70,3 +70,8 @@ fn memory_stat_fields_are_found_by_whole_key() {
     assert_eq!(field(text, "file"), Some(20));
     assert_eq!(field(text, "active_file"), None);
 }
+
+#[test]
+fn a_host_without_a_kubelet_serves_nothing() {
+    assert!(Kubelet::default().families().is_empty());
+}
