@@ -3,12 +3,13 @@
 
 use std::fmt::Write;
 
+mod eviction;
 mod process;
 mod style;
 
 use super::{size, Diagnosis, Finding};
 pub use style::WIDTH;
-use style::{opt, visible, wrapped, Style};
+use style::{opt, signed_size, visible, wrapped, Style};
 
 pub fn json(d: &Diagnosis) -> String {
     let mut s = serde_json::to_string_pretty(d).unwrap_or_else(|_| "{}".into());
@@ -162,7 +163,7 @@ pub fn text(d: &Diagnosis, color: bool) -> String {
     }
     out.push('\n');
     memory(&mut out, d, &st);
-    eviction(&mut out, d, &st);
+    eviction::section(&mut out, d, &st);
     for p in &d.processes {
         process::section(&mut out, &st, p);
     }
@@ -301,67 +302,6 @@ fn owners(out: &mut String, d: &Diagnosis, st: &Style) {
         let head = format!("  {:<20} {:>11}  ", o.kind, size(o.bytes));
         let pid = o.pid.map_or(String::new(), |p| format!(" (pid {p})"));
         wrapped(out, &head, &format!("{}{pid}: {}", o.name, o.remedy));
-    }
-}
-
-/// The kubelet's signals: how far each is from its thresholds, and how much of the
-/// working set it evicts on is page cache the kernel would drop first.
-fn eviction(out: &mut String, d: &Diagnosis, st: &Style) {
-    if d.eviction.is_empty() {
-        return;
-    }
-    let _ = writeln!(
-        out,
-        "{}",
-        st.paint(
-            "1",
-            "KUBELET EVICTION, as the kubelet computes it (docs/eviction.md)"
-        )
-    );
-    for s in &d.eviction {
-        let thresholds: Vec<String> = s
-            .thresholds
-            .iter()
-            .map(|t| {
-                let met = if t.headroom_bytes < 0 { ": met" } else { "" };
-                format!(
-                    "{} {} ({} of headroom{met})",
-                    t.kind,
-                    size(t.bytes),
-                    signed_size(t.headroom_bytes)
-                )
-            })
-            .collect();
-        let head = format!(
-            "  {:<28} {:>11}  ",
-            s.signal,
-            signed_size(s.available_bytes)
-        );
-        let limits = if thresholds.is_empty() {
-            "no threshold".to_string()
-        } else {
-            thresholds.join(", ")
-        };
-        wrapped(
-            out,
-            &head,
-            &format!(
-                "{limits}; of its working set of {}, {} is active page cache the kernel would drop before the kubelet evicts",
-                size(s.working_set_bytes),
-                size(s.active_file_bytes)
-            ),
-        );
-    }
-    out.push('\n');
-}
-
-/// `size` of a signed figure, with its sign.
-fn signed_size(b: i64) -> String {
-    let abs = size(b.unsigned_abs());
-    if b < 0 {
-        format!("-{abs}")
-    } else {
-        abs
     }
 }
 

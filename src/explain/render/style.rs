@@ -89,3 +89,13 @@ pub(super) fn wrapped(out: &mut String, prefix: &str, text: &str) {
 pub(super) fn opt(v: Option<u64>) -> String {
     v.map_or("unknown".into(), size)
 }
+
+/// `size` of a signed figure, with its sign.
+pub(super) fn signed_size(b: i64) -> String {
+    let abs = size(b.unsigned_abs());
+    if b < 0 {
+        format!("-{abs}")
+    } else {
+        abs
+    }
+}
