@@ -216,6 +216,58 @@ fn held_memory_is_what_mi_collect_gives_back_on_every_version() {
     );
 }
 
+/// The commit `mi_process_info` gives the program, as it prints it (`commit=B`).
+fn commit(line: &str) -> u64 {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("commit="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no commit= in {line:?}"))
+}
+
+/// The committed bytes read from outside are mimalloc's own count: what `mi_process_info`
+/// gives inside the program, asked just before and just after the read (and taken where
+/// the two agree), on every version, with DWARF and without, 1 and 8 threads. Of the held
+/// bytes, those scheduled for purging are a part.
+#[test]
+fn committed_is_what_mi_process_info_says_on_every_version() {
+    let builds = VERSIONS.iter().flat_map(|v| [(v.0, false), (v.0, true)]);
+    for (version, debug) in builds {
+        let built = program(version, debug);
+        for seed in [3u64, 4] {
+            let threads = if seed % 2 == 0 { 8 } else { 1 };
+            let args = [seed, threads, 96, 20].map(|a| a.to_string());
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let mut r = Repro::run_env(&built, &args, &[]);
+            let name = format!("mimalloc {version} debug={debug} {args:?}");
+            let mut agreed = None;
+            for _ in 0..10 {
+                let before = commit(&r.ask("stats"));
+                let h = read(r.pid()).get::<Mimalloc>().cloned();
+                let after = commit(&r.ask("stats"));
+                match h {
+                    Some(Ok(h)) if before == after => {
+                        agreed = Some((h, before));
+                        break;
+                    }
+                    Some(Ok(_) | Err(Unmeasured::Moving)) => {}
+                    other => panic!("{name}: {other:?}"),
+                }
+            }
+            let (h, said) =
+                agreed.unwrap_or_else(|| panic!("{name}: commit moved around ten reads"));
+            eprintln!(
+                "{name}: committed {:.1} MiB (mi_process_info {:.1} MiB), held {:.1} MiB of which {:.1} MiB scheduled for purging",
+                h.committed_bytes.unwrap_or(0) as f64 / 1048576.0,
+                said as f64 / 1048576.0,
+                h.held() as f64 / 1048576.0,
+                h.pending_purge_bytes as f64 / 1048576.0
+            );
+            assert_eq!(h.committed_bytes, Some(said), "{name}");
+            assert!(h.pending_purge_bytes <= h.held(), "{name}: {h:?}");
+        }
+    }
+}
+
 /// The reader's figure for `r`, and the process's RSS, when RSS is the same just before
 /// and just after the read and the segments did not move under it (tried up to ten
 /// times).
@@ -268,6 +320,10 @@ fn each_versions_layout_is_its_dwarfs() {
             (page("block_size"), o.page_block_size),
             ("sizeof(mi_page_t)".into(), o.page_bytes),
             (
+                "&((mi_stats_t*)0)->committed.current".into(),
+                o.stats_committed,
+            ),
+            (
                 "sizeof(((mi_segment_t*)0)->slices)".into(),
                 (SLICES_PER_SEGMENT + 1) * o.page_bytes,
             ),
@@ -317,6 +373,10 @@ fn each_versions_layout_is_its_dwarfs() {
             ("&((mi_bitmap_t*)0)->chunks".into(), o.bitmap_chunks),
             ("sizeof(mi_bchunk_t)".into(), 64),
             ("MI_MEM_ARENA".into(), u64::from(MEM_ARENA)),
+            (
+                "&((mi_subproc_t*)0)->stats.committed.current".into(),
+                o.stats_committed,
+            ),
             // The symbol the reader starts from is the sub-process.
             ("(sizeof(subproc_main) == sizeof(mi_subproc_t))".into(), 1),
         ];
@@ -348,6 +408,8 @@ fn the_printed_remedy_gives_back_what_an_idle_mimalloc_holds() {
             .unwrap_or_else(|| panic!("no VAR=value in {next:?}"));
         let mut fixed = Repro::run_env(&built, &args, &[(name, value)]);
         let (after, _) = read_still(&fixed, version);
+        // With no delay mimalloc purges at once: nothing is ever scheduled.
+        assert_eq!(after.pending_purge_bytes, 0, "{version}, {next}: {after:?}");
         // It runs on: it answers, its threads collect and report.
         assert!(fixed
             .ask("collect")

@@ -65,6 +65,16 @@ pub struct MimallocHeap {
     /// for purging, segments with no page in use, and arena blocks scheduled for purging.
     /// The process's measured hoarding.
     pub held_bytes: u64,
+    /// Of the held bytes, those mimalloc has already scheduled for purging (free arena
+    /// blocks and slices in its purge bitmaps and masks): it purges them once
+    /// `purge_delay` has passed, at the owning thread's next allocation. The rest (pages
+    /// with no live block, free spans they join) waits for `mi_collect(true)`, a retired
+    /// page's turn, or the thread's exit.
+    pub pending_purge_bytes: u64,
+    /// What mimalloc counts committed (its statistics' `committed.current`, which
+    /// `mi_process_info` reports): on Linux mimalloc 2 commits a whole arena as it reserves
+    /// it. `None` where the binary has no statistics symbol.
+    pub committed_bytes: Option<u64>,
 }
 
 impl MimallocHeap {

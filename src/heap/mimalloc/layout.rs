@@ -36,6 +36,9 @@ pub struct Offsets {
     /// The segment map: a flat bitmap (2.1) or an array of pointers to parts of it, each
     /// with its bitmap at `part_map` (2.2 and later).
     pub map: Map,
+    /// `mi_stats_t`: `committed.current`, the bytes mimalloc counts committed (what
+    /// `mi_process_info` gives as its commit), in `_mi_stats_main`.
+    pub stats_committed: u64,
 }
 
 /// How a version keeps its map of segments allocated outside its arenas.
@@ -79,6 +82,7 @@ const V2_2: Offsets = Offsets {
         part_map: 24,
         words: 1008,
     },
+    stats_committed: 72,
 };
 
 /// The versions read, with their places, by the number `mi_version()` returns (2.1.7
@@ -103,10 +107,18 @@ pub const VERSIONS: [(&str, u32, Offsets); 3] = [
             page_block_size: 40,
             page_bytes: 96,
             map: Map::Flat { words: 20480 },
+            stats_committed: 120,
         },
     ),
     ("2.2.5", 225, V2_2),
-    ("2.3.2", 20302, V2_2),
+    (
+        "2.3.2",
+        20302,
+        Offsets {
+            stats_committed: 80,
+            ..V2_2
+        },
+    ),
 ];
 
 /// The symbols of one binary that links mimalloc in (or is its library), at their
@@ -121,6 +133,9 @@ pub struct Symbols {
     /// mimalloc 3's `subproc_main` (0 in mimalloc 2, which has none; the four above are 0
     /// in mimalloc 3).
     pub subproc: u64,
+    /// mimalloc 2's statistics, `_mi_stats_main` (0 where absent, and in mimalloc 3, whose
+    /// statistics are its sub-process's).
+    pub stats: u64,
     load: crate::heap::elf::Load,
 }
 
@@ -136,6 +151,7 @@ impl Symbols {
             segment_map,
             heap_main,
             subproc: 0,
+            stats: 0,
             load: crate::heap::elf::Load::default(),
         }
     }
@@ -169,20 +185,21 @@ pub fn of<B: Binary + ?Sized>(bin: &B) -> Result<Symbols, Unmeasured> {
         return Err(Unmeasured::Stripped);
     }
     // mimalloc 2's statics, or mimalloc 3's one: each looked for, absent as 0.
-    let names: [&[u8]; 6] = [
+    let names: [&[u8]; 7] = [
         b"mi_version",
         b"mi_arenas",
         b"mi_arena_count",
         b"mi_segment_map",
         b"_mi_heap_main",
         b"subproc_main",
+        b"_mi_stats_main",
     ];
-    let mut at = [0u64; 6];
+    let mut at = [0u64; 7];
     for (slot, name) in at.iter_mut().zip(names) {
         let found = elf.find_symbol(bin, |n| (n == name).then_some(())).map_err(fault)?;
         *slot = found.map_or(0, |f| f.1);
     }
-    let [version, arenas, arena_count, segment_map, heap_main, subproc] = at;
+    let [version, arenas, arena_count, segment_map, heap_main, subproc, stats] = at;
     let v2 = arenas != 0 && arena_count != 0 && segment_map != 0 && heap_main != 0;
     if version == 0 || (!v2 && subproc == 0) {
         return Err(Unmeasured::UnknownVersion);
@@ -194,6 +211,7 @@ pub fn of<B: Binary + ?Sized>(bin: &B) -> Result<Symbols, Unmeasured> {
         segment_map,
         heap_main,
         subproc,
+        stats,
         load: elf.load(),
     })
 }
@@ -222,6 +240,8 @@ pub struct V3 {
     pub page_bytes: u64,
     /// `mi_bitmap_t`: its `chunk_count`, and its chunks of 512 bits.
     pub bitmap_chunks: u64,
+    /// `mi_subproc_t`: its statistics' `committed.current` (`stats.committed.current`).
+    pub stats_committed: u64,
 }
 
 /// The mimalloc 3 versions read, as [`VERSIONS`] (3.3.2 gives 30302).
@@ -242,6 +262,7 @@ pub const V3_VERSIONS: [(&str, u32, V3); 1] = [(
         page_memid: 96,
         page_bytes: 120,
         bitmap_chunks: 128,
+        stats_committed: 1552,
     },
 )];
 

@@ -13,7 +13,7 @@
 //! live page beside them touched, never purged because never used (stranded).
 
 use super::layout::{self, Map, Offsets, Symbols, HEAP_COOKIE, SEGMENT, SLICE, SLICES_PER_SEGMENT};
-use super::resident::{add_run, flush, word};
+use super::resident::{add_run, committed, flush, word};
 use super::{MimallocHeap, Unmeasured};
 use crate::heap::target::{u16_at, u32_at, u64_at, Fault, Target};
 
@@ -67,7 +67,10 @@ fn twice(
 struct Pass {
     owned: Vec<(u64, u64)>,
     in_use: u64,
+    /// Held, not scheduled for purging.
     held: u64,
+    /// Held, scheduled for purging.
+    due: u64,
     segments: u64,
     cookie: u64,
 }
@@ -77,6 +80,7 @@ fn pass<T: Target>(t: &mut T, s: &Symbols, bias: u64, o: &Offsets) -> Result<Mim
         owned: Vec::new(),
         in_use: 0,
         held: 0,
+        due: 0,
         segments: 0,
         cookie: word(t, s.heap_main.wrapping_add(bias).wrapping_add(HEAP_COOKIE))?,
     };
@@ -103,7 +107,12 @@ fn pass<T: Target>(t: &mut T, s: &Symbols, bias: u64, o: &Offsets) -> Result<Mim
         arenas,
         segments: p.segments,
         in_use_bytes: p.in_use,
-        held_bytes: p.held,
+        held_bytes: p.held.saturating_add(p.due),
+        pending_purge_bytes: p.due,
+        committed_bytes: match s.stats {
+            0 => None,
+            at => Some(committed(t, at.wrapping_add(bias).wrapping_add(o.stats_committed))?),
+        },
         ..MimallocHeap::default()
     };
     for &(lo, hi) in &p.owned {
@@ -152,7 +161,7 @@ fn arena<T: Target>(t: &mut T, o: &Offsets, arena: u64, p: &mut Pass) -> Result<
             // A free block scheduled for purging: a forced purge gives it back.
             if bit(&purge, i) {
                 let lo = start + i * SEGMENT;
-                add_run(t, &mut run, lo, lo + SEGMENT, &mut p.held)?;
+                add_run(t, &mut run, lo, lo + SEGMENT, &mut p.due)?;
             }
             i += 1;
             continue;
@@ -165,7 +174,7 @@ fn arena<T: Target>(t: &mut T, o: &Offsets, arena: u64, p: &mut Pass) -> Result<
         }
         i += n;
     }
-    flush(t, &mut run, &mut p.held)
+    flush(t, &mut run, &mut p.due)
 }
 
 /// The segments the map lists outside every arena (those allocated from the OS: a huge
@@ -266,45 +275,59 @@ fn segment<T: Target>(t: &mut T, o: &Offsets, seg: u64, p: &mut Pass) -> Result<
         spans.push((kind, i, seg + i * SLICE, hi));
         i += count;
     }
-    // A segment with no page in use is freed into its arena and purged whole.
-    if !spans[1..].iter().any(|s| s.0 == Span::Kept) {
-        p.held = p.held.saturating_add(t.resident_bytes(seg, end)?);
-        return Ok(size);
-    }
     let scheduled = at(o.purge_expire) != 0;
     let mask = |slice: u64| {
         let byte = (o.purge_mask + slice / 8) as usize;
         scheduled && slice < SLICES_PER_SEGMENT && head.get(byte).is_some_and(|b| b >> (slice % 8) & 1 == 1)
     };
-    let (mut kept, mut freed) = (None, None);
+    // A segment with no page in use is freed into its arena and purged whole.
+    let unused = !spans[1..].iter().any(|s| s.0 == Span::Kept);
+    if unused && !scheduled {
+        p.held = p.held.saturating_add(t.resident_bytes(seg, end)?);
+        return Ok(size);
+    }
+    let (mut kept, mut freed, mut due) = (None, None, None);
     let mut k = 0;
     while k < spans.len() {
         let (kind, _, lo, hi) = spans[k];
-        if kind == Span::Kept {
+        if kind == Span::Kept && !unused {
             add_run(t, &mut kept, lo, hi, &mut p.in_use)?;
             k += 1;
             continue;
         }
         // Free spans and empty pages side by side coalesce as the pages are freed: with a
         // page among them the whole is purged, else only what was scheduled.
-        let last = spans[k..]
-            .iter()
-            .position(|s| s.0 == Span::Kept)
-            .map_or(spans.len(), |n| k + n);
-        if spans[k..last].iter().any(|s| s.0 == Span::Empty) {
-            add_run(t, &mut freed, lo, spans[last - 1].3, &mut p.held)?;
-        } else {
-            for &(_, first, lo, hi) in &spans[k..last] {
-                for slice in first..first + (hi - lo).div_ceil(SLICE) {
-                    if mask(slice) {
-                        let a = seg + slice * SLICE;
-                        add_run(t, &mut freed, a, (a + SLICE).min(hi), &mut p.held)?;
-                    }
+        let last = match unused {
+            true => spans.len(),
+            false => spans[k..]
+                .iter()
+                .position(|s| s.0 == Span::Kept)
+                .map_or(spans.len(), |n| k + n),
+        };
+        let joined = unused || spans[k..last].iter().any(|s| s.0 == Span::Empty);
+        for &(kind, first, lo, hi) in &spans[k..last] {
+            if kind != Span::Free {
+                add_run(t, &mut freed, lo, hi, &mut p.held)?;
+                continue;
+            }
+            for slice in first..first + (hi - lo).div_ceil(SLICE) {
+                let a = seg + slice * SLICE;
+                let b = (a + SLICE).min(hi);
+                if mask(slice) {
+                    add_run(t, &mut due, a, b, &mut p.due)?;
+                } else if joined {
+                    add_run(t, &mut freed, a, b, &mut p.held)?;
                 }
             }
         }
         k = last;
     }
+    // An unused segment's slices beyond its entries (a huge one's) go with it.
+    let tail = spans.last().map_or(seg, |s| s.3);
+    if unused && tail < end {
+        add_run(t, &mut freed, tail, end, &mut p.held)?;
+    }
+    flush(t, &mut due, &mut p.due)?;
     flush(t, &mut kept, &mut p.in_use)?;
     flush(t, &mut freed, &mut p.held)?;
     Ok(size)

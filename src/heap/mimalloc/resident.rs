@@ -38,3 +38,17 @@ pub(super) fn flush<T: Target>(t: &mut T, run: &mut Option<(u64, u64)>, sum: &mu
     Ok(())
 }
 
+
+/// Committed bytes at most a count can give: the x86-64 user address space.
+const MAX_COMMITTED: u64 = 1 << 47;
+
+/// mimalloc's own count of the bytes it has committed (`committed.current` of its
+/// statistics, at `at`): what `mi_process_info` gives. A count no process can have (below
+/// 0, or beyond the address space) means the place is not the count: not believed.
+pub(super) fn committed(t: &mut impl Target, at: u64) -> Result<u64, Fault> {
+    let n = word(t, at)?;
+    if n > MAX_COMMITTED {
+        return Err(Fault::Inconsistent);
+    }
+    Ok(n)
+}

@@ -16,6 +16,10 @@ pub(crate) const PROCESS_MIMALLOC_IN_USE_BYTES: Metric = metric!(membloat "proce
         "Of those, the resident bytes of pages that hold a live block, and of the segments' headers: what mi_collect(true) keeps.");
 pub(crate) const PROCESS_MIMALLOC_HELD_BYTES: Metric = metric!(membloat "process_mimalloc_held", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (each segment's pages, purge masks and the arenas' bitmaps), pagemap, the binary's symbols",
         "Resident bytes mimalloc keeps free and would purge: pages with no live block (mimalloc 2: with the free spans they join), free spans, slices and arena blocks scheduled for purging, segments with no page in use. What mi_collect(true) in every thread gives back, the process's measured hoarding; mimalloc purges them after purge_delay (10 ms) only when the owning thread next allocates.");
+pub(crate) const PROCESS_MIMALLOC_PENDING_PURGE_BYTES: Metric = metric!(membloat "process_mimalloc_pending_purge", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (the segments' purge masks and the arenas' purge bitmaps), pagemap, the binary's symbols",
+        "Of the held bytes, those mimalloc has already scheduled for purging (free arena blocks, slices and spans in its purge bitmaps and masks): purged once purge_delay has passed, at the owning thread's next allocation, so never while it is idle. The rest of the held bytes (pages with no live block and the free spans they join) wait for mi_collect(true), a retired page's turn or the thread's exit.");
+pub(crate) const PROCESS_MIMALLOC_COMMITTED_BYTES: Metric = metric!(membloat "process_mimalloc_committed", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (_mi_stats_main, mimalloc 3: subproc_main's statistics), the binary's symbols",
+        "What mimalloc counts committed, as its own statistics keep it (committed.current, what mi_process_info and mi_stats_print report): address space, not residence; on Linux mimalloc 2 commits a whole arena (1 GiB at first) as it reserves it. Absent where the binary has no statistics symbol.");
 pub(crate) const PROCESS_MIMALLOC_STRANDED_BYTES: Metric = metric!(membloat "process_mimalloc_stranded", Gauge, Bytes, ["pid", "comm"], PROCESSES, "/proc/PID/mem (each segment's pages and purge mask), pagemap, the binary's symbols",
         "Resident free bytes of mimalloc's arenas and segments that no purge gives back: free pages never used, faulted in with a transparent huge page a live page beside them touched (mimalloc 2.2 and later ask for huge pages; MIMALLOC_ALLOW_THP=0 avoids it), or (mimalloc 3) slices its own metadata takes from an arena. Not counted as hoarding.");
 pub(crate) const PROCESS_MIMALLOC_UNMEASURED: Metric = metric!(membloat "process_mimalloc_unmeasured", Gauge, None, ["pid", "comm", "reason"], PROCESSES, "/proc/PID/exe or its libmimalloc, /proc/PID/mem",
@@ -28,6 +32,8 @@ impl Says for Mimalloc {
         PROCESS_MIMALLOC_RESIDENT_BYTES,
         PROCESS_MIMALLOC_IN_USE_BYTES,
         PROCESS_MIMALLOC_HELD_BYTES,
+        PROCESS_MIMALLOC_PENDING_PURGE_BYTES,
+        PROCESS_MIMALLOC_COMMITTED_BYTES,
         PROCESS_MIMALLOC_STRANDED_BYTES,
         PROCESS_MIMALLOC_UNMEASURED,
     ];
@@ -41,6 +47,8 @@ impl Says for Mimalloc {
         out.put(&PROCESS_MIMALLOC_RESIDENT_BYTES, Some(m.resident_bytes));
         out.put(&PROCESS_MIMALLOC_IN_USE_BYTES, Some(m.in_use_bytes));
         out.put(&PROCESS_MIMALLOC_HELD_BYTES, Some(m.held()));
+        out.put(&PROCESS_MIMALLOC_PENDING_PURGE_BYTES, Some(m.pending_purge_bytes));
+        out.put(&PROCESS_MIMALLOC_COMMITTED_BYTES, m.committed_bytes);
         out.put(&PROCESS_MIMALLOC_STRANDED_BYTES, Some(m.stranded_bytes()));
     }
 
@@ -48,9 +56,10 @@ impl Says for Mimalloc {
         Said {
             kind: "hoarding",
             evidence: format!(
-                "mimalloc {} keeps {} resident and free to purge in {} segments of {} arenas, beside {} in use and {} stranded in huge pages",
+                "mimalloc {} keeps {} resident and free to purge ({} already scheduled) in {} segments of {} arenas, beside {} in use and {} stranded in huge pages",
                 m.version,
                 Size(m.held()),
+                Size(m.pending_purge_bytes),
                 m.segments,
                 m.arenas,
                 Size(m.in_use_bytes),

@@ -35,7 +35,25 @@ fn pages_in_use_and_the_header_are_kept_an_empty_page_is_held() {
     // The empty page between them; the free rest was never scheduled for purging, nor
     // is the arena's second block: stranded, not held.
     assert_eq!(h.held(), SLICE);
+    assert_eq!(h.pending_purge_bytes, 0);
     assert_eq!(h.stranded_bytes(), 2 * SEGMENT - 6 * SLICE - PAGE);
+    // No statistics symbol: no committed figure.
+    assert_eq!(h.committed_bytes, None);
+}
+
+#[test]
+fn committed_is_mimallocs_own_count_where_its_statistics_are() {
+    let o = VERSIONS[2].2;
+    let stats = 0x28_0000;
+    let mut m = image(&[LIVE]);
+    m.map(stats, 256);
+    m.put(stats + o.stats_committed, 3 * SEGMENT);
+    let mut with = symbols();
+    with.stats = stats;
+    assert_eq!(read(&mut m, &with, 0).unwrap().committed_bytes, Some(3 * SEGMENT));
+    // A count beyond the address space is not a count: the layout is not this one.
+    m.put(stats + o.stats_committed, u64::MAX - 4095);
+    assert_eq!(read(&mut m, &with, 0), Err(Unmeasured::Moving));
 }
 
 #[test]
@@ -45,22 +63,36 @@ fn an_empty_page_purges_the_free_spans_it_joins_and_a_schedule_what_it_names() {
     let mut m = image(&[LIVE, EMPTY]);
     let h = read(&mut m, &symbols(), 0).unwrap();
     assert_eq!(h.held(), SEGMENT - 3 * SLICE);
+    assert_eq!(h.pending_purge_bytes, 0);
+    // Of which the slices its segment scheduled are pending, once a purge is due.
+    m.put(START + o.purge_mask, 0b1_1000_0000);
+    m.put(START + o.purge_expire, 1);
+    let h = read(&mut m, &symbols(), 0).unwrap();
+    assert_eq!((h.held(), h.pending_purge_bytes), (SEGMENT - 3 * SLICE, 2 * SLICE));
     // No empty page: only the slices its segment scheduled (slices 3 and 4, bits of the
     // purge mask) once a purge is due.
     let mut m = image(&[LIVE]);
     m.put(START + o.purge_mask, 0b11000);
     assert_eq!(read(&mut m, &symbols(), 0).unwrap().held(), 0);
     m.put(START + o.purge_expire, 1);
-    assert_eq!(read(&mut m, &symbols(), 0).unwrap().held(), 2 * SLICE);
+    let h = read(&mut m, &symbols(), 0).unwrap();
+    assert_eq!((h.held(), h.pending_purge_bytes), (2 * SLICE, 2 * SLICE));
     // The arena's free block, scheduled for purging.
     let mut m = image(&[LIVE]);
     m.map(0x30_0000, 8);
     m.put(0x30_0000, 0b10);
     m.put(ARENA + o.arena_purge, 0x30_0000);
-    assert_eq!(read(&mut m, &symbols(), 0).unwrap().held(), SEGMENT);
-    // A segment with no page in use is given back whole, its header too.
+    let h = read(&mut m, &symbols(), 0).unwrap();
+    assert_eq!((h.held(), h.pending_purge_bytes), (SEGMENT, SEGMENT));
+    // A segment with no page in use is given back whole, its header too; what it
+    // scheduled of it is pending.
     let mut m = image(&[EMPTY]);
-    assert_eq!(read(&mut m, &symbols(), 0).unwrap().held(), SEGMENT);
+    let h = read(&mut m, &symbols(), 0).unwrap();
+    assert_eq!((h.held(), h.pending_purge_bytes), (SEGMENT, 0));
+    m.put(START + o.purge_mask, 0b1100);
+    m.put(START + o.purge_expire, 1);
+    let h = read(&mut m, &symbols(), 0).unwrap();
+    assert_eq!((h.held(), h.pending_purge_bytes), (SEGMENT, 2 * SLICE));
 }
 
 #[test]
@@ -155,7 +187,10 @@ fn mimalloc_3_keeps_its_metadata_and_live_pages_and_gives_back_empty_pages_and_p
     assert_eq!(h.resident_bytes, V3_SLICES * SLICE - PAGE);
     assert_eq!(h.in_use_bytes, 5 * SLICE - PAGE);
     assert_eq!(h.held(), 2 * SLICE);
+    assert_eq!(h.pending_purge_bytes, SLICE);
     assert_eq!(h.stranded_bytes(), (V3_SLICES - 7) * SLICE);
+    // mimalloc 3's count is its sub-process's statistics'.
+    assert_eq!(h.committed_bytes, Some(0));
 }
 
 #[test]

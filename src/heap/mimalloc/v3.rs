@@ -10,7 +10,7 @@
 //! huge page brought in, or memory mimalloc's own metadata takes from an arena (stranded).
 
 use super::layout::{MEM_ARENA, SLICE, V3};
-use super::resident::{add_run, flush, word};
+use super::resident::{add_run, committed, flush, word};
 use super::MimallocHeap;
 use crate::heap::target::{u16_at, u32_at, u64_at, Fault, Target};
 
@@ -38,6 +38,8 @@ pub(super) fn pass<T: Target>(t: &mut T, o: &V3, subproc: u64) -> Result<Mimallo
     if owned.windows(2).any(|w| w[0].1 > w[1].0) {
         return Err(Fault::Inconsistent);
     }
+    h.held_bytes = h.held_bytes.saturating_add(h.pending_purge_bytes);
+    h.committed_bytes = Some(committed(t, subproc.wrapping_add(o.stats_committed))?);
     for &(lo, hi) in &owned {
         h.reserved_bytes = h.reserved_bytes.saturating_add(hi - lo);
         h.resident_bytes = h.resident_bytes.saturating_add(t.resident_bytes(lo, hi)?);
@@ -64,7 +66,7 @@ fn bit(map: &[u8], i: u64) -> bool {
 }
 
 /// One arena: its metadata in use, each page in use or held, each free slice scheduled for
-/// purging held; its range.
+/// purging pending (held once the pass adds it); its range.
 fn arena<T: Target>(
     t: &mut T,
     o: &V3,
@@ -89,7 +91,7 @@ fn arena<T: Target>(
         p => bitmap(t, o, p, slices)?,
     };
     let meta = at(o.pages_meta);
-    let (mut kept, mut freed) = (None, None);
+    let (mut kept, mut freed, mut due) = (None, None, None);
     add_run(t, &mut kept, arena, arena + info * SLICE, &mut h.in_use_bytes)?;
     let mut page = vec![0u8; o.page_bytes as usize];
     let mut s = info;
@@ -97,7 +99,7 @@ fn arena<T: Target>(
         let lo = arena + s * SLICE;
         if !bit(&starts, s) {
             if bit(&purge, s) {
-                add_run(t, &mut freed, lo, lo + SLICE, &mut h.held_bytes)?;
+                add_run(t, &mut due, lo, lo + SLICE, &mut h.pending_purge_bytes)?;
             }
             s += 1;
             continue;
@@ -131,5 +133,6 @@ fn arena<T: Target>(
     }
     flush(t, &mut kept, &mut h.in_use_bytes)?;
     flush(t, &mut freed, &mut h.held_bytes)?;
+    flush(t, &mut due, &mut h.pending_purge_bytes)?;
     Ok((arena, end))
 }
