@@ -89,6 +89,54 @@ fn settled(
 /// Debian's `libmimalloc2.0` (./scripts/test.sh installs libmimalloc-dev, which brings it).
 const DEBIAN_MIMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2";
 
+/// A C program linked against mimalloc as a shared library with its symbols (built from
+/// each version's sources to override malloc, as distributions build it): mimalloc's,
+/// read through the library's symbols where it is loaded, and its held memory what
+/// `mi_collect(true)` then gives back, within 5 % or 2 MiB, on random programs.
+#[test]
+fn a_c_program_on_a_shared_libmimalloc_with_symbols_is_measured() {
+    for (version, _, _) in VERSIONS {
+        let exe = common::mimalloc::c_program(version);
+        for seed in 1..=4u64 {
+            let args = [seed, 32 + seed * 53 % 160, seed * 17 % 50].map(|a| a.to_string());
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let mut r = Repro::run_env(&exe, &args, &[]);
+            let name = format!("shared mimalloc {version} {args:?}");
+            assert!(
+                r.ready.contains(&format!("version={version}")),
+                "{name}: {}",
+                r.ready
+            );
+            let maps = std::fs::read_to_string(format!("/proc/{}/maps", r.pid())).unwrap();
+            assert!(
+                maps.contains("libmimalloc.so.2"),
+                "{name}: maps no libmimalloc"
+            );
+            let whole = read(r.pid());
+            assert_eq!(whole.identity.allocator, Allocator::Mimalloc, "{name}");
+            assert_eq!(
+                whole.get::<heap::Glibc>().cloned(),
+                Some(Err(Outcome::NotGlibc)),
+                "{name}"
+            );
+            let (h, before) = read_still(&r, &name);
+            r.ask("collect");
+            let gave = before.saturating_sub(rss(r.pid()));
+            eprintln!(
+                "{name}: held {:.1} MiB, mi_collect(true) gave back {:.1} MiB",
+                h.held() as f64 / 1048576.0,
+                gave as f64 / 1048576.0
+            );
+            assert_eq!(h.version, version, "{name}");
+            assert!(
+                h.held().abs_diff(gave) <= (gave / 20).max(2 << 20),
+                "{name}: held {} B, given back {gave} B",
+                h.held()
+            );
+        }
+    }
+}
+
 /// The C program that hoards under glibc, preloading Debian's mimalloc and linked against
 /// it: mimalloc's frees, whatever glibc's heap holds; the library is stripped, so named
 /// with no figure.

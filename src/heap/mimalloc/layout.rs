@@ -195,9 +195,10 @@ pub fn of<B: Binary + ?Sized>(bin: &B) -> Result<Symbols, Unmeasured> {
         b"_mi_stats_main",
     ];
     let mut at = [0u64; 7];
+    // By name or by the tail of a longer one: a linker that merges strings keeps
+    // `subproc_main` only as the tail of `_mi_subproc_main` (a shared library's).
     for (slot, name) in at.iter_mut().zip(names) {
-        let found = elf.find_symbol(bin, |n| (n == name).then_some(())).map_err(fault)?;
-        *slot = found.map_or(0, |f| f.1);
+        *slot = elf.find_named(bin, name).map_err(fault)?.unwrap_or(0);
     }
     let [version, arenas, arena_count, segment_map, heap_main, subproc, stats] = at;
     let v2 = arenas != 0 && arena_count != 0 && segment_map != 0 && heap_main != 0;
