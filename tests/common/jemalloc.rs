@@ -14,23 +14,27 @@ pub const VERSIONS: [(&str, [&str; 3]); 3] = [
 ];
 
 /// The program linked with jemalloc `version` (one of [`VERSIONS`]); `debug`: with DWARF
-/// (`debug = 2`), otherwise a plain release build (symbols, no DWARF).
+/// (`debug = 2`), otherwise the same build without it, as a plain release build is
+/// (symbols, no DWARF: [`super::without_dwarf`]).
 pub fn program(version: &str, debug: bool) -> PathBuf {
     let (_, [allocator, ctl, sys]) = VERSIONS
         .iter()
         .find(|v| v.0 == version)
         .expect("a version of VERSIONS");
-    let kind = if debug { "debug" } else { "plain" };
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("jemalloc")
-        .join(format!("{version}-{kind}"));
+        .join(version);
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/jemalloc/main.rs");
     let manifest = format!(
         "[package]\nname = \"jemalloc-free\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
          [dependencies]\ntikv-jemallocator = \"={allocator}\"\n\
          tikv-jemalloc-ctl = \"={ctl}\"\ntikv-jemalloc-sys = \"={sys}\"\n\
-         [profile.release]\ndebug = {}\n[workspace]\n",
-        if debug { 2 } else { 0 }
+         [profile.release]\ndebug = 2\n[workspace]\n"
     );
-    super::cargo_program(&dir, &manifest, &src, "jemalloc-free")
+    let built = super::cargo_program(&dir, &manifest, &src, "jemalloc-free");
+    if debug {
+        built
+    } else {
+        super::without_dwarf(&built)
+    }
 }

@@ -15,16 +15,16 @@ pub const VERSIONS: [(&str, &str, bool); 4] = [
 ];
 
 /// The program linked with mimalloc `version` (one of [`VERSIONS`]); `debug`: with DWARF
-/// (`debug = 2`), otherwise a plain release build (symbols, no DWARF).
+/// (`debug = 2`), otherwise the same build without it, as a plain release build is
+/// (symbols, no DWARF: [`super::without_dwarf`]).
 pub fn program(version: &str, debug: bool) -> PathBuf {
     let &(_, sys, v2) = VERSIONS
         .iter()
         .find(|v| v.0 == version)
         .expect("a version of VERSIONS");
-    let kind = if debug { "debug" } else { "plain" };
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("mimalloc")
-        .join(format!("{version}-{kind}"));
+        .join(version);
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reproducers/mimalloc/main.rs");
     let features = if v2 {
         "\"extended\", \"v2\""
@@ -34,10 +34,14 @@ pub fn program(version: &str, debug: bool) -> PathBuf {
     let manifest = format!(
         "[package]\nname = \"mimalloc-free\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
          [dependencies]\nlibmimalloc-sys = {{ version = \"={sys}\", features = [{features}] }}\n\
-         [profile.release]\ndebug = {}\n[workspace]\n",
-        if debug { 2 } else { 0 }
+         [profile.release]\ndebug = 2\n[workspace]\n"
     );
-    super::cargo_program(&dir, &manifest, &src, "mimalloc-free")
+    let built = super::cargo_program(&dir, &manifest, &src, "mimalloc-free");
+    if debug {
+        built
+    } else {
+        super::without_dwarf(&built)
+    }
 }
 
 /// mimalloc `version` (one of [`VERSIONS`]) built from the sources `libmimalloc-sys`
@@ -50,7 +54,7 @@ pub fn c_program(version: &str) -> PathBuf {
         .find(|v| v.0 == version)
         .expect("a version of VERSIONS");
     // The crate's sources: cargo has them once the Rust program is built.
-    let rust = program(version, false);
+    let rust = program(version, true);
     let project = rust.ancestors().nth(3).unwrap();
     let out = std::process::Command::new(env!("CARGO"))
         .args(["metadata", "--format-version", "1", "--manifest-path"])

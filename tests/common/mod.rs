@@ -666,6 +666,34 @@ pub fn stripped(built: &Path, name: &str) -> PathBuf {
     out
 }
 
+/// `built` (a release build with DWARF) without its DWARF, as a plain release build is
+/// (cargo strips debug info where `debug` is off, keeping the symbol table): the same
+/// code, so one build per allocator version serves both; kept in `plain/` beside it, under
+/// the same name (the process's name), and made again when `built` is newer.
+#[allow(dead_code, reason = "not every test binary builds one")]
+pub fn without_dwarf(built: &Path) -> PathBuf {
+    let out = built
+        .parent()
+        .unwrap()
+        .join("plain")
+        .join(built.file_name().unwrap());
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if modified(&out).is_none() || modified(&out) < modified(built) {
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        let tmp = out.with_extension(format!("{}", std::process::id()));
+        let status = tool("strip")
+            .arg("--strip-debug")
+            .arg(built)
+            .arg("-o")
+            .arg(&tmp)
+            .status()
+            .unwrap();
+        assert!(status.success(), "strip --strip-debug {}", built.display());
+        std::fs::rename(&tmp, &out).unwrap();
+    }
+    out
+}
+
 /// Builds the Rust program `src` (a `main.rs`) as the cargo project `dir` with `manifest`,
 /// in release; returns the binary `bin`. Files are written only when changed, so cargo
 /// rebuilds only what changed.
