@@ -10,6 +10,11 @@ cd "$(dirname "$0")/.."
 src=tests/cluster/node
 bin=$PWD/target/tools/bin/kubenode
 stamp=$(cat "$0" "$src/go.mod" "$src/go.sum" "$src/main.go" | sha256sum | cut -c1-16)
+# One build at a time: scripts/test.sh starts one ahead, and the cluster tier's call waits
+# for it here rather than build beside it.
+mkdir -p target/tools/bin
+exec 9>"$bin.lock"
+flock 9
 if ! [ -x "$bin" ] || [ "$(cat "$bin.stamp" 2>/dev/null)" != "$stamp" ]; then
   echo "building kubenode (k8s.io/kubernetes from $src/go.mod) into target/tools/bin" >&2
   mkdir -p target/tools/bin

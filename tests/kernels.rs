@@ -7,13 +7,14 @@
 //! mode ran and passed, and prints the kernel's facts and timings.
 //!
 //! Each kernel boots twice: once with PSI on for every check (collectors, the kernel's own
-//! files, absent series for what it lacks, a dozen random glibc programs measured exactly,
+//! files, absent series for what it lacks, six random glibc programs measured exactly,
 //! container headroom at both kubelet cgroup paths, per-container pressure, peak and
 //! events, an OOM kill at memory.max, a memory.oom.group kill, khugepaged regrowth), and
 //! once booted `psi=0`, where PSI's series are absent and nothing fails.
 //!
 //! MEMBLOAT_VM_SEED repeats a run's random programs; MEMBLOAT_VM_PROGRAMS sets how many
-//! (default 12).
+//! (default 6, two batches of three: the check's short form, the longest of a boot under
+//! TCG at about 8 s a program; `MEMBLOAT_VM_PROGRAMS=30` is the long one).
 
 use crate::common;
 
@@ -113,7 +114,7 @@ fn boot(kernel: &str, mode: &str, extra: &[&str]) -> Boot {
                 .as_secs()
                 % 1_000_000_007
         });
-    let programs = std::env::var("MEMBLOAT_VM_PROGRAMS").unwrap_or_else(|_| "12".into());
+    let programs = std::env::var("MEMBLOAT_VM_PROGRAMS").unwrap_or_else(|_| "6".into());
     guest_files(&dir);
     let only = std::env::var("MEMBLOAT_VM_ONLY")
         .map(|o| format!(" --only {o}"))

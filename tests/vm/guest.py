@@ -948,7 +948,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--mode", choices=["full", "psi0"], required=True)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--programs", type=int, default=12)
+    ap.add_argument("--programs", type=int, default=6)
     ap.add_argument("--rules", required=True)
     ap.add_argument("--python", required=True)
     ap.add_argument("--mimalloc", required=True)
