@@ -560,7 +560,8 @@ fn jemalloc_read(data: &[u8]) {
 /// arena of two blocks, a segment of a header, live pages, an empty one and a free span)
 /// and the 3.3.2 one (`image_v3`: an arena of metadata, live and empty pages and free
 /// slices, one scheduled for purging), each read with its symbols: what it reports in use and held is never more than resident,
-/// resident never more than reserved, and every figure is whole pages.
+/// resident never more than reserved, what is pending purge never more than held, the
+/// committed count within the address space, and every figure is whole pages.
 fn mimalloc_read(data: &[u8]) {
     use mimalloc::image::Span;
     let live = Span {
@@ -588,7 +589,16 @@ fn mimalloc_read(data: &[u8]) {
         if let Ok(h) = mimalloc::read(&mut m, &symbols, 0) {
             assert!(h.in_use_bytes + h.held() <= h.resident_bytes, "{h:?}");
             assert!(h.resident_bytes <= h.reserved_bytes, "{h:?}");
-            for b in [h.reserved_bytes, h.resident_bytes, h.in_use_bytes, h.held()] {
+            assert!(h.pending_purge_bytes <= h.held(), "{h:?}");
+            assert!(h.committed_bytes.is_none_or(|c| c <= 1 << 47), "{h:?}");
+            let pending = h.pending_purge_bytes;
+            for b in [
+                h.reserved_bytes,
+                h.resident_bytes,
+                h.in_use_bytes,
+                h.held(),
+                pending,
+            ] {
                 assert_eq!(b % 4096, 0, "{h:?}");
             }
         }

@@ -1,5 +1,5 @@
 //! A crafted mimalloc 2.3.2 process for tests and the fuzzer: `mi_version`'s code, the main
-//! heap's cookie, one arena of two blocks whose first holds a segment of given spans, and
+//! heap's cookie, its statistics' committed count, one arena of two blocks whose first holds a segment of given spans, and
 //! an empty segment map. Not used by the exporter itself.
 
 use super::layout::{Map, Symbols, SEGMENT, SLICE, VERSIONS};
@@ -10,13 +10,16 @@ pub(crate) const HEAP_MAIN: u64 = 0x10_1000;
 pub(crate) const ARENAS: u64 = 0x10_2000;
 pub(crate) const COUNT: u64 = 0x10_3000;
 pub(crate) const MAP: u64 = 0x10_4000;
+pub(crate) const STATS: u64 = 0x10_8000;
 pub(crate) const ARENA: u64 = 0x20_0000;
 pub const START: u64 = 0x4000_0000;
 pub const COOKIE: u64 = 0x5eed_c0de;
 
 /// The symbols of [`image`].
 pub fn symbols() -> Symbols {
-    Symbols::at(VERSION, ARENAS, COUNT, MAP, HEAP_MAIN)
+    let mut s = Symbols::at(VERSION, ARENAS, COUNT, MAP, HEAP_MAIN);
+    s.stats = STATS;
+    s
 }
 
 /// A span of a segment: its slices, its block size (0: a free span) and blocks in use.
@@ -45,6 +48,9 @@ pub fn image(spans: &[Span]) -> Image {
         unreachable!("2.3.2's map is in parts")
     };
     m.map(MAP, parts * 8);
+    // Its statistics count the arena committed whole, as mimalloc 2 commits it on Linux.
+    m.map(STATS, 0x100);
+    m.put(STATS + o.stats_committed, 2 * SEGMENT);
     m.map(ARENA, 0x1000);
     m.put(ARENA + o.arena_start, START);
     m.put(ARENA + o.arena_start + 8, 2);
