@@ -151,7 +151,7 @@ if asked fuzz && [ "${MEMBLOAT_FUZZ_SECONDS:-4}" != 0 ]; then ahead_start ./scri
 # listed in the summary.
 MEMBLOAT_SKIP_LOG=$(mktemp)
 export MEMBLOAT_SKIP_LOG
-trap 'for p in "${ahead[@]}"; do kill -- "-$p" 2>/dev/null; done; rm -f "$log" "$log.fuzz" "$MEMBLOAT_SKIP_LOG" "$helm_out" "$helm_out.err"' EXIT
+trap 'for p in "${ahead[@]}"; do kill -- "-$p" 2>/dev/null || true; done; rm -f "$log" "$log.fuzz" "$MEMBLOAT_SKIP_LOG" "$helm_out" "$helm_out.err"' EXIT
 fuzz="not asked for"
 results=()
 failed=0
