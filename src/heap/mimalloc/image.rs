@@ -1,6 +1,7 @@
 //! A crafted mimalloc 2.3.2 process for tests and the fuzzer: `mi_version`'s code, the main
-//! heap's cookie, its statistics' committed count, one arena of two blocks whose first holds a segment of given spans, and
-//! an empty segment map. Not used by the exporter itself.
+//! heap's cookie, its statistics' committed count, one arena of two blocks whose first
+//! holds a segment of given spans, and an empty segment map. Not used by the exporter
+//! itself.
 
 use super::layout::{Map, Symbols, SEGMENT, SLICE, VERSIONS};
 use crate::heap::image::Image;

@@ -133,8 +133,8 @@ pub struct Symbols {
     /// mimalloc 3's `subproc_main` (0 in mimalloc 2, which has none; the four above are 0
     /// in mimalloc 3).
     pub subproc: u64,
-    /// mimalloc 2's statistics, `_mi_stats_main` (0 where absent, and in mimalloc 3, whose
-    /// statistics are its sub-process's).
+    /// mimalloc 2's statistics, `_mi_stats_main` (0 where absent; unused in mimalloc 3,
+    /// whose count is its sub-process's statistics').
     pub stats: u64,
     load: crate::heap::elf::Load,
 }

@@ -297,12 +297,10 @@ fn segment<T: Target>(t: &mut T, o: &Offsets, seg: u64, p: &mut Pass) -> Result<
         }
         // Free spans and empty pages side by side coalesce as the pages are freed: with a
         // page among them the whole is purged, else only what was scheduled.
-        let last = match unused {
-            true => spans.len(),
-            false => spans[k..]
-                .iter()
-                .position(|s| s.0 == Span::Kept)
-                .map_or(spans.len(), |n| k + n),
+        let next_kept = spans[k..].iter().position(|s| s.0 == Span::Kept);
+        let last = match next_kept {
+            Some(n) if !unused => k + n,
+            _ => spans.len(),
         };
         let joined = unused || spans[k..last].iter().any(|s| s.0 == Span::Empty);
         for &(kind, first, lo, hi) in &spans[k..last] {

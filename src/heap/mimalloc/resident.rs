@@ -38,7 +38,6 @@ pub(super) fn flush<T: Target>(t: &mut T, run: &mut Option<(u64, u64)>, sum: &mu
     Ok(())
 }
 
-
 /// Committed bytes at most a count can give: the x86-64 user address space.
 const MAX_COMMITTED: u64 = 1 << 47;
 
