@@ -492,8 +492,10 @@ fn decayed(conf: &[(&str, &str)]) -> Repro {
 /// jemalloc's muzzy pages are pages it gave back with `MADV_FREE`: with dirty pages
 /// decayed by its background threads within a millisecond and muzzy ones never
 /// (`MALLOC_CONF`), the process's `LazyFree` as the exporter serves it is jemalloc's
-/// resident kept pages, within the kernel's per-CPU batches of up to 15 pages not yet
-/// marked; and they are jemalloc's hoarding, not a second finding.
+/// resident kept pages, within the kernel's per-CPU batches (31 pages on 6.x, 15 before):
+/// a page faulted in on another CPU and not yet on an LRU list, or freed and not yet
+/// marked (`tests/reproducers/lazyfree.c`); and they are jemalloc's hoarding, not a second
+/// finding.
 #[test]
 fn muzzy_pages_are_the_processs_lazy_free() {
     let conf = [(
@@ -512,7 +514,7 @@ fn muzzy_pages_are_the_processs_lazy_free() {
     };
     let (lazy, kept) = (served("lazy_free"), served("jemalloc_kept_resident"));
     let cpus = std::thread::available_parallelism().unwrap().get() as f64;
-    let slack = 15.0 * cpus * 4096.0;
+    let slack = 2.0 * 31.0 * cpus * 4096.0;
     let dirty = (dirty * 4096) as f64;
     assert!(
         lazy <= kept + slack && lazy >= kept - dirty - slack,
