@@ -9,15 +9,13 @@
 #                                                   an example web config
 # The maintainer scripts (deploy/debian/) add the user, enable and start the unit, restart
 # it on upgrade, and remove both on purge. MEMBLOAT_DEB_VERSION overrides the version
-# (Cargo.toml's). Prints the package's path. `deb.sh build` only builds the binary
-# (scripts/test.sh builds it ahead).
+# (Cargo.toml's). Prints the package's path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=${MEMBLOAT_DEB_VERSION:-$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)}
 arch=$(dpkg --print-architecture)
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 cargo build --release --locked --bin membloat_exporter >&2
-[ "${1:-}" != build ] || exit 0
 root=target/debian/membloat-exporter_${version}_$arch
 rm -rf "$root"
 share=$root/usr/share/membloat-exporter

@@ -2,7 +2,6 @@
 # Builds the static (musl) binary the container image ships, natively, and checks it: the
 # same build as deploy/container/Containerfile, for machines without a container engine.
 # Installs the musl target and musl-tools when missing. Prints the binary's path and size.
-# `static-build.sh build` only builds it (scripts/test.sh builds it ahead).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +14,6 @@ if ! command -v musl-gcc >/dev/null; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends musl-tools >/dev/null
 fi
 CC_x86_64_unknown_linux_musl=musl-gcc cargo build --release --locked --target "$target" --bin membloat_exporter
-[ "${1:-}" != build ] || exit 0
 bin="target/$target/release/membloat_exporter"
 out="target/$target/membloat_exporter.stripped"
 strip -o "$out" "$bin"

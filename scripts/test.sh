@@ -132,8 +132,8 @@ need_helm() {
 # Builds the later tests need, started now at the lowest CPU and I/O priority: they take
 # the time the earlier tests leave idle while they wait, instead of adding to the run (the
 # package test's Debian tree is mostly a download). A test that gets there first waits
-# for the same build (kubenode.sh and debian-tree.sh hold a lock; cargo locks its build
-# directory) and then finds it built. Their output: target/ahead.log.
+# for the same build (kubenode.sh and debian-tree.sh hold a lock; cargo locks its target
+# directory). Their output: target/ahead.log.
 ahead=()
 asked() {
   local t
@@ -150,12 +150,7 @@ ahead_start() {
     ahead "$@" >>target/ahead.log 2>&1 </dev/null &
   ahead+=($!)
 }
-if [ "$(id -u)" -eq 0 ] && asked root; then
-  ahead_start ./scripts/debian-tree.sh
-  # The package's and the image's release builds, one after the other: they share
-  # target/release's lock.
-  ahead_start sh -c './scripts/static-build.sh build && ./scripts/deb.sh build'
-fi
+if [ "$(id -u)" -eq 0 ] && asked root; then ahead_start ./scripts/debian-tree.sh; fi
 if [ "$(id -u)" -eq 0 ] && asked cluster; then ahead_start ./scripts/kubenode.sh; fi
 if asked fuzz && [ "${MEMBLOAT_FUZZ_SECONDS:-4}" != 0 ]; then ahead_start ./scripts/fuzz.sh build; fi
 # Checks a test could not make on this machine (tests/common: skipped()) land here and are
