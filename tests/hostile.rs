@@ -206,7 +206,10 @@ fn zgc_dressed(dir: &std::path::Path) -> (PathBuf, PathBuf) {
     (java, perf)
 }
 
-/// No group's measured figures are more than its Pss (shared pages once).
+/// No group's measured figures are more than its Pss (shared pages once). A group with a
+/// measured figure and a Pss of 0 had no Pss read for it (its `smaps_rollup` read was
+/// skipped: every slot for such reads held by other tests' processes that hold their own
+/// mmap lock): nothing is capped then, and its figures are at most its resident memory.
 fn no_group_figure_over_its_pss(t: &str) {
     for line in t.lines().filter(|l| {
         l.starts_with("membloat_group_hoarded_bytes{") && l.contains("method=\"measured\"")
@@ -218,7 +221,13 @@ fn no_group_figure_over_its_pss(t: &str) {
             .unwrap();
         let served: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
         let pss = value(t, &format!("membloat_group_pss_bytes{{group=\"{group}\"}}")).unwrap();
-        assert!(served <= pss, "{line}: Pss {pss}");
+        let resident = value(
+            t,
+            &format!("membloat_group_resident_bytes{{group=\"{group}\"}}"),
+        )
+        .unwrap();
+        let most = if pss > 0.0 { pss } else { resident };
+        assert!(served <= most, "{line}: Pss {pss}, resident {resident}");
     }
 }
 
@@ -759,7 +768,9 @@ fn a_memfd_named_as_zgcs_heap_is_believed_only_as_far_as_it_is_mapped() {
     let dir_arg = dir.path().to_str().unwrap();
     let r = as_tenant("java", &java, &[perf.to_str().unwrap(), dir_arg, "1024"]);
     let pid = r.pid();
-    let d = Daemon::start(&["--scan.interval=1s"]);
+    // Every process served: with the default five, this small one may never be among
+    // them beside other tests' programs and builds.
+    let d = Daemon::start(&["--scan.interval=1s", "--collector.processes.top-k=100000"]);
     let resident =
         format!("membloat_process_jvm_heap_resident_bytes{{pid=\"{pid}\",comm=\"java\"}}");
     let mut t = String::new();
